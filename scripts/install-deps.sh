@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs every Debian package cellgate needs to build, run and test.
+# Idempotent; safe to run again. Needs root (or sudo).
+set -euo pipefail
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+
+BUILD=(build-essential cmake pkg-config git
+  libboost-dev libssl-dev libzmq3-dev cppzmq-dev nlohmann-json3-dev libfmt-dev
+  libseccomp-dev libcap-dev libsqlite3-dev catch2
+  xeus-dev xeus-python-dev libxeus-python0 python3-dev)
+KERNELS=(python3-ipykernel python3-numpy python3-scipy python3-pandas python3-matplotlib
+  fonts-dejavu-core fontconfig tree)
+TESTS=(python3-jupyter-client python3-websocket python3-jupyter-server python3-jupyter-kernel-test
+  python3-nbformat python3-requests python3-pytest curl acl iproute2 procps)
+
+if [ "${CELLGATE_DEPS_SKIP_UPDATE:-0}" != 1 ]; then $SUDO apt-get update -qq; fi
+pkgs=("${BUILD[@]}" "${KERNELS[@]}")
+if [ "${1:-}" != "--runtime-only" ]; then pkgs+=("${TESTS[@]}"); fi
+$SUDO apt-get install -y -qq --no-install-recommends "${pkgs[@]}"

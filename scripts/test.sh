@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine (packages, build) and runs every test under ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+cd "${CELLGATE_BUILD_DIR:-build}"
+ctest --output-on-failure -j"$(nproc)" "$@"

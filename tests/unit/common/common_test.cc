@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include <catch2/catch.hpp>
+
+#include <regex>
+#include <set>
+
+#include "common/random.h"
+#include "common/result.h"
+#include "common/time_format.h"
+
+using namespace cellgate::common;
+
+TEST_CASE("iso8601 has microseconds and a Z", "[common]") {
+  SystemTime t{std::chrono::microseconds(1700000000123456LL)};
+  CHECK(iso8601(t) == "2023-11-14T22:13:20.123456Z");
+  CHECK(std::regex_match(iso8601_now(), std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z)")));
+}
+
+TEST_CASE("uuids are v4 and distinct", "[common]") {
+  std::set<std::string> seen;
+  for (int i = 0; i < 100; ++i) {
+    auto u = random_uuid();
+    CHECK(std::regex_match(u, std::regex("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")));
+    seen.insert(u);
+  }
+  CHECK(seen.size() == 100);
+  CHECK(random_hex(32).size() == 64);
+  CHECK(to_hex("\x00\xff", 2) == "00ff");
+}
+
+TEST_CASE("result holds a value or an error", "[common]") {
+  Result<int> a = 3;
+  Result<int> b = make_error(Errc::kNotFound, "nope");
+  CHECK(a.has_value());
+  CHECK(*a == 3);
+  CHECK_FALSE(b.has_value());
+  CHECK(b.error().code == Errc::kNotFound);
+}
