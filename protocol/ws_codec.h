@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// ws_codec: the kernel WebSocket framings (legacy JSON and v1.kernel.websocket.jupyter.org) <-> Message.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+#include "protocol/message.h"
+
+namespace cellgate::protocol {
+
+enum class WsProtocol { kLegacy, kV1 };
+inline constexpr std::string_view kV1Subprotocol = "v1.kernel.websocket.jupyter.org";
+
+struct WsFrame {
+  std::string data;
+  bool binary = false;
+};
+
+struct WsMessage {
+  std::string channel;  // shell, control, stdin, iopub (client→server: missing channel → "shell")
+  Message message;      // identities empty
+};
+
+// Server→client. Legacy: a text JSON frame {header, msg_id, msg_type, parent_header, metadata,
+// content, buffers: [], channel} built by splicing the parts' JSON text (no re-serialisation), or,
+// when there are buffers, the binary layout with big-endian uint32 offsets. v1: the binary layout with
+// little-endian uint64 offsets, parts copied as they are. msg_id/msg_type come from peek_header.
+WsFrame encode_ws(WsProtocol protocol, std::string_view channel, const Message& m);
+
+// Client→server. Validates every offset and length against the frame size before reading, rejects
+// non-object JSON parts, unknown channels and anything over max_parts parts. Never throws.
+common::Result<WsMessage> decode_ws(WsProtocol protocol, std::string_view data, bool binary,
+                                    size_t max_parts = 64);
+
+}  // namespace cellgate::protocol
