@@ -28,7 +28,9 @@ void fail(const std::string& what) {
 std::string unhex(const std::string& hex) {
   std::string out;
   out.reserve(hex.size() / 2);
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  }
   return out;
 }
 
