@@ -28,10 +28,11 @@ bool client_channel(std::string_view channel) {
   return channel == "shell" || channel == "control" || channel == "stdin";
 }
 
-void put_be32(std::string& out, uint32_t v) {
-  const char bytes[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
-                         static_cast<char>(v)};
-  out.append(bytes, 4);
+void store_be32(char* p, uint32_t v) {
+  p[0] = static_cast<char>(v >> 24);
+  p[1] = static_cast<char>(v >> 16);
+  p[2] = static_cast<char>(v >> 8);
+  p[3] = static_cast<char>(v);
 }
 
 uint32_t get_be32(const char* p) {
@@ -91,23 +92,19 @@ WsFrame encode_legacy(std::string_view channel, const Message& m) {
   frame.binary = true;
   const size_t nbufs = 1 + m.buffers.size();
   const size_t table = 4 * (nbufs + 1);
-  std::string body;
-  body.reserve(m.header.size() + m.parent_header.size() + m.metadata.size() + m.content.size() + channel.size() +
-               kJsonOverhead);
-  append_legacy_json(body, channel, m, /*buffers_key=*/false);
-  // The layout has 32-bit offsets; the launcher bounds kernel messages far below 4 GiB.
-  CELLGATE_ASSERT(table + body.size() + parts_size(m) <= UINT32_MAX);
-  frame.data.reserve(table + body.size() + parts_size(m));
-  put_be32(frame.data, static_cast<uint32_t>(nbufs));
-  size_t offset = table;
-  put_be32(frame.data, static_cast<uint32_t>(offset));
-  offset += body.size();
-  for (size_t i = 0; i + 1 < m.buffers.size(); ++i) {
-    put_be32(frame.data, static_cast<uint32_t>(offset));
+  frame.data.reserve(table + parts_size(m) + channel.size() + kJsonOverhead);
+  frame.data.resize(table);  // the offsets go in once the JSON length is known
+  append_legacy_json(frame.data, channel, m, /*buffers_key=*/false);
+  size_t offset = frame.data.size();
+  char* p = frame.data.data();
+  store_be32(p, static_cast<uint32_t>(nbufs));
+  store_be32(p + 4, static_cast<uint32_t>(table));
+  for (size_t i = 0; i < m.buffers.size(); ++i) {
+    // The layout has 32-bit offsets; the launcher bounds kernel messages far below 4 GiB.
+    CELLGATE_ASSERT(offset <= UINT32_MAX);
+    store_be32(p + 4 * (i + 2), static_cast<uint32_t>(offset));
     offset += m.buffers[i].size();
   }
-  if (m.buffers.size() > 0) put_be32(frame.data, static_cast<uint32_t>(offset));
-  frame.data.append(body);
   for (const auto& b : m.buffers) frame.data.append(b);
   return frame;
 }
