@@ -60,6 +60,8 @@ void ZmqStream::drain() {
   auto alive = alive_;
   // Bound one burst so a flooding kernel cannot starve the other sockets on this thread.
   for (int budget = 256; budget > 0 && *alive; --budget) {
+    // Ask first: recv on a REQ socket that has not sent is an EFSM error, not EAGAIN.
+    if (!(socket_.get(zmq::sockopt::events) & ZMQ_POLLIN)) break;
     parts_.clear();
     zmq::message_t part;
     auto got = socket_.recv(part, zmq::recv_flags::dontwait);
