@@ -96,10 +96,15 @@ Status Database::configure() {
   // journal_mode is the first statement that reads the file, so a corrupt or foreign file fails here
   // with "file is not a database".
   {
+    auto unusable = [&](const Error& e) {
+      return make_error(e.code, fmt::format("{}: cannot read the state database ({}); restore it from a backup or "
+                                            "move it away",
+                                            path_, sqlite3_errmsg(db_)));
+    };
     auto stmt = prepare("PRAGMA journal_mode=WAL");
-    if (!stmt) return stmt.error();
+    if (!stmt) return unusable(stmt.error());
     auto row = stmt->step();
-    if (!row) return make_error(row.error().code, fmt::format("{}: {}", path_, row.error().message));
+    if (!row) return unusable(row.error());
     if (!row.value() || stmt->column_text(0) != "wal")
       return make_error(Errc::kInternal, path_ + ": cannot switch the state database to WAL mode");
   }

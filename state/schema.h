@@ -7,7 +7,7 @@
 namespace cellgate::state {
 
 struct Migration {
-  int version;      // 1, 2, 3, ...: applied in order, each in its own transaction
+  int version;      // 1, 2, 3, ...: pending ones are applied in order, together in one transaction
   const char* sql;  // one or more statements
 };
 

@@ -215,3 +215,49 @@ TEST_CASE("statement errors come back as Result", "[state]") {
   REQUIRE_FALSE(bind_error);
   CHECK_THAT(bind_error.error().message, Catch::Contains("bind"));
 }
+
+TEST_CASE("a database with a damaged schema page is refused with a clear error", "[state]") {
+  TempDir tmp;
+  {
+    auto db = Database::open(tmp.path());
+    REQUIRE(db);
+  }
+  {
+    // Keep the 100-byte header (so SQLite recognises the file) and scribble over the rest of page 1,
+    // the root of sqlite_master.
+    std::fstream f(tmp.file("cellgate.db"), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    for (int i = 0; i < 400; ++i) f.put(static_cast<char>(0xA5));
+  }
+  auto db = Database::open(tmp.path());
+  REQUIRE_FALSE(db);
+  CHECK_THAT(db.error().message, Catch::Contains(tmp.file("cellgate.db")));
+  CHECK_THAT(db.error().message, Catch::Contains("malformed"));
+}
+
+TEST_CASE("writers on separate connections wait for each other instead of failing", "[state]") {
+  TempDir tmp;
+  REQUIRE(Database::open(tmp.path()));
+  constexpr int kThreads = 3;
+  constexpr int kRows = 100;
+  std::vector<int> failures(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      auto db = Database::open(tmp.path());
+      if (!db) {
+        failures[static_cast<size_t>(t)] = kRows;
+        return;
+      }
+      for (int i = 0; i < kRows; ++i) {
+        auto st = db->prepare("INSERT INTO workspaces (owner, name, created) VALUES (?, ?, 't')");
+        if (!st || !st->bind(1, "u" + std::to_string(t)).bind(2, "w" + std::to_string(i)).run())
+          ++failures[static_cast<size_t>(t)];
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (int f : failures) CHECK(f == 0);
+  auto db = Database::open(tmp.path());
+  REQUIRE(db);
+  CHECK(count(*db, "SELECT count(*) FROM workspaces") == kThreads * kRows);
+}

@@ -2,6 +2,9 @@
 // users_test: user CRUD, token hashing and storage, authentication, limits and single-token mode.
 #include "state/users.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include "state/database.h"
@@ -182,4 +185,41 @@ TEST_CASE("single-token mode: the token is an implicit admin only while there ar
   CHECK(users.authenticate("T0ken"));
   users.set_single_token("");
   CHECK_FALSE(users.authenticate("T0ken"));
+}
+
+TEST_CASE("a user added by another process authenticates on an already open connection", "[state]") {
+  // The deployment case: the gateway keeps its Database open while an admin runs `cellgate user add`.
+  TempDir tmp;
+  auto db = Database::open(tmp.path());
+  REQUIRE(db);
+  UserStore users(*db);
+  users.set_single_token("boot");
+  REQUIRE(users.authenticate("boot"));
+
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(fds[0]);
+    auto child_db = Database::open(tmp.path());
+    if (!child_db) ::_exit(1);
+    auto token = UserStore(*child_db).add_user("carol", false, {});
+    if (!token) ::_exit(2);
+    ssize_t n = ::write(fds[1], token->data(), token->size());
+    ::_exit(n == static_cast<ssize_t>(token->size()) ? 0 : 3);
+  }
+  ::close(fds[1]);
+  char buf[128];
+  ssize_t n = ::read(fds[0], buf, sizeof buf);
+  ::close(fds[0]);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  REQUIRE(n == 64);
+  auto u = users.authenticate(std::string(buf, static_cast<size_t>(n)));
+  REQUIRE(u);
+  CHECK(u->name == "carol");
+  CHECK_FALSE(users.authenticate("boot"));  // the database has a user now: single-token mode ends
 }
