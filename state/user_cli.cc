@@ -54,7 +54,7 @@ struct Args {
   bool any_limit = false;
 };
 
-uint64_t parse_size(const std::string& flag, const std::string& v) {
+uint64_t parse_size(const std::string& flag, const std::string& v, uint64_t min = 0) {
   char* end = nullptr;
   errno = 0;
   double n = std::strtod(v.c_str(), &end);
@@ -67,6 +67,7 @@ uint64_t parse_size(const std::string& flag, const std::string& v) {
   else if (suffix == "T" || suffix == "TiB") mult = 1024.0 * 1024 * 1024 * 1024;
   else if (!suffix.empty()) throw UsageError(flag + ": unknown size suffix '" + suffix + "'");
   if (n * mult > 9.0e18) throw UsageError(flag + ": too large: '" + v + "'");
+  if (n * mult < static_cast<double>(min)) throw UsageError(flag + ": must be at least " + std::to_string(min));
   return static_cast<uint64_t>(n * mult);
 }
 
@@ -130,7 +131,7 @@ Args parse_args(int argc, char** argv, bool with_admin, bool with_limits, bool a
     const bool clear = allow_default && v == "default";
     UserLimits& dst = clear ? a.clear : a.limits;
     if (name == "--max-kernels") dst.max_kernels = clear ? 0 : parse_int(name, v, 0, 1 << 20);
-    else if (name == "--memory") dst.memory_bytes = clear ? 0 : static_cast<int64_t>(parse_size(name, v));
+    else if (name == "--memory") dst.memory_bytes = clear ? 0 : static_cast<int64_t>(parse_size(name, v, 1));
     else if (name == "--cpus") dst.cpus = clear ? 1.0 : parse_cpus(name, v);
     else if (name == "--pids") dst.pids = clear ? 0 : parse_int(name, v, 1, 1 << 22);
     else if (name == "--workspace-bytes") dst.workspace_bytes = clear ? 0 : static_cast<int64_t>(parse_size(name, v));

@@ -85,6 +85,10 @@ Status validate_limits(const UserLimits& l) {
                           std::pair{&l.workspace_files, "workspace files"},
                           std::pair{&l.exec_timeout_s, "exec timeout"}})
     if (auto s = non_negative(*v, field); !s) return s;
+  // Zero would read as "no limit" further down (launcher::Limits uses 0 for unset), so it is refused here.
+  for (auto [v, field] : {std::pair{&l.memory_bytes, "memory"}, std::pair{&l.pids, "pids"},
+                          std::pair{&l.exec_timeout_s, "exec timeout"}})
+    if (*v && **v == 0) return make_error(Errc::kBadRequest, std::string(field) + " must be positive");
   if (l.cpus && !(*l.cpus > 0 && *l.cpus <= 1024)) return make_error(Errc::kBadRequest, "cpus must be in (0, 1024]");
   return common::ok();
 }

@@ -71,7 +71,8 @@ class UserStore {
   std::string single_token_hash_;
 };
 
-// Rejects negative counts and sizes and non-positive cpus, with a message naming the field.
+// Rejects negative counts and sizes, and zero memory, pids, exec timeout or cpus (zero means "unlimited"
+// to the launcher), with a message naming the field.
 common::Status validate_limits(const UserLimits& limits);
 
 }  // namespace cellgate::state

@@ -88,6 +88,7 @@ usage)
   expect 2 "$cellgate" user add alice --bogus --data-dir "$data"
   expect 2 "$cellgate" user add alice --pids 0 --data-dir "$data"
   expect 2 "$cellgate" user add alice --memory 2X --data-dir "$data"
+  expect 2 "$cellgate" user add alice --memory 0 --data-dir "$data"
   expect 2 "$cellgate" user add alice --data-dir
   expect 2 "$cellgate" user remove --admin alice --data-dir "$data"
   [ -e "$data" ] && fail "a usage error created the data dir"

@@ -155,6 +155,9 @@ TEST_CASE("limits round-trip, with unset meaning the config default", "[state]")
   UserLimits bad;
   bad.memory_bytes = -1;
   CHECK(users.set_limits("alice", bad).error().code == Errc::kBadRequest);
+  UserLimits zero_memory;
+  zero_memory.memory_bytes = 0;
+  CHECK(users.set_limits("alice", zero_memory).error().code == Errc::kBadRequest);
   UserLimits bad_cpus;
   bad_cpus.cpus = 0.0;
   CHECK(users.add_user("carol", false, bad_cpus).error().code == Errc::kBadRequest);
