@@ -33,7 +33,7 @@ struct AuditRecord {
 inline constexpr size_t kMaxAuditDetailBytes = 4096;
 
 // Append-only: the table refuses UPDATE and DELETE (triggers), and the file is opened O_APPEND.
-// Not thread-safe (as Database).
+// db must outlive the log and stay in place. Not thread-safe (as Database).
 class AuditLog {
  public:
   // Opens (creating, 0600) <data_dir>/audit.log for appending. Errors: kInternal with errno.

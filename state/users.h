@@ -41,7 +41,7 @@ bool valid_user_name(std::string_view name);
 // Lowercase hex SHA-256 of token: what the database stores in place of the token.
 std::string hash_token(std::string_view token);
 
-// Users in one Database. Not thread-safe (as Database). Errors: kBadRequest for an invalid name or
+// Users in one Database, which must outlive the store and stay in place. Not thread-safe (as Database). Errors: kBadRequest for an invalid name or
 // limit, kConflict for an existing name, kNotFound for an unknown one, kInternal for the database.
 class UserStore {
  public:
