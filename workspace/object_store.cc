@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// object_store: content-addressed (SHA-256) immutable blobs shared by every workspace.
+#include "workspace/object_store.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <set>
+
+#include <fmt/core.h>
+
+#include "common/random.h"
+#include "workspace/io_util.h"
+#include "workspace/safe_path.h"
+#include "workspace/sha256.h"
+
+namespace cellgate::workspace {
+
+using common::Errc;
+using common::make_error;
+using common::UniqueFd;
+
+namespace {
+
+constexpr size_t kChunk = 1 << 20;  // in-memory fast path and read size
+
+const char kHex[] = "0123456789abcdef";
+
+}  // namespace
+
+common::Result<ObjectStore> ObjectStore::open(const std::string& dir) {
+  for (const std::string& d : {dir, dir + "/objects", dir + "/tmp"}) {
+    if (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST) return errno_error("mkdir " + d, errno);
+  }
+  ObjectStore store;
+  store.dir_ = dir;
+  store.objects_fd_.reset(::open((dir + "/objects").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+  if (!store.objects_fd_) return errno_error("open objects dir", errno);
+  store.tmp_fd_.reset(::open((dir + "/tmp").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+  if (!store.tmp_fd_) return errno_error("open tmp dir", errno);
+  // All 256 fan-out dirs exist up front, so publishing an object never creates a directory.
+  for (int i = 0; i < 256; ++i) {
+    char name[3] = {kHex[i >> 4], kHex[i & 15], 0};
+    if (::mkdirat(store.objects_fd_.get(), name, 0700) != 0 && errno != EEXIST) {
+      return errno_error("mkdir objects fan-out", errno);
+    }
+  }
+  if (::fsync(store.objects_fd_.get()) != 0) return errno_error("fsync objects dir", errno);
+  return store;
+}
+
+std::string ObjectStore::relative_path(std::string_view hash) {
+  return fmt::format("{}/{}", hash.substr(0, 2), hash.substr(2));
+}
+
+bool ObjectStore::contains(std::string_view hash) const {
+  if (!is_sha256_hex(hash)) return false;
+  struct stat st {};
+  return ::fstatat(objects_fd_.get(), relative_path(hash).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+         S_ISREG(st.st_mode);
+}
+
+common::Result<UniqueFd> ObjectStore::open_object(std::string_view hash) const {
+  if (!is_sha256_hex(hash)) return make_error(Errc::kBadRequest, "malformed object hash");
+  UniqueFd fd(::openat(objects_fd_.get(), relative_path(hash).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) return errno_error(fmt::format("open object {}", hash), errno);
+  return fd;
+}
+
+common::Result<std::string> ObjectStore::rehash(std::string_view hash) const {
+  auto fd = open_object(hash);
+  if (!fd) return fd.error();
+  Sha256 h;
+  std::string buf(kChunk, '\0');
+  for (;;) {
+    auto n = read_some(fd->get(), buf.data(), buf.size());
+    if (!n) return n.error();
+    if (*n == 0) break;
+    h.update(buf.data(), *n);
+  }
+  return h.hex_digest();
+}
+
+common::Status ObjectStore::for_each_object(
+    const std::function<void(const std::string&, uint64_t)>& fn) const {
+  for (int i = 0; i < 256; ++i) {
+    char name[3] = {kHex[i >> 4], kHex[i & 15], 0};
+    auto entries = list_dir_at(objects_fd_.get(), name);
+    if (!entries) return entries.error();
+    for (const auto& e : *entries) {
+      std::string hash = std::string(name) + e;
+      struct stat st {};
+      if (::fstatat(objects_fd_.get(), relative_path(hash).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      fn(hash, static_cast<uint64_t>(st.st_size));
+    }
+  }
+  return common::ok();
+}
+
+common::Status ObjectStore::remove_object(std::string_view hash) {
+  if (hash.size() < 3) return make_error(Errc::kBadRequest, "malformed object name");
+  if (::unlinkat(objects_fd_.get(), relative_path(hash).c_str(), 0) != 0 && errno != ENOENT) {
+    return errno_error("unlink object", errno);
+  }
+  return common::ok();
+}
+
+common::Result<FileLock> ObjectStore::lock(FileLock::Mode mode) const {
+  return FileLock::acquire(dir_ + "/store.lock", mode);
+}
+
+ObjectBatch::~ObjectBatch() {
+  for (const auto& [temp, hash] : staged_) ::unlinkat(store_.tmp_fd(), temp.c_str(), 0);
+}
+
+common::Result<std::pair<UniqueFd, std::string>> ObjectBatch::new_temp() {
+  std::string name = fmt::format("{}-{}", ::getpid(), common::random_hex(8));
+  UniqueFd fd(::openat(store_.tmp_fd(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444));
+  if (!fd) return errno_error("create object temp", errno);
+  return std::make_pair(std::move(fd), std::move(name));
+}
+
+common::Status ObjectBatch::stage(std::string temp, const std::string& hash) {
+  staged_.emplace_back(std::move(temp), hash);
+  staged_hashes_.insert(hash);
+  if (after_object_write) after_object_write(staged_.size());
+  return common::ok();
+}
+
+common::Result<std::string> ObjectBatch::put_bytes(std::string_view data) {
+  std::string hash = sha256_hex(data);
+  bytes_read_ += data.size();
+  if (staged_hashes_.count(hash) != 0 || store_.contains(hash)) return hash;
+  auto temp = new_temp();
+  if (!temp) return temp.error();
+  if (auto st = write_all(temp->first.get(), data.data(), data.size()); !st) {
+    ::unlinkat(store_.tmp_fd(), temp->second.c_str(), 0);
+    return st.error();
+  }
+  if (auto st = stage(std::move(temp->second), hash); !st) return st.error();
+  return hash;
+}
+
+common::Result<std::string> ObjectBatch::put_fd(int fd, uint64_t max_bytes) {
+  std::string buf(kChunk, '\0');
+  size_t have = 0;
+  // Small files (the common case) are read whole, so known content costs no write at all.
+  while (have < buf.size()) {
+    auto n = read_some(fd, buf.data() + have, buf.size() - have);
+    if (!n) return n.error();
+    if (*n == 0) {
+      if (have > max_bytes) return make_error(Errc::kTooLarge, "file exceeds the byte cap");
+      return put_bytes(std::string_view(buf.data(), have));
+    }
+    have += *n;
+  }
+  auto temp = new_temp();
+  if (!temp) return temp.error();
+  auto fail = [&](common::Error e) -> common::Result<std::string> {
+    ::unlinkat(store_.tmp_fd(), temp->second.c_str(), 0);
+    return e;
+  };
+  Sha256 h;
+  uint64_t total = 0;
+  for (;;) {
+    total += have;
+    bytes_read_ += have;
+    if (total > max_bytes) return fail(make_error(Errc::kTooLarge, "file exceeds the byte cap"));
+    h.update(buf.data(), have);
+    if (auto st = write_all(temp->first.get(), buf.data(), have); !st) return fail(st.error());
+    auto n = read_some(fd, buf.data(), buf.size());
+    if (!n) return fail(n.error());
+    if (*n == 0) break;
+    have = *n;
+  }
+  std::string hash = h.hex_digest();
+  if (staged_hashes_.count(hash) != 0 || store_.contains(hash)) {
+    ::unlinkat(store_.tmp_fd(), temp->second.c_str(), 0);
+    return hash;
+  }
+  if (auto st = stage(std::move(temp->second), hash); !st) return st.error();
+  return hash;
+}
+
+common::Status ObjectBatch::commit() {
+  if (staged_.empty()) return common::ok();
+  // One syncfs(2) makes every staged temp durable, far cheaper than an fsync per file; only
+  // then are objects renamed into place, so a visible object is never torn.
+  if (::syncfs(store_.tmp_fd()) != 0) return errno_error("syncfs object store", errno);
+  std::set<std::string> dirs;
+  for (const auto& [temp, hash] : staged_) {
+    std::string rel = ObjectStore::relative_path(hash);
+    if (::renameat(store_.tmp_fd(), temp.c_str(), store_.objects_fd(), rel.c_str()) != 0) {
+      return errno_error("publish object", errno);
+    }
+    dirs.insert(hash.substr(0, 2));
+  }
+  staged_.clear();
+  staged_hashes_.clear();
+  for (const auto& d : dirs) {
+    UniqueFd dfd(::openat(store_.objects_fd(), d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dfd || ::fsync(dfd.get()) != 0) return errno_error("fsync object dir", errno);
+  }
+  return common::ok();
+}
+
+}  // namespace cellgate::workspace
