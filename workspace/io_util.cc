@@ -104,6 +104,16 @@ common::Status write_file_atomic(int dirfd, const std::string& name, std::string
   return common::ok();
 }
 
+common::Status replace_file(int dirfd, const std::string& name, std::string_view data) {
+  std::string temp = fmt::format(".{}.tmp-{}", name, common::random_hex(6));
+  UniqueFd fd(::openat(dirfd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd) return errno_error("create " + temp, errno);
+  common::Status st = write_all(fd.get(), data.data(), data.size());
+  if (st && ::renameat(dirfd, temp.c_str(), dirfd, name.c_str()) != 0) st = errno_error("rename " + name, errno);
+  if (!st) ::unlinkat(dirfd, temp.c_str(), 0);
+  return st;
+}
+
 common::Result<std::vector<std::string>> list_dir_at(int dirfd, const std::string& sub) {
   int fd = ::openat(dirfd, sub.empty() ? "." : sub.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return errno_error("open dir " + sub, errno);

@@ -24,6 +24,8 @@ common::Result<std::string> read_file_at(int dirfd, const std::string& name, uin
 // before_rename (a test seam) runs after the temp is durable, just before the rename.
 common::Status write_file_atomic(int dirfd, const std::string& name, std::string_view data,
                                  const std::function<void()>& before_rename = {});
+// Atomic (old or new content) but not durable: for caches that may be lost in a crash.
+common::Status replace_file(int dirfd, const std::string& name, std::string_view data);
 // Names in dirfd/sub ("" = dirfd itself), without "." and "..", unsorted.
 common::Result<std::vector<std::string>> list_dir_at(int dirfd, const std::string& sub);
 // Removes dirfd/name whatever it is (recursively for directories), never following symlinks.

@@ -26,6 +26,7 @@ using common::UniqueFd;
 namespace {
 
 constexpr size_t kChunk = 1 << 20;  // in-memory fast path and read size
+constexpr size_t kMaxFsyncPerFile = 32;
 
 const char kHex[] = "0123456789abcdef";
 
@@ -187,9 +188,17 @@ common::Result<std::string> ObjectBatch::put_fd(int fd, uint64_t max_bytes) {
 
 common::Status ObjectBatch::commit() {
   if (staged_.empty()) return common::ok();
-  // One syncfs(2) makes every staged temp durable, far cheaper than an fsync per file; only
-  // then are objects renamed into place, so a visible object is never torn.
-  if (::syncfs(store_.tmp_fd()) != 0) return errno_error("syncfs object store", errno);
+  // Objects are renamed into place only once durable, so a visible object is never torn. For
+  // many objects one syncfs(2) beats an fsync per file; for a few, syncfs would also flush
+  // everyone else's dirty data on this filesystem.
+  if (staged_.size() > kMaxFsyncPerFile) {
+    if (::syncfs(store_.tmp_fd()) != 0) return errno_error("syncfs object store", errno);
+  } else {
+    for (const auto& [temp, hash] : staged_) {
+      UniqueFd fd(::openat(store_.tmp_fd(), temp.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+      if (!fd || ::fsync(fd.get()) != 0) return errno_error("fsync object", errno);
+    }
+  }
   std::set<std::string> dirs;
   for (const auto& [temp, hash] : staged_) {
     std::string rel = ObjectStore::relative_path(hash);

@@ -165,7 +165,12 @@ bool parse_num(std::string_view s, T& out) {
 
 std::string serialize_index(const StatIndex& index) {
   std::string out(kIndexMagic);
-  for (const auto& [path, ie] : index) {
+  std::vector<const std::pair<const std::string, IndexEntry>*> sorted;  // deterministic text
+  sorted.reserve(index.size());
+  for (const auto& kv : index) sorted.push_back(&kv);
+  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->first < b->first; });
+  for (const auto* kv : sorted) {
+    const auto& [path, ie] = *kv;
     out += fmt::format("{} {} {} {} {} {}\n", ie.key.size, ie.key.mtime_ns, ie.key.ctime_ns, ie.key.ino,
                        ie.hash, escape_field(path));
   }

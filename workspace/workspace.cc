@@ -113,8 +113,10 @@ common::Result<SnapshotResult> Workspace::snapshot(const SnapshotOptions& option
   auto tree = open_dir(tree_path());
   if (!tree) return tree.error();
   StatIndex index;
+  std::string index_text;
   if (auto text = read_file_at(AT_FDCWD, dir_ + "/index", kMaxIndexBytes); text) {
     if (auto parsed = parse_index(*text); parsed) index = std::move(parsed.value());
+    index_text = std::move(text.value());
   }
   std::string head = head_id();
   std::vector<Entry> previous;
@@ -153,8 +155,11 @@ common::Result<SnapshotResult> Workspace::snapshot(const SnapshotOptions& option
   result.skipped = std::move(scan->skipped);
   auto dir = open_dir(dir_);
   if (!dir) return dir.error();
-  // The index is only a cache: failing to save it costs re-hashing next time, nothing more.
-  auto save_index = [&] { (void)write_file_atomic(dir->get(), "index", serialize_index(scan->index)); };
+  // The index is only a cache: losing it (crash, failed write) costs re-hashing, nothing more.
+  auto save_index = [&] {
+    std::string text = serialize_index(scan->index);
+    if (text != index_text) (void)replace_file(dir->get(), "index", text);
+  };
   if (options.only_if_changed && result.diff.empty()) {
     save_index();
     result.id = head;
@@ -240,7 +245,7 @@ common::Result<RestoreResult> Workspace::restore_locked(const Manifest& target) 
   auto dir = open_dir(dir_);
   if (!dir) return dir.error();
   if (auto st = write_file_atomic(dir->get(), "head", target.id); !st) return st.error();
-  (void)write_file_atomic(dir->get(), "index", serialize_index(stats->index));
+  (void)replace_file(dir->get(), "index", serialize_index(stats->index));
   return RestoreResult{std::move(stats->applied), stats->files_written};
 }
 
