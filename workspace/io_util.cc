@@ -114,7 +114,7 @@ common::Status replace_file(int dirfd, const std::string& name, std::string_view
   return st;
 }
 
-common::Result<std::vector<std::string>> list_dir_at(int dirfd, const std::string& sub) {
+common::Result<std::vector<std::string>> list_dir_at(int dirfd, const std::string& sub, size_t max_entries) {
   int fd = ::openat(dirfd, sub.empty() ? "." : sub.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return errno_error("open dir " + sub, errno);
   DIR* dir = ::fdopendir(fd);
@@ -126,7 +126,12 @@ common::Result<std::vector<std::string>> list_dir_at(int dirfd, const std::strin
   errno = 0;
   while (dirent* e = ::readdir(dir)) {
     std::string_view n = e->d_name;
-    if (n != "." && n != "..") names.emplace_back(n);
+    if (n == "." || n == "..") continue;
+    if (names.size() >= max_entries) {
+      ::closedir(dir);
+      return make_error(Errc::kTooLarge, fmt::format("directory has more than {} entries", max_entries));
+    }
+    names.emplace_back(n);
   }
   int err = errno;
   ::closedir(dir);

@@ -26,8 +26,10 @@ common::Status write_file_atomic(int dirfd, const std::string& name, std::string
                                  const std::function<void()>& before_rename = {});
 // Atomic (old or new content) but not durable: for caches that may be lost in a crash.
 common::Status replace_file(int dirfd, const std::string& name, std::string_view data);
-// Names in dirfd/sub ("" = dirfd itself), without "." and "..", unsorted.
-common::Result<std::vector<std::string>> list_dir_at(int dirfd, const std::string& sub);
+// Names in dirfd/sub ("" = dirfd itself), without "." and "..", unsorted. More than
+// max_entries → kTooLarge (memory stays bounded however many entries the directory holds).
+common::Result<std::vector<std::string>> list_dir_at(int dirfd, const std::string& sub,
+                                                     size_t max_entries = SIZE_MAX);
 // Removes dirfd/name whatever it is (recursively for directories), never following symlinks.
 // Recursion depth is bounded (kBadRequest past it). ENOENT is success.
 common::Status remove_tree_at(int dirfd, const std::string& name);

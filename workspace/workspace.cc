@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <unordered_set>
 
 #include <fmt/core.h>
 
@@ -134,16 +135,30 @@ common::Result<SnapshotResult> Workspace::snapshot(const SnapshotOptions& option
     if (fault_hook_) fault_hook_(FaultPoint::kObjectWritten, n);
   };
   HashFileFn hash_file = [&](int fd, const Entry&) -> common::Result<std::pair<std::string, uint64_t>> {
+    // Files may grow while being read: the cap bounds the bytes actually read, too.
     uint64_t before = batch.bytes_read();
-    auto h = batch.put_fd(fd, config_.max_bytes);
+    auto h = batch.put_fd(fd, config_.max_bytes - std::min(config_.max_bytes, before));
     if (!h) return h.error();
     return std::make_pair(std::move(h.value()), batch.bytes_read() - before);
   };
   ScanLimits limits;
   limits.max_bytes = config_.max_bytes;
   limits.max_files = config_.max_files;
-  auto scan = scan_tree(tree->get(), index, limits, hash_file,
-                        [this](const std::string& hash) { return store_->contains(hash); });
+  // Objects cannot vanish while we hold the store lock shared (GC needs it exclusively), so
+  // each hash is checked once; those of the head manifest are referenced, hence present (GC
+  // keeps them; fsck reports external damage).
+  std::unordered_set<std::string> present;
+  present.reserve(previous.size());
+  for (const Entry& e : previous) {
+    if (e.type == EntryType::kFile) present.insert(e.hash);
+  }
+  auto can_reuse = [&](const std::string& hash) {
+    if (present.count(hash) != 0) return true;
+    if (!store_->contains(hash)) return false;
+    present.insert(hash);
+    return true;
+  };
+  auto scan = scan_tree(tree->get(), index, limits, hash_file, can_reuse);
   if (!scan) return scan.error();
 
   SnapshotResult result;
