@@ -74,8 +74,11 @@ Args parse_args(int argc, char** argv) {
   return a;
 }
 
-void die(const std::string& what) {
+std::string g_scratch;  // removed on every exit path
+
+[[noreturn]] void die(const std::string& what) {
   std::fprintf(stderr, "workspace_bench: %s\n", what.c_str());
+  if (!g_scratch.empty()) (void)ws::remove_tree_at(AT_FDCWD, g_scratch);
   std::exit(1);
 }
 
@@ -134,6 +137,7 @@ int main(int argc, char** argv) {
   std::string tmpl = parent + "/cellgate-bench-XXXXXX";
   if (::mkdtemp(tmpl.data()) == nullptr) die("mkdtemp in " + parent);
   const std::string scratch = tmpl;
+  g_scratch = scratch;
 
   ws::WorkspaceConfig config;
   config.max_bytes = a.bytes * 2;

@@ -26,7 +26,7 @@ struct Fixture {
   TempDir tmp;
   std::unique_ptr<WorkspaceManager> mgr;
   std::unique_ptr<Workspace> ws;
-  explicit Fixture(WorkspaceConfig config = {}) {
+  explicit Fixture(WorkspaceConfig config = {}, const std::string& base = "/tmp") : tmp(base) {
     auto m = WorkspaceManager::open(tmp.path() + "/data", config);
     REQUIRE(m);
     mgr = std::move(m.value());
@@ -114,7 +114,7 @@ TEST_CASE("a huge sparse file hits the byte cap and leaves the store intact", "[
 TEST_CASE("100k tiny files hit the file-count cap", "[workspace]") {
   WorkspaceConfig config;
   config.max_files = 5000;
-  Fixture f(config);
+  Fixture f(config, test::fast_base());
   test::write_text(f.t() + "/first", "1");
   auto s1 = f.ws->snapshot({});
   REQUIRE(s1);
