@@ -131,6 +131,9 @@ struct Walker {
     for (const std::string& name : *names) {
       std::string path = prefix.empty() ? name : prefix + "/" + name;
       if (++total_entries > limits.max_files) return too_many();
+      if (std::chrono::steady_clock::now() > limits.deadline) {
+        return make_error(Errc::kTimeout, "workspace scan exceeded its time budget");
+      }
       if (path.size() > kMaxPathBytes) {
         out.skipped.push_back(std::move(path));
         continue;

@@ -2,6 +2,7 @@
 // tree_scan: a no-follow walk of a live workspace with a git-index-style stat cache.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -37,6 +38,7 @@ struct ScanLimits {
   uint64_t max_bytes = UINT64_MAX;  // sum of regular file sizes (st_size, so sparse counts full)
   uint64_t max_files = UINT64_MAX;  // entries of any type
   int max_depth = 256;
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 struct ScanResult {
@@ -55,7 +57,7 @@ using HashFileFn = std::function<common::Result<std::pair<std::string, uint64_t>
 using ReuseFn = std::function<bool(const std::string& hash)>;
 
 // Walks root_fd with dirfds, never following symlinks and never opening special files.
-// Caps → kTooLarge. Entries that vanish mid-walk are ignored. Not thread-safe per tree.
+// Caps → kTooLarge, deadline → kTimeout. Entries that vanish mid-walk are ignored. Not thread-safe per tree.
 common::Result<ScanResult> scan_tree(int root_fd, const StatIndex& previous, const ScanLimits& limits,
                                      const HashFileFn& hash_file, const ReuseFn& can_reuse);
 

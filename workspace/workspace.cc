@@ -144,6 +144,7 @@ common::Result<SnapshotResult> Workspace::snapshot(const SnapshotOptions& option
   ScanLimits limits;
   limits.max_bytes = config_.max_bytes;
   limits.max_files = config_.max_files;
+  limits.deadline = std::chrono::steady_clock::now() + config_.snapshot_timeout;
   // Objects cannot vanish while we hold the store lock shared (GC needs it exclusively), so
   // each hash is checked once; those of the head manifest are referenced, hence present (GC
   // keeps them; fsck reports external damage).

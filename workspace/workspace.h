@@ -2,6 +2,7 @@
 // workspace: one workspace's live tree and snapshots (incremental snapshot, list, diff, restore, retention).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -17,6 +18,7 @@ struct WorkspaceConfig {
   uint64_t max_bytes = uint64_t{10} << 30;  // per workspace, sum of file sizes
   uint64_t max_files = 200'000;             // per workspace, entries of any type
   size_t keep_auto = 20;                    // automatic unlabelled snapshots kept by retention
+  std::chrono::seconds snapshot_timeout{300};  // scan + hashing budget (kTimeout past it)
   int tree_uid = -1;                        // owner of new workspace roots (-1: the gateway's)
   int tree_gid = -1;
 };
@@ -25,9 +27,11 @@ struct WorkspaceConfig {
 enum class FaultPoint { kObjectWritten, kBeforeManifestRename };
 using FaultHook = std::function<void(FaultPoint, size_t count)>;
 
+// Defaults are the gateway's after-execute call; a user's "save" is
+// {.automatic = false, .label = "…", .only_if_changed = false}.
 struct SnapshotOptions {
   bool automatic = true;
-  std::string label;           // non-empty keeps it through retention (≤ 128 bytes)
+  std::string label;            // non-empty keeps it through retention (≤ 128 bytes)
   bool only_if_changed = true;  // no new snapshot when the tree equals the head snapshot
 };
 

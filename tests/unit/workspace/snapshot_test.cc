@@ -303,3 +303,17 @@ TEST_CASE("tar of a snapshot is readable by /bin/tar", "[workspace]") {
   CHECK(test::read_text(out_dir + "/" + deep) == "long name");
   CHECK(test::read_text(out_dir + "/dir/plain.txt") == std::string(1000, 'p'));
 }
+
+TEST_CASE("a snapshot past its time budget fails with kTimeout and publishes nothing", "[workspace]") {
+  TempDir tmp;
+  WorkspaceConfig config;
+  config.snapshot_timeout = std::chrono::seconds(0);
+  auto mgr = make_manager(tmp, config);
+  Workspace ws = make_ws(*mgr, "w");
+  test::write_text(ws.tree_path() + "/f", "x");
+  ::usleep(1000);
+  auto s = ws.snapshot({});
+  REQUIRE_FALSE(s);
+  CHECK(s.error().code == Errc::kTimeout);
+  CHECK(ws.list_snapshots()->empty());
+}
