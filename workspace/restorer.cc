@@ -122,6 +122,13 @@ struct Applier {
   }
 };
 
+// Same bytes on disk (type, content or link target); metadata is compared separately.
+bool same_data(const Entry& a, const Entry& b) {
+  if (a.type != b.type) return false;
+  if (a.type == EntryType::kFile) return !a.hash.empty() && a.hash == b.hash && a.size == b.size;
+  return a.type != EntryType::kSymlink || a.link_target == b.link_target;
+}
+
 bool same_meta(const Entry& a, const Entry& b, bool as_root) {
   return (a.mode & kRestoreModeMask) == (b.mode & kRestoreModeMask) && a.mtime_ns == b.mtime_ns &&
          (!as_root || (a.uid == b.uid && a.gid == b.gid));
@@ -189,7 +196,7 @@ common::Result<RestoreStats> restore_tree(const ObjectStore& store, int root_fd,
     common::Status st = common::ok();
     if (e.type == EntryType::kDir) {
       if (now == nullptr) st = ap.make_dir(e);
-    } else if (now == nullptr || !same_content(*now, e) || now->hash.empty() != e.hash.empty()) {
+    } else if (now == nullptr || !same_data(*now, e)) {
       st = ap.write_entry(e);
     } else if (e.type == EntryType::kFile && !same_meta(*now, e, ap.as_root)) {
       st = ap.set_meta(e);
@@ -205,7 +212,8 @@ common::Result<RestoreStats> restore_tree(const ObjectStore& store, int root_fd,
   for (const Entry& e : target) {
     auto it = current.find(e.path);
     auto cached = live->index.find(e.path);
-    if (it != current.end() && cached != live->index.end() && same_content(*it->second, e)) {
+    if (it != current.end() && cached != live->index.end() && same_data(*it->second, e) &&
+        same_meta(*it->second, e, ap.as_root)) {
       stats.index.emplace(e.path, cached->second);
     }
   }

@@ -317,3 +317,24 @@ TEST_CASE("a snapshot past its time budget fails with kTimeout and publishes not
   CHECK(s.error().code == Errc::kTimeout);
   CHECK(ws.list_snapshots()->empty());
 }
+
+TEST_CASE("restore fixes metadata-only changes without rewriting the file", "[workspace]") {
+  TempDir tmp;
+  auto mgr = make_manager(tmp);
+  Workspace ws = make_ws(*mgr, "w");
+  const std::string f = ws.tree_path() + "/script.py";
+  test::write_text(f, "print(1)");
+  ::chmod(f.c_str(), 0644);
+  auto s = ws.snapshot({});
+  REQUIRE(s);
+  ino_t ino = test::inode_of(f);
+  ::chmod(f.c_str(), 0700);
+  auto r = ws.restore(s->id);
+  REQUIRE(r);
+  CHECK(r->applied.changed == std::vector<std::string>{"script.py"});
+  CHECK(r->files_written == 0);
+  CHECK(test::inode_of(f) == ino);
+  struct stat st {};
+  REQUIRE(::stat(f.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0644);
+}
