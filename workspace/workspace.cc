@@ -198,6 +198,12 @@ common::Result<SnapshotResult> Workspace::snapshot(const SnapshotOptions& option
   m.entries = std::move(scan->entries);
   auto snaps = open_dir(dir_ + "/snapshots");
   if (!snaps) return snaps.error();
+  // Manifests are only written under the workspace lock, so any temp here is a crash leftover.
+  if (auto names = list_dir_at(snaps->get(), ""); names) {
+    for (const auto& n : *names) {
+      if (!n.empty() && n[0] == '.') ::unlinkat(snaps->get(), n.c_str(), 0);
+    }
+  }
   auto st = write_file_atomic(snaps->get(), m.id, serialize_manifest(m), [this] {
     if (fault_hook_) fault_hook_(FaultPoint::kBeforeManifestRename, 0);
   });

@@ -2,6 +2,7 @@
 // crash tests: a snapshot killed mid-way (fault hook + _exit in a child) leaves the store intact.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <string>
@@ -55,9 +56,13 @@ void check_crash_at(FaultPoint point, size_t at_count) {
   CHECK(retry->created);
   CHECK(retry->diff.changed.size() == 5);
   CHECK(ws->list_snapshots()->size() == 2);
+  auto leftovers = list_dir_at(AT_FDCWD, ws->dir() + "/snapshots");
+  REQUIRE(leftovers);
+  CHECK(leftovers->size() == 2);  // the two manifests, no temp
   auto gc = collect_garbage((*mgr)->store(), (*mgr)->data_dir());
   REQUIRE(gc);
   CHECK(gc->objects_kept == 10);
+  if (point == FaultPoint::kObjectWritten) CHECK(gc->temps_removed == 2);
   auto after = fsck((*mgr)->store(), (*mgr)->data_dir());
   REQUIRE(after);
   CHECK(after->clean());
