@@ -139,8 +139,12 @@ common::Status write_tar(const ObjectStore& store, const Manifest& manifest, con
   return sink(std::string_view(zeros, sizeof(zeros)));
 }
 
+TarSink fd_sink(int fd) {
+  return [fd](std::string_view s) { return write_all(fd, s.data(), s.size()); };
+}
+
 common::Status write_tar_to_fd(const ObjectStore& store, const Manifest& manifest, int fd) {
-  return write_tar(store, manifest, [fd](std::string_view s) { return write_all(fd, s.data(), s.size()); });
+  return write_tar(store, manifest, fd_sink(fd));
 }
 
 common::Result<std::string> tar_to_string(const ObjectStore& store, const Manifest& manifest,

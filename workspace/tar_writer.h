@@ -21,6 +21,8 @@ using TarSink = std::function<common::Status(std::string_view)>;
 // byte survives). Thread-safe (reads immutable objects only).
 common::Status write_tar(const ObjectStore& store, const Manifest& manifest, const TarSink& sink);
 common::Status write_tar_to_fd(const ObjectStore& store, const Manifest& manifest, int fd);
+// A sink that writes everything to fd (blocking writes, EINTR-safe).
+TarSink fd_sink(int fd);
 // The whole archive in memory; larger than max_bytes → kTooLarge.
 common::Result<std::string> tar_to_string(const ObjectStore& store, const Manifest& manifest,
                                           uint64_t max_bytes);

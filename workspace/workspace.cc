@@ -288,12 +288,12 @@ common::Result<RestoreResult> Workspace::adopt(const Manifest& manifest) {
   return restore_locked(manifest);
 }
 
-common::Status Workspace::write_tar(const std::string& id, int fd) const {
+common::Status Workspace::write_tar(const std::string& id, const TarSink& sink) const {
   auto lock = store_->lock(FileLock::Mode::kShared);  // GC waits until the archive is out
   if (!lock) return lock.error();
   auto m = load_snapshot(id);
   if (!m) return m.error();
-  return write_tar_to_fd(*store_, *m, fd);
+  return cellgate::workspace::write_tar(*store_, *m, sink);
 }
 
 }  // namespace cellgate::workspace

@@ -11,6 +11,7 @@
 #include "common/result.h"
 #include "workspace/manifest.h"
 #include "workspace/object_store.h"
+#include "workspace/tar_writer.h"
 
 namespace cellgate::workspace {
 
@@ -81,8 +82,9 @@ class Workspace {
   common::Status delete_snapshot(const std::string& id);
   // Deletes automatic, unlabelled snapshots beyond the newest keep_auto (never the head).
   common::Result<std::vector<std::string>> apply_retention();
-  // Streams the snapshot as a POSIX pax/ustar archive to fd.
-  common::Status write_tar(const std::string& id, int fd) const;
+  // Streams the snapshot as a POSIX pax/ustar archive into sink (fd_sink(fd) for an fd),
+  // holding the store lock shared meanwhile so GC cannot pull objects from under it.
+  common::Status write_tar(const std::string& id, const TarSink& sink) const;
   // Copies a manifest in as this workspace's head (fork) and restores it.
   common::Result<RestoreResult> adopt(const Manifest& manifest);
 

@@ -165,7 +165,7 @@ int main(int argc, char** argv) {
   double t_tar = timed([&] { run(fmt::format("tar -cf '{}/tree.tar' -C '{}' .", scratch, w.tree_path())); });
   double t_tar_ours = timed([&] {
     int out = ::open((scratch + "/snap.tar").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (out < 0 || !w.write_tar(full.id, out)) die("write_tar");
+    if (out < 0 || !w.write_tar(full.id, ws::fd_sink(out))) die("write_tar");
     ::close(out);
   });
 

@@ -151,7 +151,7 @@ TEST_CASE("names with newlines and invalid UTF-8 round-trip", "[workspace]") {
   std::string archive = f.tmp.path() + "/odd.tar";
   int fd = ::open(archive.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   REQUIRE(fd >= 0);
-  REQUIRE(f.ws->write_tar(s->id, fd));
+  REQUIRE(f.ws->write_tar(s->id, fd_sink(fd)));
   ::close(fd);
   CHECK(std::system(("/bin/tar -tf " + archive + " > /dev/null").c_str()) == 0);
 }

@@ -288,7 +288,7 @@ TEST_CASE("tar of a snapshot is readable by /bin/tar", "[workspace]") {
   std::string archive = tmp.path() + "/snap.tar";
   int fd = ::open(archive.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   REQUIRE(fd >= 0);
-  REQUIRE(ws.write_tar(s->id, fd));
+  REQUIRE(ws.write_tar(s->id, fd_sink(fd)));
   ::close(fd);
   std::string listing_path = tmp.path() + "/listing";
   std::string cmd = "/bin/tar -tvf " + archive + " > " + listing_path + " 2>&1";
