@@ -22,18 +22,26 @@ using common::make_error;
 using common::UniqueFd;
 
 namespace {
-constexpr int kMaxRemoveDepth = 512;
+constexpr int kMaxRemoveDepth = 64;
 
-common::Status remove_tree_depth(int dirfd, const std::string& name, int depth) {
+// Removes dirfd/name. A subtree deeper than kMaxRemoveDepth is renamed up into base_fd under a
+// fresh name and queued, so trees of any depth go away with bounded recursion and fds.
+common::Status remove_tree_depth(int base_fd, std::vector<std::string>& queue, int dirfd,
+                                 const std::string& name, int depth) {
   if (::unlinkat(dirfd, name.c_str(), 0) == 0 || errno == ENOENT) return common::ok();
   if (errno != EISDIR && errno != EPERM) return errno_error("unlink", errno);
-  if (depth > kMaxRemoveDepth) return make_error(Errc::kBadRequest, "directory tree too deep");
+  if (depth >= kMaxRemoveDepth) {
+    std::string moved = ".cellgate-rm-" + common::random_hex(8);
+    if (::renameat(dirfd, name.c_str(), base_fd, moved.c_str()) != 0) return errno_error("relocate deep dir", errno);
+    queue.push_back(std::move(moved));
+    return common::ok();
+  }
   UniqueFd sub(::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!sub) return errno == ENOENT ? common::ok() : errno_error("open dir for removal", errno);
   auto names = list_dir_at(sub.get(), "");
   if (!names) return names.error();
   for (const auto& n : *names) {
-    if (auto st = remove_tree_depth(sub.get(), n, depth + 1); !st) return st;
+    if (auto st = remove_tree_depth(base_fd, queue, sub.get(), n, depth + 1); !st) return st;
   }
   if (::unlinkat(dirfd, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
     return errno_error("rmdir", errno);
@@ -140,7 +148,13 @@ common::Result<std::vector<std::string>> list_dir_at(int dirfd, const std::strin
 }
 
 common::Status remove_tree_at(int dirfd, const std::string& name) {
-  return remove_tree_depth(dirfd, name, 0);
+  std::vector<std::string> queue{name};
+  while (!queue.empty()) {
+    std::string next = std::move(queue.back());
+    queue.pop_back();
+    if (auto st = remove_tree_depth(dirfd, queue, dirfd, next, 0); !st) return st;
+  }
+  return common::ok();
 }
 
 }  // namespace cellgate::workspace

@@ -30,8 +30,8 @@ common::Status replace_file(int dirfd, const std::string& name, std::string_view
 // max_entries → kTooLarge (memory stays bounded however many entries the directory holds).
 common::Result<std::vector<std::string>> list_dir_at(int dirfd, const std::string& sub,
                                                      size_t max_entries = SIZE_MAX);
-// Removes dirfd/name whatever it is (recursively for directories), never following symlinks.
-// Recursion depth is bounded (kBadRequest past it). ENOENT is success.
+// Removes dirfd/name whatever it is (recursively for directories, any depth, with bounded
+// recursion), never following symlinks. ENOENT is success.
 common::Status remove_tree_at(int dirfd, const std::string& name);
 
 }  // namespace cellgate::workspace

@@ -174,3 +174,31 @@ TEST_CASE("hard links and in-place writes never alias snapshot content", "[works
   CHECK(test::inode_of(f.t() + "/a") != test::inode_of(f.t() + "/b"));
   CHECK(fsck(f.mgr->store(), f.mgr->data_dir())->clean());
 }
+
+TEST_CASE("very deep trees are skipped by snapshots and removed by restore and delete", "[workspace]") {
+  Fixture f;
+  test::write_text(f.t() + "/keep", "k");
+  auto s1 = f.ws->snapshot({});
+  REQUIRE(s1);
+  int fd = ::open(f.t().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  for (int i = 0; i < 1000; ++i) {  // relative mkdirs go past PATH_MAX, as kernel code can
+    REQUIRE(::mkdirat(fd, "d", 0755) == 0);
+    int next = ::openat(fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    REQUIRE(next >= 0);
+    ::close(fd);
+    fd = next;
+  }
+  ::close(fd);
+  auto s2 = f.ws->snapshot({});
+  REQUIRE(s2);
+  CHECK(s2->created);
+  CHECK(s2->skipped.size() == 1);
+  REQUIRE(f.ws->restore(s1->id));
+  CHECK_FALSE(test::exists(f.t() + "/d"));
+  CHECK(list_dir_at(AT_FDCWD, f.t())->size() == 1);
+  REQUIRE(f.ws->restore(s2->id));  // the stored part comes back, 256 levels
+  CHECK(test::exists(f.t() + "/d/d/d"));
+  REQUIRE(f.mgr->remove({"mallory", "w"}));
+  CHECK(list_dir_at(AT_FDCWD, f.tmp.path() + "/data/tmp")->empty());
+}
