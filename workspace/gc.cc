@@ -50,11 +50,9 @@ common::Result<GcResult> collect_garbage(ObjectStore& store, const std::string& 
     result.bytes_freed += size;
   }
   // With the lock held exclusively no batch is in flight: every temp is a crash leftover.
-  auto temps = list_dir_at(store.tmp_fd(), "");
+  auto temps = store.remove_temps();
   if (!temps) return temps.error();
-  for (const auto& t : *temps) {
-    if (::unlinkat(store.tmp_fd(), t.c_str(), 0) == 0) ++result.temps_removed;
-  }
+  result.temps_removed = *temps;
   return result;
 }
 

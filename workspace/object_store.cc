@@ -33,15 +33,13 @@ const char kHex[] = "0123456789abcdef";
 }  // namespace
 
 common::Result<ObjectStore> ObjectStore::open(const std::string& dir) {
-  for (const std::string& d : {dir, dir + "/objects", dir + "/tmp"}) {
+  for (const std::string& d : {dir, dir + "/objects"}) {
     if (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST) return errno_error("mkdir " + d, errno);
   }
   ObjectStore store;
   store.dir_ = dir;
   store.objects_fd_.reset(::open((dir + "/objects").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
   if (!store.objects_fd_) return errno_error("open objects dir", errno);
-  store.tmp_fd_.reset(::open((dir + "/tmp").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
-  if (!store.tmp_fd_) return errno_error("open tmp dir", errno);
   // All 256 fan-out dirs exist up front, so publishing an object never creates a directory.
   for (int i = 0; i < 256; ++i) {
     char name[3] = {kHex[i >> 4], kHex[i & 15], 0};
@@ -92,6 +90,7 @@ common::Status ObjectStore::for_each_object(
     auto entries = list_dir_at(objects_fd_.get(), name);
     if (!entries) return entries.error();
     for (const auto& e : *entries) {
+      if (!e.empty() && e[0] == '.') continue;  // a write in flight
       std::string hash = std::string(name) + e;
       struct stat st {};
       if (::fstatat(objects_fd_.get(), relative_path(hash).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
@@ -109,17 +108,32 @@ common::Status ObjectStore::remove_object(std::string_view hash) {
   return common::ok();
 }
 
+common::Result<uint64_t> ObjectStore::remove_temps() {
+  uint64_t removed = 0;
+  for (int i = 0; i < 256; ++i) {
+    char name[3] = {kHex[i >> 4], kHex[i & 15], 0};
+    auto entries = list_dir_at(objects_fd_.get(), name);
+    if (!entries) return entries.error();
+    for (const auto& e : *entries) {
+      if (e.empty() || e[0] != '.') continue;
+      std::string rel = std::string(name) + "/" + e;
+      if (::unlinkat(objects_fd_.get(), rel.c_str(), 0) == 0) ++removed;
+    }
+  }
+  return removed;
+}
+
 common::Result<FileLock> ObjectStore::lock(FileLock::Mode mode) const {
   return FileLock::acquire(dir_ + "/store.lock", mode);
 }
 
 ObjectBatch::~ObjectBatch() {
-  for (const auto& [temp, hash] : staged_) ::unlinkat(store_.tmp_fd(), temp.c_str(), 0);
+  for (const auto& [temp, hash] : staged_) ::unlinkat(store_.objects_fd(), temp.c_str(), 0);
 }
 
-common::Result<std::pair<UniqueFd, std::string>> ObjectBatch::new_temp() {
-  std::string name = fmt::format("{}-{}", ::getpid(), common::random_hex(8));
-  UniqueFd fd(::openat(store_.tmp_fd(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444));
+common::Result<std::pair<UniqueFd, std::string>> ObjectBatch::new_temp(std::string_view dir) {
+  std::string name = fmt::format("{}/.tmp-{}-{}", dir, ::getpid(), common::random_hex(8));
+  UniqueFd fd(::openat(store_.objects_fd(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444));
   if (!fd) return errno_error("create object temp", errno);
   return std::make_pair(std::move(fd), std::move(name));
 }
@@ -135,10 +149,10 @@ common::Result<std::string> ObjectBatch::put_bytes(std::string_view data) {
   std::string hash = sha256_hex(data);
   bytes_read_ += data.size();
   if (staged_hashes_.count(hash) != 0 || store_.contains(hash)) return hash;
-  auto temp = new_temp();
+  auto temp = new_temp(std::string_view(hash).substr(0, 2));
   if (!temp) return temp.error();
   if (auto st = write_all(temp->first.get(), data.data(), data.size()); !st) {
-    ::unlinkat(store_.tmp_fd(), temp->second.c_str(), 0);
+    ::unlinkat(store_.objects_fd(), temp->second.c_str(), 0);
     return st.error();
   }
   if (auto st = stage(std::move(temp->second), hash); !st) return st.error();
@@ -158,10 +172,13 @@ common::Result<std::string> ObjectBatch::put_fd(int fd, uint64_t max_bytes) {
     }
     have += *n;
   }
-  auto temp = new_temp();
+  unsigned char r = 0;
+  common::random_bytes(&r, 1);
+  const char dir[3] = {kHex[r >> 4], kHex[r & 15], 0};  // the hash is not known yet
+  auto temp = new_temp(dir);
   if (!temp) return temp.error();
   auto fail = [&](common::Error e) -> common::Result<std::string> {
-    ::unlinkat(store_.tmp_fd(), temp->second.c_str(), 0);
+    ::unlinkat(store_.objects_fd(), temp->second.c_str(), 0);
     return e;
   };
   Sha256 h;
@@ -179,7 +196,7 @@ common::Result<std::string> ObjectBatch::put_fd(int fd, uint64_t max_bytes) {
   }
   std::string hash = h.hex_digest();
   if (staged_hashes_.count(hash) != 0 || store_.contains(hash)) {
-    ::unlinkat(store_.tmp_fd(), temp->second.c_str(), 0);
+    ::unlinkat(store_.objects_fd(), temp->second.c_str(), 0);
     return hash;
   }
   if (auto st = stage(std::move(temp->second), hash); !st) return st.error();
@@ -192,23 +209,29 @@ common::Status ObjectBatch::commit() {
   // many objects one syncfs(2) beats an fsync per file; for a few, syncfs would also flush
   // everyone else's dirty data on this filesystem.
   if (staged_.size() > kMaxFsyncPerFile) {
-    if (::syncfs(store_.tmp_fd()) != 0) return errno_error("syncfs object store", errno);
+    if (::syncfs(store_.objects_fd()) != 0) return errno_error("syncfs object store", errno);
   } else {
     for (const auto& [temp, hash] : staged_) {
-      UniqueFd fd(::openat(store_.tmp_fd(), temp.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+      UniqueFd fd(::openat(store_.objects_fd(), temp.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
       if (!fd || ::fsync(fd.get()) != 0) return errno_error("fsync object", errno);
     }
   }
   std::set<std::string> dirs;
   for (const auto& [temp, hash] : staged_) {
     std::string rel = ObjectStore::relative_path(hash);
-    if (::renameat(store_.tmp_fd(), temp.c_str(), store_.objects_fd(), rel.c_str()) != 0) {
+    if (::renameat(store_.objects_fd(), temp.c_str(), store_.objects_fd(), rel.c_str()) != 0) {
       return errno_error("publish object", errno);
     }
     dirs.insert(hash.substr(0, 2));
   }
+  bool many = staged_.size() > kMaxFsyncPerFile;
   staged_.clear();
   staged_hashes_.clear();
+  // The renames must be durable before a manifest names these objects.
+  if (many) {
+    if (::syncfs(store_.objects_fd()) != 0) return errno_error("syncfs object store", errno);
+    return common::ok();
+  }
   for (const auto& d : dirs) {
     UniqueFd dfd(::openat(store_.objects_fd(), d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!dfd || ::fsync(dfd.get()) != 0) return errno_error("fsync object dir", errno);

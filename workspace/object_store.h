@@ -16,9 +16,10 @@
 
 namespace cellgate::workspace {
 
-// Layout: <dir>/objects/<2 hex>/<62 hex> (mode 0444), <dir>/tmp/ for writes in flight,
-// <dir>/store.lock (held shared by writers, exclusive by GC). Objects appear only by rename
-// after their data is durable. Thread-safe: all methods may be called concurrently.
+// Layout: <dir>/objects/<2 hex>/<62 hex> (mode 0444), writes in flight as
+// <dir>/objects/<2 hex>/.tmp-* (spread over 256 dirs: file creation in one big directory is
+// the bottleneck on a busy ext4), <dir>/store.lock (held shared by writers, exclusive by GC).
+// Objects appear only by rename after their data is durable. Thread-safe.
 class ObjectStore {
  public:
   // Opens or creates the store under dir. Errors: kInternal with errno.
@@ -26,16 +27,17 @@ class ObjectStore {
 
   const std::string& dir() const { return dir_; }
   int objects_fd() const { return objects_fd_.get(); }
-  int tmp_fd() const { return tmp_fd_.get(); }
   static std::string relative_path(std::string_view hash);  // "ab/cdef…"
   bool contains(std::string_view hash) const;
   // Opens an object read-only. kNotFound if absent, kBadRequest if hash is malformed.
   common::Result<common::UniqueFd> open_object(std::string_view hash) const;
   // Re-reads an object and returns its actual SHA-256 (fsck).
   common::Result<std::string> rehash(std::string_view hash) const;
-  // Calls fn(hash, size) for every object file; stops at the first error.
+  // Calls fn(name, size) for every object file (not temps); stops at the first error.
   common::Status for_each_object(const std::function<void(const std::string&, uint64_t)>& fn) const;
   common::Status remove_object(std::string_view hash);
+  // Removes every temp (crash leftovers); only safe under the exclusive lock. Returns the count.
+  common::Result<uint64_t> remove_temps();
 
   // Writers (snapshot, restore, fork) hold kShared; GC holds kExclusive.
   common::Result<FileLock> lock(FileLock::Mode mode) const;
@@ -43,7 +45,6 @@ class ObjectStore {
  private:
   std::string dir_;
   common::UniqueFd objects_fd_;
-  common::UniqueFd tmp_fd_;
 };
 
 // The new objects of one snapshot. put_*() stage content in tmp/; commit() makes every staged
@@ -67,11 +68,12 @@ class ObjectBatch {
   std::function<void(size_t)> after_object_write;
 
  private:
-  common::Result<std::pair<common::UniqueFd, std::string>> new_temp();
+  // A temp in objects/<dir>/; returns the fd and its path relative to objects/.
+  common::Result<std::pair<common::UniqueFd, std::string>> new_temp(std::string_view dir);
   common::Status stage(std::string temp, const std::string& hash);
 
   ObjectStore& store_;
-  std::vector<std::pair<std::string, std::string>> staged_;  // (temp name, hash)
+  std::vector<std::pair<std::string, std::string>> staged_;  // (temp path in objects/, hash)
   std::unordered_set<std::string> staged_hashes_;
   uint64_t bytes_read_ = 0;
 };
