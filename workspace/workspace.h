@@ -75,6 +75,8 @@ class Workspace {
   common::Result<SnapshotResult> snapshot(const SnapshotOptions& options);
   // In creation order.
   common::Result<std::vector<SnapshotInfo>> list_snapshots() const;
+  // The snapshot the tree was last saved as or restored from ("" if none).
+  std::string head_id() const;
   common::Result<Manifest> load_snapshot(const std::string& id) const;
   common::Result<Diff> diff(const std::string& from_id, const std::string& to_id) const;
   // Makes tree/ equal to the snapshot, file by file (rename into place), keeping tree/'s inode.
@@ -92,7 +94,6 @@ class Workspace {
 
  private:
   common::Result<std::vector<std::string>> retention_locked();
-  std::string head_id() const;
   common::Result<RestoreResult> restore_locked(const Manifest& target);
 
   ObjectStore* store_;

@@ -178,6 +178,7 @@ TEST_CASE("restore in place brings files back and keeps the root inode", "[works
   CHECK(r->applied.removed == std::vector<std::string>{"added", "b/inner"});
 
   // The head is now s1: nothing changed since the restore.
+  CHECK(ws.head_id() == s1->id);
   auto after = ws.snapshot({});
   REQUIRE(after);
   CHECK_FALSE(after->created);
