@@ -284,6 +284,14 @@ TEST_CASE("tar of a snapshot is readable by /bin/tar", "[workspace]") {
   test::write_text(t + "/" + deep, "long name");
   test::write_text(t + "/dir/plain.txt", std::string(1000, 'p'));
   REQUIRE(::symlink("plain.txt", (t + "/dir/link").c_str()) == 0);
+  // A ~1000-byte path: its pax record length crosses from 3 to 4 digits.
+  std::string longest = "dir";
+  for (int i = 0; i < 4; ++i) {
+    longest += "/" + std::string(240, static_cast<char>('a' + i));
+    ::mkdir((t + "/" + longest).c_str(), 0755);
+  }
+  longest += "/" + std::string(1000 - 7 - longest.size() - 1, 'z');
+  test::write_text(t + "/" + longest, "deep");
   auto s = ws.snapshot({});
   REQUIRE(s);
   std::string archive = tmp.path() + "/snap.tar";
@@ -303,6 +311,7 @@ TEST_CASE("tar of a snapshot is readable by /bin/tar", "[workspace]") {
   REQUIRE(std::system(("/bin/tar -xf " + archive + " -C " + out_dir).c_str()) == 0);
   CHECK(test::read_text(out_dir + "/" + deep) == "long name");
   CHECK(test::read_text(out_dir + "/dir/plain.txt") == std::string(1000, 'p'));
+  CHECK(test::read_text(out_dir + "/" + longest) == "deep");
 }
 
 TEST_CASE("a snapshot past its time budget fails with kTimeout and publishes nothing", "[workspace]") {
