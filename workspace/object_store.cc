@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <memory>
 #include <set>
 
 #include <fmt/core.h>
@@ -73,12 +74,12 @@ common::Result<std::string> ObjectStore::rehash(std::string_view hash) const {
   auto fd = open_object(hash);
   if (!fd) return fd.error();
   Sha256 h;
-  std::string buf(kChunk, '\0');
+  auto buf = std::make_unique_for_overwrite<char[]>(kChunk);
   for (;;) {
-    auto n = read_some(fd->get(), buf.data(), buf.size());
+    auto n = read_some(fd->get(), buf.get(), kChunk);
     if (!n) return n.error();
     if (*n == 0) break;
-    h.update(buf.data(), *n);
+    h.update(buf.get(), *n);
   }
   return h.hex_digest();
 }
@@ -160,15 +161,16 @@ common::Result<std::string> ObjectBatch::put_bytes(std::string_view data) {
 }
 
 common::Result<std::string> ObjectBatch::put_fd(int fd, uint64_t max_bytes) {
-  std::string buf(kChunk, '\0');
+  if (!buf_) buf_ = std::make_unique_for_overwrite<char[]>(kChunk);  // once per batch, not per file
+  char* buf = buf_.get();
   size_t have = 0;
   // Small files (the common case) are read whole, so known content costs no write at all.
-  while (have < buf.size()) {
-    auto n = read_some(fd, buf.data() + have, buf.size() - have);
+  while (have < kChunk) {
+    auto n = read_some(fd, buf + have, kChunk - have);
     if (!n) return n.error();
     if (*n == 0) {
       if (have > max_bytes) return make_error(Errc::kTooLarge, "file exceeds the byte cap");
-      return put_bytes(std::string_view(buf.data(), have));
+      return put_bytes(std::string_view(buf, have));
     }
     have += *n;
   }
@@ -187,9 +189,9 @@ common::Result<std::string> ObjectBatch::put_fd(int fd, uint64_t max_bytes) {
     total += have;
     bytes_read_ += have;
     if (total > max_bytes) return fail(make_error(Errc::kTooLarge, "file exceeds the byte cap"));
-    h.update(buf.data(), have);
-    if (auto st = write_all(temp->first.get(), buf.data(), have); !st) return fail(st.error());
-    auto n = read_some(fd, buf.data(), buf.size());
+    h.update(buf, have);
+    if (auto st = write_all(temp->first.get(), buf, have); !st) return fail(st.error());
+    auto n = read_some(fd, buf, kChunk);
     if (!n) return fail(n.error());
     if (*n == 0) break;
     have = *n;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -75,6 +76,7 @@ class ObjectBatch {
   ObjectStore& store_;
   std::vector<std::pair<std::string, std::string>> staged_;  // (temp path in objects/, hash)
   std::unordered_set<std::string> staged_hashes_;
+  std::unique_ptr<char[]> buf_;  // read buffer, allocated on first use
   uint64_t bytes_read_ = 0;
 };
 

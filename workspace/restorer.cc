@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <memory>
 #include <unordered_map>
 
 #include <fmt/core.h>
@@ -44,12 +45,13 @@ common::Status copy_fd(int in, int out) {
     }
     break;  // fall back to read/write across filesystems
   }
-  std::string buf(1 << 20, '\0');
+  constexpr size_t kBuf = 1 << 20;
+  auto buf = std::make_unique_for_overwrite<char[]>(kBuf);
   for (;;) {
-    auto n = read_some(in, buf.data(), buf.size());
+    auto n = read_some(in, buf.get(), kBuf);
     if (!n) return n.error();
     if (*n == 0) return common::ok();
-    if (auto st = write_all(out, buf.data(), *n); !st) return st;
+    if (auto st = write_all(out, buf.get(), *n); !st) return st;
   }
 }
 
@@ -147,19 +149,20 @@ common::Result<RestoreStats> restore_tree(const ObjectStore& store, int root_fd,
     wanted.emplace(e.path, &e);
   }
   // Only a live file with the same size as its target can be equal: hash just those.
+  constexpr size_t kBuf = 1 << 20;
+  auto buf = std::make_unique_for_overwrite<char[]>(kBuf);
   HashFileFn hash_if_candidate = [&](int fd, const Entry& live) -> common::Result<std::pair<std::string, uint64_t>> {
     auto it = wanted.find(live.path);
     if (it == wanted.end() || it->second->type != EntryType::kFile || it->second->size != live.size) {
       return std::make_pair(std::string(), uint64_t{0});
     }
     Sha256 h;
-    std::string buf(1 << 20, '\0');
     uint64_t total = 0;
     for (;;) {
-      auto n = read_some(fd, buf.data(), buf.size());
+      auto n = read_some(fd, buf.get(), kBuf);
       if (!n) return n.error();
       if (*n == 0) break;
-      h.update(buf.data(), *n);
+      h.update(buf.get(), *n);
       total += *n;
     }
     return std::make_pair(h.hex_digest(), total);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 
 #include <fmt/core.h>
 
@@ -88,7 +89,8 @@ common::Status pad(const TarSink& sink, uint64_t size) {
   return rem == 0 ? common::ok() : sink(std::string_view(zeros, kBlock - rem));
 }
 
-common::Status emit_entry(const ObjectStore& store, const Entry& e, const TarSink& sink) {
+common::Status emit_entry(const ObjectStore& store, const Entry& e, const TarSink& sink, char* buf,
+                          size_t buf_size) {
   std::string name = e.type == EntryType::kDir ? e.path + "/" : e.path;
   std::string pax;
   if (name.size() > 100) add_record(pax, "path", name);
@@ -115,14 +117,13 @@ common::Status emit_entry(const ObjectStore& store, const Entry& e, const TarSin
   if (e.type != EntryType::kFile) return common::ok();
   auto fd = store.open_object(e.hash);
   if (!fd) return fd.error();
-  std::string buf(1 << 20, '\0');
   uint64_t written = 0;
   for (;;) {
-    auto n = read_some(fd->get(), buf.data(), buf.size());
+    auto n = read_some(fd->get(), buf, buf_size);
     if (!n) return n.error();
     if (*n == 0) break;
     if (written + *n > size) return make_error(Errc::kInternal, "object larger than its manifest entry");
-    if (auto st = sink(std::string_view(buf.data(), *n)); !st) return st;
+    if (auto st = sink(std::string_view(buf, *n)); !st) return st;
     written += *n;
   }
   if (written != size) return make_error(Errc::kInternal, "object shorter than its manifest entry");
@@ -132,8 +133,10 @@ common::Status emit_entry(const ObjectStore& store, const Entry& e, const TarSin
 }  // namespace
 
 common::Status write_tar(const ObjectStore& store, const Manifest& manifest, const TarSink& sink) {
+  constexpr size_t kBuf = 1 << 20;
+  auto buf = std::make_unique_for_overwrite<char[]>(kBuf);
   for (const Entry& e : manifest.entries) {
-    if (auto st = emit_entry(store, e, sink); !st) return st;
+    if (auto st = emit_entry(store, e, sink, buf.get(), kBuf); !st) return st;
   }
   static const char zeros[2 * kBlock] = {};
   return sink(std::string_view(zeros, sizeof(zeros)));
