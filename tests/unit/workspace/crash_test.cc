@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <string>
@@ -79,4 +81,38 @@ TEST_CASE("crash after some object writes leaves the previous snapshot intact", 
 
 TEST_CASE("crash just before the manifest rename publishes nothing", "[workspace]") {
   check_crash_at(FaultPoint::kBeforeManifestRename, 0);
+}
+
+TEST_CASE("a restore killed at any point converges when retried", "[workspace]") {
+  TempDir tmp(test::fast_base());
+  auto mgr = WorkspaceManager::open(tmp.path() + "/data", {});
+  REQUIRE(mgr);
+  auto ws = (*mgr)->create({"alice", "w"});
+  REQUIRE(ws);
+  const std::string t = ws->tree_path();
+  for (int i = 0; i < 1500; ++i) test::write_text(t + "/f" + std::to_string(i), "old " + std::to_string(i));
+  auto s1 = ws->snapshot({});
+  REQUIRE(s1);
+  for (int i = 0; i < 1500; ++i) test::write_text(t + "/f" + std::to_string(i), "new " + std::to_string(i));
+  for (int i = 0; i < 500; ++i) test::write_text(t + "/extra" + std::to_string(i), "x");
+  for (int delay_us : {0, 2000, 10000}) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      Workspace child = *ws;
+      (void)child.restore(s1->id);
+      ::_exit(0);
+    }
+    ::usleep(static_cast<useconds_t>(delay_us));
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+  }
+  // Whatever state the kills left (half-restored files, temps), a retry makes it exact.
+  REQUIRE(ws->restore(s1->id));
+  auto check = ws->snapshot({});
+  REQUIRE(check);
+  CHECK_FALSE(check->created);
+  CHECK(check->diff.empty());
+  CHECK(list_dir_at(AT_FDCWD, t)->size() == 1500);
+  CHECK(test::read_text(t + "/f777") == "old 777");
 }
