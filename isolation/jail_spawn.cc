@@ -111,7 +111,7 @@ std::optional<SetupFailure> Jail::prepare() {
     cgroup_.emplace(std::move(cg.value()));
   }
 
-  auto filter = build_seccomp_bpf(policy_);
+  auto filter = cached_seccomp_bpf(policy_, std::string(kRunDir) + "/seccomp");
   if (!filter) return SetupFailure{"seccomp", filter.error().sys_errno, filter.error().message};
 
   // Read-write binds: a detached clone of each tree, idmapped after clone (see idmap_or_chown).
