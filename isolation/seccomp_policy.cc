@@ -195,6 +195,13 @@ common::Result<std::vector<sock_filter>> build_seccomp_bpf(const Policy& policy)
   return prog;
 }
 
+common::Status check_syscall_names(const Policy& policy) {
+  for (const auto& [name, allowed] : policy.seccomp_changes) {
+    if (auto r = resolve(name, true); !r) return r.error();
+  }
+  return common::ok();
+}
+
 std::string seccomp_cache_key(const Policy& policy) {
   // Bump kRuleFormat whenever add_conditional() or build_ctx() change what they emit.
   constexpr int kRuleFormat = 1;

@@ -25,6 +25,8 @@ struct SyscallSets {
 };
 SyscallSets effective_syscalls(const Policy& policy);
 
+// Every name the policy allows or denies is a syscall libseccomp knows (a config check, exit 125).
+common::Status check_syscall_names(const Policy& policy);
 // Builds and exports the BPF program. Every libseccomp return code is checked: an unknown
 // name in the policy or a refused rule is an error (never a silently missing rule).
 common::Result<std::vector<sock_filter>> build_seccomp_bpf(const Policy& policy);

@@ -110,3 +110,14 @@ TEST_CASE("the BPF cache returns the built program and keys on the policy", "[is
   CHECK(std::memcmp(third->data(), built->data(), built->size() * sizeof(sock_filter)) != 0);
   std::filesystem::remove_all(tmpl);
 }
+
+TEST_CASE("check_syscall_names accepts real names and names the unknown one", "[isolation]") {
+  auto base = default_policy();
+  REQUIRE(base);
+  CHECK(check_syscall_names(*base));
+  auto bad = layer_policy(base.value(), R"({"seccomp": {"allow": ["getpid", "frobnicate"]}})");
+  REQUIRE(bad);
+  auto r = check_syscall_names(*bad);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message.find("frobnicate") != std::string::npos);
+}
