@@ -74,7 +74,7 @@ int Jail::fail(const SetupFailure& f) {
     ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_.get()), &info, WEXITED);
   }
   if (cgroup_) cgroup_->remove();
-  return 126;
+  return f.exit_code;
 }
 
 int Jail::run() {
