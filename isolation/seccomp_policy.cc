@@ -208,6 +208,11 @@ std::string seccomp_cache_key(const Policy& policy) {
   const scmp_version* v = seccomp_version();
   std::string text = "format " + std::to_string(kRuleFormat) + " libseccomp " + std::to_string(v->major) + "." +
                      std::to_string(v->minor) + "." + std::to_string(v->micro) + "\n";
+  // This very binary too: another build (another worktree, an upgrade) never reads our filters.
+  struct stat exe {};
+  if (::stat("/proc/self/exe", &exe) == 0)
+    text += "exe " + std::to_string(exe.st_ino) + " " + std::to_string(exe.st_size) + " " +
+            std::to_string(exe.st_mtim.tv_sec) + "." + std::to_string(exe.st_mtim.tv_nsec) + "\n";
   SyscallSets sets = effective_syscalls(policy);
   for (const auto* list : {&sets.allow, &sets.deny, &sets.explicit_allow}) {
     for (const auto& name : *list) text += name + ",";
