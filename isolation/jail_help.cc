@@ -12,7 +12,8 @@ root; no capabilities; seccomp; cgroup limits) and runs CMD in it as uid/gid 100
 with cwd and HOME /workspace. A jail init is pid 1; CMD is pid 2.
 
 Options (VALUE may also be given as --option=VALUE):
-  --name ID               jail name [a-zA-Z0-9_-]{1,64}; names the cgroup dir. Default jail-<pid>
+  --name ID               jail name [a-zA-Z0-9_-]{1,64}; names the cgroup dir (<name>-<pid> while
+                          another jail still holds <name>). Default jail-<pid>
   --policy FILE           JSON policy layered on the built-in default policy (isolation/POLICY.md)
   --workspace DIR         host dir bound read-write at /workspace (idmapped: on-disk uid/gid
                           N <-> inside N, so `sandbox` files are stored as 1000:1000; a root-owned
