@@ -36,7 +36,9 @@ Options (VALUE may also be given as --option=VALUE):
   --tmp-size BYTES        size of the /tmp and of the /dev/shm tmpfs. Default 256M
   --uid-range START:COUNT host uid range split in 65536-uid slots, one per live jail (flock on
                           /run/cellgate/uids/<slot>.lock). Default 200000:6553600
-  --status-file PATH      JSON status, replaced atomically on each change
+  --status-file PATH      JSON status, replaced atomically on each change. Keep it (and any log
+                          the gateway reads back) outside dirs the kernel can write (--bind-same,
+                          --workspace): the kernel could rewrite it. Trust pids from --ready-fd
   --ready-fd N            one JSON line on fd N once CMD is exec'd or the jail failed
   --cgroup-root PATH      cgroup mount base instead of /sys/fs/cgroup; dirs are <base>/.../cellgate/<name>
   --no-cgroup             no cgroups (non-root development; weaker: no memory/pids/cpu limits)
