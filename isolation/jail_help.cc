@@ -41,7 +41,8 @@ Options (VALUE may also be given as --option=VALUE):
                           --workspace): the kernel could rewrite it. Trust pids from --ready-fd
   --ready-fd N            one JSON line on fd N once CMD is exec'd or the jail failed
   --cgroup-root PATH      cgroup mount base instead of /sys/fs/cgroup; dirs are <base>/.../cellgate/<name>
-  --no-cgroup             no cgroups (non-root development; weaker: no memory/pids/cpu limits)
+  --no-cgroup             no cgroups (hosts without a writable cgroup tree; weaker: no memory,
+                          pids or cpu limits, no cgroup.kill). The helper still needs root
   --help                  this text
 
 Signals: SIGINT and SIGTERM (and SIGHUP, SIGQUIT, SIGUSR2) go to CMD's process group;
