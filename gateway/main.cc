@@ -42,6 +42,7 @@ int serve(int argc, char** argv) {
   std::fflush(stdout);
   common::log_info("msg=\"listening\" address={}:{} spawner={}", host, port, config.spawner);
 
+  asio::co_spawn(io, gw.adopt_kernels(), asio::detached);
   asio::co_spawn(io, gateway::accept_loop(acceptor, gw), asio::detached);
   asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int sig) {
@@ -49,7 +50,7 @@ int serve(int argc, char** argv) {
     common::log_info("msg=\"stopping\" signal={}", sig);
     boost::system::error_code ignored;
     acceptor.close(ignored);
-    asio::co_spawn(io, gw.shutdown_all(), [&io](std::exception_ptr) { io.stop(); });
+    asio::co_spawn(io, gw.stop(), [&io](std::exception_ptr) { io.stop(); });
   });
   io.run();
   return 0;
