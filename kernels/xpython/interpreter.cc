@@ -6,6 +6,10 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
+
+#include <string>
+#include <vector>
 
 #include <pybind11/pybind11.h>
 
@@ -31,6 +35,33 @@ void disarm_sigint() {
   if (PyErr_CheckSignals() != 0) PyErr_Clear();
 }
 
+// Main thread, SIGINT blocked: takes a SIGINT that arrived while idle (blocked and ignored, so
+// still pending) off the queue, so that unblocking does not deliver it to the next cell.
+void drain_pending_sigint() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  const timespec now{0, 0};
+  for (int i = 0; i < 8 && sigtimedwait(&set, nullptr, &now) == SIGINT; ++i) {
+  }
+}
+
+// A Python exception that escaped xeus-python's own execute path (a SIGINT landing in its
+// plumbing before or after the user's code) as an error reply, instead of xeus' "ERROR: during
+// execute_request" with no reply at all, which leaves the client waiting forever.
+nl::json escaped_error_reply(xeus::xinterpreter& self, py::error_already_set& e) {
+  std::string ename = "Error";
+  std::string evalue;
+  {
+    py::gil_scoped_acquire gil;
+    if (e.type()) ename = py::str(e.type().attr("__name__"));
+    if (e.value()) evalue = py::str(e.value());
+  }
+  std::vector<std::string> traceback{ename + ": " + evalue};
+  self.publish_execution_error(ename, evalue, traceback);
+  return nl::json{{"status", "error"}, {"ename", ename}, {"evalue", evalue}, {"traceback", traceback}};
+}
+
 }  // namespace
 
 void Interpreter::block_sigint_for_server() {
@@ -40,14 +71,21 @@ void Interpreter::block_sigint_for_server() {
 
 nl::json Interpreter::execute_request_impl(int execution_counter, const std::string& code, bool silent,
                                            bool store_history, nl::json user_expressions, bool allow_stdin) {
+  drain_pending_sigint();
   {
     py::gil_scoped_acquire gil;
     py::module_ signal = py::module_::import("signal");
     signal.attr("signal")(SIGINT, signal.attr("default_int_handler"));
   }
   set_sigint_mask(SIG_UNBLOCK);
-  nl::json reply = xpyt::interpreter::execute_request_impl(execution_counter, code, silent, store_history,
-                                                           std::move(user_expressions), allow_stdin);
+  nl::json reply;
+  try {
+    reply = xpyt::interpreter::execute_request_impl(execution_counter, code, silent, store_history,
+                                                    std::move(user_expressions), allow_stdin);
+  } catch (py::error_already_set& e) {
+    set_sigint_mask(SIG_BLOCK);
+    reply = escaped_error_reply(*this, e);
+  }
   set_sigint_mask(SIG_BLOCK);
   {
     py::gil_scoped_acquire gil;
