@@ -27,6 +27,7 @@
 #include <zmq.hpp>
 
 #include "kernels/xpython/interpreter.h"
+#include "kernels/xpython/ipc_dir.h"
 #include "kernels/xpython/python_fixups.h"
 
 namespace {
@@ -111,9 +112,15 @@ int run_kernel(const xeus::xconfiguration& config) {
     cellgate::xpython::Interpreter::block_sigint_for_server();
     // The kernel owns the interpreter; xkernel destroys the context last (xkernel.hpp).
     auto interpreter = std::make_unique<cellgate::xpython::Interpreter>();
-    xeus::xkernel kernel(config, xeus::get_user_name(), xeus::make_context<zmq::context_t>(),
-                         std::move(interpreter), xeus::make_xserver_zmq);
-    kernel.start();
+    std::unique_ptr<xeus::xkernel> kernel;
+    {
+      xeus::xconfiguration bind_config = config;
+      cellgate::xpython::ScopedIpcDir ipc_dir(bind_config);  // the kernel binds in its constructor
+      kernel = std::make_unique<xeus::xkernel>(bind_config, xeus::get_user_name(),
+                                               xeus::make_context<zmq::context_t>(), std::move(interpreter),
+                                               xeus::make_xserver_zmq);
+    }
+    kernel->start();
     // shutdown_request was answered and the server stopped. Leave without destroying the kernel:
     // Python's atexit handlers run as they would under ipykernel, then _exit. (xeus 2.4.1's
     // teardown terminates the process if a server thread is still polling a socket it closes.)
