@@ -10,6 +10,7 @@
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -34,7 +35,7 @@ def smaps_rollup_kib(pid):
 def one_run(kernel_name):
     km = KernelManager(kernel_name=kernel_name)
     t0 = time.monotonic()
-    km.start_kernel()
+    km.start_kernel(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # banners, debugpy warnings
     kc = km.client()
     try:
         kc.start_channels()
