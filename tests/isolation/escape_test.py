@@ -1,0 +1,283 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# escape_test: one case per escape attempt; each runs a probe in every jail variant and requires
+# exit 77 (held). With --no-jail the same probes run bare on the host, where every case must FAIL.
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import time
+
+import harness
+from harness import check, expect_held, log, run_probe
+
+NS_TYPES = ["user", "mnt", "net", "pid", "ipc", "uts", "cgroup", "time"]
+
+
+def canary(ctx, directory, tag):
+    """A host file with a random name in `directory`, removed when the test ends."""
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f".cellgate-canary-{tag}-{secrets.token_hex(4)}")
+    with open(path, "w") as f:
+        f.write("host secret\n")
+    ctx.cleanups.append(lambda: os.unlink(path))
+    return path
+
+
+def sleeper(ctx):
+    """A host process the probes try to see, trace and kill; returns (pid, marker)."""
+    marker = f"cellgate-sleeper-{secrets.token_hex(6)}"
+    proc = subprocess.Popen([os.path.join(ctx.probes, "sleeper"), marker])
+
+    def stop():
+        proc.kill()
+        proc.wait()
+    ctx.cleanups.append(stop)
+    return proc, marker
+
+
+def sleeper_survives(proc):
+    check(proc.poll() is None, f"host process {proc.pid} survived")
+
+
+def case_read_shadow(ctx):
+    expect_held(ctx, ["/probes/read_files", "/etc/shadow", "/etc/gshadow", "/etc/sudoers"])
+
+
+def case_read_root_home(ctx):
+    c = canary(ctx, "/root", "root")
+    expect_held(ctx, ["/probes/read_files", c, "/root/.bash_history", "/root/.ssh/id_rsa"])
+    expect_held(ctx, ["/probes/list_dirs", os.path.basename(c), "/root"])
+
+
+def case_read_repo(ctx):
+    c = canary(ctx, ctx.tmp, "repo")
+    expect_held(ctx, ["/probes/read_files", c, os.path.join(ctx.src, "harness.py"),
+                      os.path.join(ctx.src, "..", "..", "CMakeLists.txt")])
+    expect_held(ctx, ["/probes/list_dirs", os.path.basename(c), ctx.tmp, os.path.dirname(ctx.tmp)])
+
+
+def case_read_gateway_data(ctx):
+    # The gateway's data dir (`cellgate serve --data-dir`) holds tokens and every user's files.
+    data = ctx.mkdir("data", 0o700)
+    token = canary(ctx, data, "token")
+    other_ws = ctx.mkdir("other-user-ws", 0o755)
+    other = canary(ctx, other_ws, "ws")
+    expect_held(ctx, ["/probes/read_files", token, other])
+    expect_held(ctx, ["/probes/list_dirs", os.path.basename(token), data])
+
+
+def case_write_outside(ctx):
+    expect_held(ctx, ["/probes/write_files", "/", "/usr", "/usr/bin", "/usr/lib", "/etc", "/var", "/probes",
+                      "/pyprobes", "/proc", "/dev", "/sys", "/run"])
+
+
+def case_write_proc_sys(ctx):
+    expect_held(ctx, ["/probes/write_proc_sys"])
+
+
+def case_write_run_cellgate(ctx):
+    # Another kernel's ipc dir and the uid-slot locks live under /run/cellgate.
+    os.makedirs("/run/cellgate", exist_ok=True)
+    other = os.path.join("/run/cellgate", f"isot-{os.getpid()}")
+    os.makedirs(other, exist_ok=True)
+    os.chmod(other, 0o777)
+    ctx.cleanups.append(lambda: subprocess.run(["rm", "-rf", other]))
+    c = canary(ctx, other, "ipc")
+    expect_held(ctx, ["/probes/write_files", other, "/run/cellgate", "/run/cellgate/uids"])
+    expect_held(ctx, ["/probes/read_files", c])
+
+
+def case_mknod(ctx):
+    expect_held(ctx, ["/probes/mknod_dev", "/tmp", "/workspace", "/dev/shm", "/dev"])
+
+
+def case_mount(ctx):
+    expect_held(ctx, ["/probes/mount_fs", "/tmp"])
+
+
+def case_pivot_chroot_umount(ctx):
+    c = canary(ctx, ctx.tmp, "chroot")
+    expect_held(ctx, ["/probes/pivot_chroot", "/tmp", c])
+
+
+def case_ptrace(ctx):
+    proc, _ = sleeper(ctx)
+    expect_held(ctx, ["/probes/ptrace_proc", str(proc.pid)])
+    sleeper_survives(proc)
+
+
+def case_ps_view(ctx):
+    _, marker = sleeper(ctx)
+    expect_held(ctx, ["/probes/ps_view", marker, "8"])
+
+
+def case_kill_host(ctx):
+    proc, marker = sleeper(ctx)
+    expect_held(ctx, ["/probes/kill_host", str(proc.pid), marker])
+    sleeper_survives(proc)
+
+
+def case_proc_root(ctx):
+    proc, _ = sleeper(ctx)
+    c = canary(ctx, ctx.tmp, "procroot")
+    expect_held(ctx, ["/probes/proc_root", c, str(proc.pid)])
+
+
+def case_setns(ctx):
+    proc, _ = sleeper(ctx)
+    expect_held(ctx, ["/probes/setns_probe", str(proc.pid)])
+
+
+def make_unshare_case(ns):
+    return lambda ctx: expect_held(ctx, ["/probes/unshare_ns", ns])
+
+
+def case_nested_userns(ctx):
+    expect_held(ctx, ["/probes/nested_userns"])
+
+
+def simple(probe):
+    return lambda ctx: expect_held(ctx, [f"/probes/{probe}"])
+
+
+def case_tcp_host_loopback(ctx):
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    ctx.cleanups.append(srv.close)
+    port = srv.getsockname()[1]
+    expect_held(ctx, ["/probes/tcp_connect", "127.0.0.1", str(port)])
+    srv.setblocking(False)
+    try:
+        srv.accept()
+        accepted = True
+    except BlockingIOError:
+        accepted = False
+    check(not accepted, "the host listener saw no connection")
+
+
+def case_outbound_net(ctx):
+    expect_held(ctx, ["/probes/outbound_net"])
+
+
+def case_abstract_unix(ctx):
+    name = f"cellgate-test-{os.getpid()}"
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind("\0" + name)
+    srv.listen(8)
+    ctx.cleanups.append(srv.close)
+    expect_held(ctx, ["/probes/abstract_unix", name])
+
+
+def case_environ(ctx):
+    name = f"CELLGATE_TEST_SECRET_{os.getpid()}"
+    value = f"s3cr3t-{secrets.token_hex(8)}"
+    host_env = dict(os.environ)
+    host_env[name] = value
+    expect_held(ctx, ["/probes/environ_probe", name, value], host_env=host_env)
+    expect_held(ctx, ["/usr/bin/python3", "/pyprobes/environ_probe.py", name, value], host_env=host_env)
+
+
+def case_leaked_fds(ctx):
+    secret = canary(ctx, ctx.tmp, "fd")
+    fd = os.open(secret, os.O_RDONLY)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1)
+    try:
+        # Inheritable descriptors at fixed numbers, as a careless gateway would leak them.
+        os.dup2(fd, 5, inheritable=True)
+        os.dup2(sock.fileno(), 9, inheritable=True)
+        expect_held(ctx, ["/probes/fd_probe"], pass_fds=(5, 9))
+    finally:
+        for n in (5, 9, fd):
+            os.close(n)
+        sock.close()
+
+
+def case_credentials(ctx):
+    expect_held(ctx, ["/probes/caps_probe"])
+
+
+def hold_cmd():
+    """A jailed command that stays alive until its stdin closes (so the test can inspect it)."""
+    return ["/usr/bin/python3", "-c", "import sys; sys.stdout.write('up\\n'); sys.stdout.flush(); sys.stdin.read()"]
+
+
+def host_uid_of(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("Uid:"):
+                return [int(x) for x in line.split()[1:]]
+    return []
+
+
+def case_host_uids(ctx):
+    """Seen from the host, the kernel is not root, and two live jails get different host uids."""
+    runs = []
+    for _ in range(2):
+        variant = list(ctx.variants().values())[0]
+        r = harness.Run(ctx, hold_cmd(), variant=variant, tag="uid", pipe=True)
+        r.proc.stdout.readline() if r.proc.stdout else None
+        runs.append(r)
+    uids = []
+    for r in runs:
+        kpid = (r.ready or {}).get("kernel_pid")
+        if ctx.nojail:
+            kpid = r.pid
+        check(isinstance(kpid, int), f"{r.name}: kernel_pid known ({kpid})")
+        ids = host_uid_of(kpid)
+        log(f"{r.name}: kernel pid {kpid} host uids {ids}, status host_uid {(r.ready or {}).get('host_uid')}")
+        check(ids and all(u != 0 for u in ids), f"{r.name}: kernel's host uids {ids} are not root")
+        if not ctx.nojail:
+            check((r.ready or {}).get("host_uid") == ids[0], f"{r.name}: host_uid in status = real host uid")
+        uids.append(ids[0] if ids else None)
+    check(uids[0] != uids[1], f"two live jails have different host uids ({uids[0]} vs {uids[1]})")
+    for r in runs:
+        r.proc.stdin.close() if r.proc.stdin else None
+        r.proc.stdout.close()
+        r.kill()
+        r.wait(60)
+        harness.expect_clean(r)
+
+
+CASES = {
+    "read_shadow": case_read_shadow,
+    "read_root_home": case_read_root_home,
+    "read_repo": case_read_repo,
+    "read_gateway_data": case_read_gateway_data,
+    "write_outside": case_write_outside,
+    "write_proc_sys": case_write_proc_sys,
+    "write_run_cellgate": case_write_run_cellgate,
+    "mknod": case_mknod,
+    "mount": case_mount,
+    "pivot_chroot_umount": case_pivot_chroot_umount,
+    "ptrace": case_ptrace,
+    "ps_view": case_ps_view,
+    "kill_host": case_kill_host,
+    "proc_root": case_proc_root,
+    "setns": case_setns,
+    "nested_userns": case_nested_userns,
+    "bpf": simple("bpf_probe"),
+    "io_uring": simple("io_uring_probe"),
+    "keyring": simple("keyring_probe"),
+    "perf_event_open": simple("perf_probe"),
+    "tiocsti": simple("tiocsti_probe"),
+    "open_by_handle_at": simple("handle_probe"),
+    "userfaultfd": simple("userfaultfd_probe"),
+    "personality": simple("personality_probe"),
+    "compat_syscall": simple("compat_syscall"),
+    "tcp_host_loopback": case_tcp_host_loopback,
+    "outbound_net": case_outbound_net,
+    "abstract_unix": case_abstract_unix,
+    "environ": case_environ,
+    "leaked_fds": case_leaked_fds,
+    "credentials": case_credentials,
+    "host_uids": case_host_uids,
+}
+for _ns in NS_TYPES:
+    CASES[f"unshare_{_ns}"] = make_unshare_case(_ns)
+
+if __name__ == "__main__":
+    harness.main(CASES)

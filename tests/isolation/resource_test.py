@@ -1,0 +1,278 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# resource_test: limits (pids, memory, /tmp, fds, cpu), lifecycle signals (SIGUSR1, SIGKILL, SIGINT,
+# zombie reaping) and functional checks of the real cellgate-jail. Each asserts the limit held,
+# the host is fine afterwards, and nothing is left behind. --no-jail runs bare: each must FAIL.
+import glob
+import os
+import secrets
+import select
+import signal
+import time
+
+import harness
+from harness import HELD, Run, check, expect_clean, log, run_probe
+
+PY = "/usr/bin/python3"
+
+
+def read_until(run, needle, timeout=60):
+    """Reads the piped output of `run` until a line containing `needle` (returns all text read)."""
+    text = ""
+    deadline = time.monotonic() + timeout
+    fd = run.proc.stdout.fileno()
+    while needle not in text and time.monotonic() < deadline:
+        r, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not r:
+            break
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        text += chunk.decode(errors="replace")
+    log(text.rstrip())
+    return text
+
+
+def drain(run):
+    try:
+        rest = run.proc.stdout.read().decode(errors="replace")
+    except (OSError, ValueError):
+        rest = ""
+    log(rest.rstrip())
+    return rest
+
+
+def host_is_fine():
+    """The host still forks, allocates and has free /tmp after an abuse test."""
+    check(os.system("/usr/bin/true") == 0, "host can still fork and exec")
+    block = bytearray(64 << 20)
+    check(len(block) == 64 << 20, "host can still allocate 64 MiB")
+
+
+def final_status(run, grace=10):
+    deadline = time.monotonic() + grace
+    st = run.status()
+    while st.get("state") != "exited" and time.monotonic() < deadline:
+        time.sleep(0.1)
+        st = run.status()
+    log(f"status: {st}")
+    return st
+
+
+def case_fork_bomb(ctx):
+    rc, out, run = run_probe(ctx, ["/probes/fork_bomb", "300", "exit"], [], opts=["--pids", "64"])
+    check(rc == HELD, f"fork bomb stopped by EAGAIN below 300 forks (exit {rc})")
+    st = final_status(run)
+    check("pids" in str(st.get("reason", "")), f"status reason mentions pids: {st.get('reason')!r}")
+    host_is_fine()
+
+
+def case_fork_bomb_killable(ctx):
+    run = Run(ctx, ["/probes/fork_bomb", "300", "hold"], opts=["--pids", "64"], pipe=True, tag="bombhold")
+    text = read_until(run, "holding", timeout=90)
+    check("held: fork stopped" in text, "fork bomb hit the pids limit")
+    check("holding" in text, "the bomb holds its processes")
+    t0 = time.monotonic()
+    run.kill()
+    rc = run.wait(60)
+    drain(run)
+    log(f"helper exit {rc} after {time.monotonic() - t0:.2f}s")
+    check(rc is not None, "the jail with a fork bomb in it was killed")
+    expect_clean(run)
+    host_is_fine()
+
+
+def case_memory_bomb(ctx):
+    rc, out, run = run_probe(ctx, ["/probes/memory_bomb", "1024"], [], opts=["--memory", "128M"])
+    check(rc == 128 + signal.SIGKILL, f"memory bomb killed: helper exit {rc} (want 137)")
+    st = final_status(run)
+    check(st.get("state") == "exited", "status state exited")
+    check("memory" in str(st.get("reason", "")), f"status reason mentions the memory limit: {st.get('reason')!r}")
+    check(st.get("signal") == signal.SIGKILL, f"status signal 9: {st.get('signal')}")
+    host_is_fine()
+
+
+def case_tmp_fill(ctx):
+    for d in ("/tmp", "/dev/shm"):
+        rc, out, run = run_probe(ctx, ["/probes/tmp_fill", d, "256"], [], opts=["--tmp-size", "16M"])
+        check(rc == HELD, f"{d} filled to ENOSPC below 256 MiB (exit {rc})")
+    host_is_fine()
+
+
+def case_nofile(ctx):
+    rc, out, run = run_probe(ctx, ["/probes/fd_exhaust", "64"], [], opts=["--nofile", "64"])
+    check(rc == HELD, f"fd exhaustion stopped by EMFILE below 64 (exit {rc})")
+
+
+def cgroup_cpu_usage_ns(name):
+    """CPU time the jail's cgroup has used (v1 cpuacct.usage, or v2 cpu.stat usage_usec)."""
+    for path in glob.glob(f"{harness.CGROUP_BASE}/cpuacct*/cellgate/{name}/cpuacct.usage") + \
+            glob.glob(f"{harness.CGROUP_BASE}/cpu,cpuacct/cellgate/{name}/cpuacct.usage"):
+        with open(path) as f:
+            return int(f.read())
+    for path in glob.glob(f"{harness.CGROUP_BASE}/cellgate/{name}/cpu.stat") + \
+            glob.glob(f"{harness.CGROUP_BASE}/unified/cellgate/{name}/cpu.stat"):
+        with open(path) as f:
+            for line in f:
+                if line.startswith("usage_usec"):
+                    return int(line.split()[1]) * 1000
+    return None
+
+
+def cgroup_cpu_quota(name):
+    for d in glob.glob(f"{harness.CGROUP_BASE}/cpu*/cellgate/{name}"):
+        try:
+            with open(f"{d}/cpu.cfs_quota_us") as f:
+                quota = int(f.read())
+            with open(f"{d}/cpu.cfs_period_us") as f:
+                period = int(f.read())
+            return quota / period
+        except OSError:
+            pass
+    for d in glob.glob(f"{harness.CGROUP_BASE}/cellgate/{name}"):
+        with open(f"{d}/cpu.max") as f:
+            q, p = f.read().split()
+            return None if q == "max" else int(q) / int(p)
+    return None
+
+
+def case_cpu_throttle(ctx):
+    # A behaviour check with a generous margin (0.5 core asked, < 0.7 accepted), not a speed test.
+    run = Run(ctx, ["/probes/cpu_spin", "8", "2"], opts=["--cpu", "0.5"], pipe=True, tag="cpu")
+    time.sleep(2)
+    quota = cgroup_cpu_quota(run.name)
+    log(f"cgroup cpu quota: {quota} cores")
+    u1, t1 = cgroup_cpu_usage_ns(run.name), time.monotonic()
+    time.sleep(3)
+    u2, t2 = cgroup_cpu_usage_ns(run.name), time.monotonic()
+    text = read_until(run, "cores=", timeout=60)
+    rc = run.wait(60)
+    drain(run)
+    check(rc == 0, f"cpu_spin exited 0 ({rc})")
+    check(quota is not None and abs(quota - 0.5) < 0.01, f"cgroup quota is 0.5 core ({quota})")
+    check(u1 is not None and u2 is not None, "cgroup cpu usage readable while running")
+    cg_cores = (u2 - u1) / 1e9 / (t2 - t1)
+    log(f"cgroup usage over {t2 - t1:.2f}s: {cg_cores:.3f} cores")
+    check(cg_cores < 0.7, f"cgroup cpu usage {cg_cores:.3f} < 0.7 core")
+    probe_cores = float(text.split("cores=")[1].split()[0])
+    check(probe_cores < 0.7, f"the spinner itself got {probe_cores:.3f} < 0.7 core")
+    expect_clean(run)
+
+
+def start_daemon_jail(ctx, tag):
+    marker = f"cellgate-daemon-{secrets.token_hex(6)}"
+
+    def kill_markers():
+        for pid in harness.processes_with_marker(marker):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    ctx.cleanups.append(kill_markers)
+    run = Run(ctx, [PY, "/pyprobes/daemonize.py", marker], pipe=True, tag=tag)
+    text = read_until(run, "ready", timeout=60)
+    check("ready daemon=" in text, "the jailed process left a daemon (setsid + double fork)")
+    daemons = harness.processes_with_marker(marker)
+    check(len(daemons) >= 1, f"daemon visible from the host: {daemons}")
+    return run, marker
+
+
+def wait_gone(marker, timeout=15):
+    deadline = time.monotonic() + timeout
+    left = harness.processes_with_marker(marker)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = [p for p in harness.processes_with_marker(marker) if harness.pid_alive(p)]
+    return left
+
+
+def case_sigusr1_kills_all(ctx):
+    run, marker = start_daemon_jail(ctx, "usr1")
+    run.proc.send_signal(signal.SIGUSR1)
+    rc = run.wait(60)
+    drain(run)
+    log(f"helper exit {rc}")
+    left = wait_gone(marker)
+    check(not left, f"daemonised grandchild killed with the jail ({left})")
+    st = final_status(run)
+    check(st.get("state") == "exited", f"final status written ({st.get('state')})")
+    expect_clean(run)
+
+
+def case_sigkill_helper(ctx):
+    run, marker = start_daemon_jail(ctx, "kill9")
+    run.proc.send_signal(signal.SIGKILL)
+    run.wait(60)
+    drain(run)
+    left = wait_gone(marker)
+    check(not left, f"SIGKILL of the helper killed the jail, daemon included ({left})")
+    init = (run.ready or {}).get("init_pid")
+    if isinstance(init, int):
+        deadline = time.monotonic() + 15
+        while harness.pid_alive(init) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        check(not harness.pid_alive(init), f"jail init {init} is gone")
+    # The helper had no chance to remove its cgroups; the launcher sweeps them. Do it here.
+    for cg in harness.cgroup_dirs(run.name):
+        log(f"removing cgroup left by the killed helper: {cg}")
+        harness.remove_cgroup(cg)
+    expect_clean(run)
+
+
+def case_sigint_interrupts(ctx):
+    run = Run(ctx, [PY, "/pyprobes/sigint_probe.py"], pipe=True, tag="sigint")
+    text = read_until(run, "ready", timeout=60)
+    check("ready" in text, "sleeping python is up")
+    time.sleep(0.5)
+    run.proc.send_signal(signal.SIGINT)
+    text = read_until(run, "still alive", timeout=60)
+    rc = run.wait(60)
+    drain(run)
+    check("interrupted: KeyboardInterrupt" in text, "SIGINT raised KeyboardInterrupt in the jailed python")
+    check("still alive" in text and rc == 0, f"the python survived the interrupt and exited 0 ({rc})")
+    expect_clean(run)
+
+
+def functional(ctx, script, ok_line, variants=None):
+    for vname, variant in (variants or ctx.variants()).items():
+        log(f"--- variant {vname}")
+        rc, out, run = run_probe(ctx, [PY, f"/pyprobes/{script}"], variant, timeout=300)
+        check(rc == 0 and ok_line in out, f"[{vname}] {script} passed (exit {rc})")
+
+
+def case_init_reaps_zombies(ctx):
+    functional(ctx, "zombie_probe.py", "zombies: []")
+
+
+def case_datascience(ctx):
+    variants = ctx.variants()
+    functional(ctx, "datascience_probe.py", "DATASCIENCE OK", variants)
+    for vname, variant in variants.items():
+        if "--workspace" in variant:
+            ws = variant[variant.index("--workspace") + 1]
+            png = os.path.join(ws, "plot.png")
+            check(os.path.isfile(png) and os.path.getsize(png) > 1000, f"[{vname}] plot.png saved to the host workspace")
+            st = os.stat(png)
+            log(f"plot.png owner on disk: {st.st_uid}:{st.st_gid}")
+
+
+def case_processes(ctx):
+    functional(ctx, "processes_probe.py", "PROCESSES OK")
+
+
+CASES = {
+    "fork_bomb": case_fork_bomb,
+    "fork_bomb_killable": case_fork_bomb_killable,
+    "memory_bomb": case_memory_bomb,
+    "tmp_fill": case_tmp_fill,
+    "nofile": case_nofile,
+    "cpu_throttle": case_cpu_throttle,
+    "sigusr1_kills_all": case_sigusr1_kills_all,
+    "sigkill_helper": case_sigkill_helper,
+    "sigint_interrupts": case_sigint_interrupts,
+    "init_reaps_zombies": case_init_reaps_zombies,
+    "datascience": case_datascience,
+    "processes": case_processes,
+}
+
+if __name__ == "__main__":
+    harness.main(CASES)
