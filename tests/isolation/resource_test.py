@@ -159,7 +159,8 @@ def case_cpu_throttle(ctx):
 
 
 def start_daemon_jail(ctx, tag):
-    marker = f"cellgate-daemon-{secrets.token_hex(6)}"
+    prefix = f"cellgate-{secrets.token_hex(6)}"
+    marker = prefix + "-daemon"
 
     def kill_markers():
         for pid in harness.processes_with_marker(marker):
@@ -168,7 +169,7 @@ def start_daemon_jail(ctx, tag):
             except ProcessLookupError:
                 pass
     ctx.cleanups.append(kill_markers)
-    run = Run(ctx, [PY, "/pyprobes/daemonize.py", marker], pipe=True, tag=tag)
+    run = Run(ctx, [PY, "/pyprobes/daemonize.py", "/probes/sleeper", prefix], pipe=True, tag=tag)
     text = read_until(run, "ready", timeout=60)
     check("ready daemon=" in text, "the jailed process left a daemon (setsid + double fork)")
     daemons = harness.processes_with_marker(marker)

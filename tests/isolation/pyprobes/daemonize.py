@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # daemonize: leaves a daemon behind (setsid + double fork, stdio closed) that runs the sleeper probe
 # with a marker, then waits. The test then kills the jail and checks the daemon died too.
+# argv: SLEEPER_PATH PREFIX; the daemon's marker is PREFIX + "-daemon", so this script's own
+# cmdline (which holds only PREFIX) never matches it.
 import os
 import sys
 import time
 
-marker = sys.argv[1]
+sleeper, marker = sys.argv[1], sys.argv[2] + "-daemon"
 pid = os.fork()
 if pid == 0:
     os.setsid()
@@ -14,7 +16,7 @@ if pid == 0:
     devnull = os.open("/dev/null", os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
-    os.execv("/probes/sleeper", ["/probes/sleeper", marker])
+    os.execv(sleeper, [sleeper, marker])
 os.waitpid(pid, 0)
 for _ in range(200):
     seen = []
