@@ -191,7 +191,7 @@ def case_leaked_fds(ctx):
         os.dup2(sock.fileno(), 9, inheritable=True)
         expect_held(ctx, ["/probes/fd_probe"], pass_fds=(5, 9))
     finally:
-        for n in (5, 9, fd):
+        for n in {5, 9, fd} - {sock.fileno()}:
             os.close(n)
         sock.close()
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// ps_view: lists /proc; a host process (found by a marker in its cmdline) or a host-sized process
-// table is an escape. Prints what it sees, as `ps` would.
+// ps_view: lists /proc; the host's sleeper process (argv `<dir>/sleeper MARKER`) or a host-sized
+// process table is an escape. Prints what it sees, as `ps` would.
 #include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -29,11 +29,18 @@ int main(int argc, char** argv) {
     ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
     buf[n > 0 ? n : 0] = 0;
+    // Match argv exactly: other cmdlines (ours, the jail init's copy of the helper's) hold the
+    // marker as an argument too.
+    const char* arg0 = buf;
+    const char* arg1 = n > 0 ? buf + strlen(buf) + 1 : buf;
+    const char* base = strrchr(arg0, '/');
+    if (arg1 < buf + n && strcmp(base != NULL ? base + 1 : arg0, "sleeper") == 0 && strcmp(arg1, argv[1]) == 0) {
+      marker_seen = 1;
+    }
     for (ssize_t i = 0; i < n; ++i) {
       if (buf[i] == 0) buf[i] = ' ';
     }
     printf("  pid %s: %s\n", e->d_name, buf);
-    if (strstr(buf, argv[1]) != NULL) marker_seen = 1;
   }
   closedir(d);
   probe_report(marker_seen, "host marker process %s", marker_seen ? "visible" : "not visible");
