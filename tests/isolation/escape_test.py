@@ -11,6 +11,7 @@ import time
 import harness
 from harness import check, expect_held, log, run_probe
 
+PY = "/usr/bin/python3"
 NS_TYPES = ["user", "mnt", "net", "pid", "ipc", "uts", "cgroup", "time"]
 
 
@@ -242,7 +243,29 @@ def case_host_uids(ctx):
         harness.expect_clean(r)
 
 
+def case_cross_jail(ctx):
+    """Kernel B cannot reach kernel A: sockets, loopback ports, /tmp, /dev/shm, SysV IPC, /proc."""
+    tag = secrets.token_hex(4)
+    port = 20000 + secrets.randbelow(30000)
+    if ctx.nojail:
+        # Bare, kernel A's SysV segment lands in the host's ipc namespace: remove it afterwards.
+        ctx.cleanups.append(lambda: subprocess.run(["ipcrm", "-M", "0x5ec0de"], stderr=subprocess.DEVNULL))
+    a = harness.Run(ctx, [PY, "/pyprobes/cross_server.py", tag, str(port)], pipe=True, tag="crossA")
+    text = harness.read_until(a, "ready", timeout=60)
+    check("ready" in text, "kernel A is up")
+    a_pid = (a.ready or {}).get("kernel_pid", a.pid)
+    rc, _, _ = run_probe(ctx, [PY, "/pyprobes/cross_client.py", tag, str(port), str(a_pid)], [])
+    a.kill()
+    a.wait(60)
+    harness.drain(a)
+    harness.expect_clean(a)
+    check(rc == harness.HELD, f"kernel B reached nothing of kernel A (exit {rc})")
+
+
 CASES = {
+    "vsock": simple("vsock_probe"),
+    "privileged_syscalls": simple("privileged_syscalls"),
+    "cross_jail": case_cross_jail,
     "read_shadow": case_read_shadow,
     "read_root_home": case_read_root_home,
     "read_repo": case_read_repo,

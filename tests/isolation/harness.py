@@ -330,6 +330,32 @@ def expect_held(ctx, cmd, timeout=120, **kw):
               ("" if rc == HELD else f"; status {run.status()}"))
 
 
+def read_until(run, needle, timeout=60):
+    """Reads the piped output of `run` until a line containing `needle` (returns all text read)."""
+    text = ""
+    deadline = time.monotonic() + timeout
+    fd = run.proc.stdout.fileno()
+    while needle not in text and time.monotonic() < deadline:
+        r, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not r:
+            break
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        text += chunk.decode(errors="replace")
+    log(text.rstrip())
+    return text
+
+
+def drain(run):
+    try:
+        rest = run.proc.stdout.read().decode(errors="replace")
+    except (OSError, ValueError):
+        rest = ""
+    log(rest.rstrip())
+    return rest
+
+
 def main(cases):
     """Entry point of each test script: parses args, runs one case, maps the verdict to an exit code."""
     ap = argparse.ArgumentParser()

@@ -5,40 +5,13 @@
 import glob
 import os
 import secrets
-import select
 import signal
 import time
 
 import harness
-from harness import HELD, Run, check, expect_clean, log, run_probe
+from harness import HELD, Run, check, drain, expect_clean, log, read_until, run_probe
 
 PY = "/usr/bin/python3"
-
-
-def read_until(run, needle, timeout=60):
-    """Reads the piped output of `run` until a line containing `needle` (returns all text read)."""
-    text = ""
-    deadline = time.monotonic() + timeout
-    fd = run.proc.stdout.fileno()
-    while needle not in text and time.monotonic() < deadline:
-        r, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-        if not r:
-            break
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            break
-        text += chunk.decode(errors="replace")
-    log(text.rstrip())
-    return text
-
-
-def drain(run):
-    try:
-        rest = run.proc.stdout.read().decode(errors="replace")
-    except (OSError, ValueError):
-        rest = ""
-    log(rest.rstrip())
-    return rest
 
 
 def host_is_fine():

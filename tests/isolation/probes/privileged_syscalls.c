@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// privileged_syscalls: host-global knobs that only need a capability check to be reached. Each call
+// is chosen to change nothing even where it is allowed (bare on a host, as root): settimeofday with
+// no arguments, syslog read into a tiny buffer, init_module of an empty image, swapoff of a missing
+// path, acct(NULL) (accounting is off), sethostname to the current name. Held = EPERM or ENOSYS.
+#include <linux/module.h>
+#include <sys/klog.h>
+#include <sys/swap.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "probe.h"
+
+static void expect_denied(const char* what, long rc) {
+  int err = errno;
+  int held = rc < 0 && (err == EPERM || err == ENOSYS || err == EACCES);
+  probe_report(!held, "%s: %s", what, rc < 0 ? strerror(err) : "allowed");
+}
+
+int main(void) {
+  expect_denied("settimeofday(NULL, NULL)", syscall(SYS_settimeofday, NULL, NULL));
+  char buf[16];
+  expect_denied("syslog(READ_ALL) (dmesg)", klogctl(3, buf, sizeof buf));
+  expect_denied("init_module(empty image)", syscall(SYS_init_module, "", 0, ""));
+  expect_denied("swapoff(/nonexistent)", swapoff("/nonexistent-cellgate-probe"));
+  expect_denied("acct(NULL)", acct(NULL));
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  expect_denied("sethostname(same name)", sethostname(host, strlen(host)));
+  return probe_verdict();
+}
