@@ -48,8 +48,8 @@ def main():
                 for want in ("User:     sandbox", "Host:     sandbox", "Linux", "/workspace"):
                     if want not in text:
                         failures.append(f"bash cell output lacks {want!r}")
-            elif "this should not happen" in text:
-                failures.append(f"cell {i}: {text.strip()}")
+            elif "this should not happen" in text or len(text.strip().splitlines()) != 1:
+                failures.append(f"cell {i} did not print one friendly 'held' line: {text.strip()!r}")
     except Exception as e:
         failures.append(f"{type(e).__name__}: {e}")
     finally:
