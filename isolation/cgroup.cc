@@ -175,10 +175,10 @@ common::Result<Cgroup> Cgroup::create(const std::string& base, const std::string
   return cg;
 }
 
-common::Status Cgroup::place(pid_t pid) const {
+common::Status Cgroup::place(pid_t pid, bool skip_unified) const {
   const std::string text = std::to_string(pid);
   for (const auto& dir : paths_.dirs) {
-    if (dir.ends_with("/cellgate")) continue;
+    if (dir.ends_with("/cellgate") || (skip_unified && dir == paths_.unified)) continue;
     if (int err = write_file(dir + "/cgroup.procs", text)) return fail("cgroup: place in " + dir, err);
   }
   return common::ok();

@@ -44,8 +44,9 @@ class Cgroup {
   // Creates the dirs (replacing an empty stale dir of the same name) and writes the limits.
   static common::Result<Cgroup> create(const std::string& base, const std::string& name,
                                        const CgroupLimits& limits);
-  // Moves pid into every dir (between clone and the child's release).
-  common::Status place(pid_t pid) const;
+  // Moves pid into every dir (between clone and the child's release); skip_unified when
+  // clone3(CLONE_INTO_CGROUP) already started it in the v2 dir.
+  common::Status place(pid_t pid, bool skip_unified) const;
   // cgroup.kill on the v2 dir; false if unsupported (the caller then SIGKILLs init).
   bool kill_all() const;
   // "memory limit … exceeded", "pids limit … reached" or "" from the event counters.

@@ -191,7 +191,20 @@ std::optional<SetupFailure> Jail::spawn() {
   args.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD;
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
   args.exit_signal = SIGCHLD;
+  // CLONE_INTO_CGROUP starts the child in the v2 dir without a migration (no cgroup.procs write).
+  common::UniqueFd v2_dir;
+  if (cgroup_ && !cgroup_->paths().unified.empty())
+    v2_dir.reset(::open(cgroup_->paths().unified.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (v2_dir) {
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<uint64_t>(v2_dir.get());
+  }
   long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  bool placed_v2 = pid >= 0 && v2_dir;
+  if (pid < 0 && v2_dir) {  // a kernel without CLONE_INTO_CGROUP: place it by writing cgroup.procs
+    args.flags &= ~static_cast<uint64_t>(CLONE_INTO_CGROUP);
+    pid = ::syscall(SYS_clone3, &args, sizeof args);
+  }
   if (pid < 0) return sys_failure("clone", errno);
   if (pid == 0) {
     // The child must not hold the helper's ends: the sync pipe's EOF is how it notices our death.
@@ -207,12 +220,14 @@ std::optional<SetupFailure> Jail::spawn() {
   const std::string proc = "/proc/" + std::to_string(init_pid_);
   if (int err = write_text(proc + "/uid_map", map)) return sys_failure("uid_map", err);
   if (int err = write_text(proc + "/gid_map", map)) return sys_failure("gid_map", err);
-  if (cgroup_) {
-    if (auto s = cgroup_->place(init_pid_); !s) return SetupFailure{"cgroup", s.error().sys_errno, s.error().message};
-  }
   idmap_or_chown();
   for (auto& rw : rw_dirs_) rw.tree.reset();
   char go = 1;
+  if (::write(sync_.get(), &go, 1) != 1) return sys_failure("sync", errno);
+  // The child builds its root meanwhile; it waits for the second byte before it can fork or exec.
+  if (cgroup_) {
+    if (auto s = cgroup_->place(init_pid_, placed_v2); !s) return SetupFailure{"cgroup", s.error().sys_errno, s.error().message};
+  }
   if (::write(sync_.get(), &go, 1) != 1) return sys_failure("sync", errno);
   return std::nullopt;
 }

@@ -83,14 +83,20 @@ bool helper_alive(int sync_fd) noexcept {
   run_init_loop(plan, kernel);
 }
 
+// One byte from the helper; false when it gave up on us (EOF) instead.
+bool wait_for_helper(int sync_fd) noexcept {
+  char byte = 0;
+  ssize_t n;
+  while ((n = read(sync_fd, &byte, 1)) < 0 && errno == EINTR) {
+  }
+  return n == 1;
+}
+
 }  // namespace
 
 void run_child(const ChildPlan& plan) noexcept {
-  char byte = 0;
-  ssize_t n;
-  while ((n = read(plan.sync_fd, &byte, 1)) < 0 && errno == EINTR) {
-  }
-  if (n != 1) _exit(127);  // the helper gave up on us before release
+  // Byte 1: our uid/gid maps are written (and rw trees idmapped).
+  if (!wait_for_helper(plan.sync_fd)) _exit(127);
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) fail(plan, Stage::kPdeathsig, errno);
   if (!helper_alive(plan.sync_fd)) _exit(127);
   umask(0);
@@ -99,15 +105,17 @@ void run_child(const ChildPlan& plan) noexcept {
   if (setresgid(0, 0, 0) < 0) fail(plan, Stage::kSetgid, errno);
   if (setresuid(0, 0, 0) < 0) fail(plan, Stage::kSetuid, errno);
   if (setgroups(0, nullptr) < 0) fail(plan, Stage::kSetgroups, errno);
-  // The helper placed us in our cgroups before release; a cgroup namespace created now is
-  // rooted there, so /proc/self/cgroup shows "/" and the host layout stays hidden.
-  if (unshare(CLONE_NEWCGROUP) < 0) fail(plan, Stage::kCgroupNs, errno);
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0)
     fail(plan, Stage::kMountPrivate, errno);
   uint32_t index = 0;
   if (int err = apply_mounts(plan.mounts, plan.n_mounts, &index)) fail(plan, Stage::kMount, err, index);
   if (int err = apply_pivot_root(plan.new_root)) fail(plan, Stage::kPivotRoot, err);
   if (int err = apply_remount_root_ro()) fail(plan, Stage::kRemountRoot, err);
+  // Byte 2: we are in our cgroups. The helper moves us while we build the root above, because
+  // a v1 cgroup.procs write can cost a whole RCU grace period (~10 ms). A cgroup namespace
+  // created now is rooted there: /proc/self/cgroup shows "/" and the host layout stays hidden.
+  if (!wait_for_helper(plan.sync_fd)) _exit(127);
+  if (unshare(CLONE_NEWCGROUP) < 0) fail(plan, Stage::kCgroupNs, errno);
   if (sethostname(plan.hostname, plan.hostname_len) < 0) fail(plan, Stage::kHostname, errno);
   if (int err = apply_loopback_up()) fail(plan, Stage::kLoopback, err);
   if (int err = apply_rlimits(plan.rlimits, plan.n_rlimits)) fail(plan, Stage::kRlimits, err);
