@@ -233,7 +233,21 @@ def case_processes(ctx):
     functional(ctx, "processes_probe.py", "PROCESSES OK")
 
 
+def case_runtime_dir_0700(ctx):
+    """The gateway chmods its runtime dir (default /run/cellgate) to 0700 (gateway.cc); jails must still start."""
+    run_dir = "/run/cellgate"
+    os.makedirs(run_dir, exist_ok=True)
+    old = os.stat(run_dir).st_mode & 0o7777
+    os.chmod(run_dir, 0o700)
+    try:
+        rc, out, _ = run_probe(ctx, ["/usr/bin/true"], [])
+    finally:
+        os.chmod(run_dir, old)
+    check(rc == 0, f"a jail starts while {run_dir} is 0700 (exit {rc})")
+
+
 CASES = {
+    "runtime_dir_0700": case_runtime_dir_0700,
     "fork_bomb": case_fork_bomb,
     "fork_bomb_killable": case_fork_bomb_killable,
     "memory_bomb": case_memory_bomb,
