@@ -111,6 +111,10 @@ def case_ptrace(ctx):
 def case_ps_view(ctx):
     _, marker = sleeper(ctx)
     expect_held(ctx, ["/probes/ps_view", marker, "8"])
+    # The same through procps `ps`, as a user would look.
+    script = (f"ps -eo pid,args; ps -eo args | grep -v grep | grep -q '^[^ ]*sleeper {marker}' && exit 1; "
+              "[ $(ps -e --no-headers | wc -l) -le 8 ] && exit 77; exit 1")
+    expect_held(ctx, ["/bin/sh", "-c", script])
 
 
 def case_kill_host(ctx):

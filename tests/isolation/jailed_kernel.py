@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # jailed_kernel: a kernelspec whose argv goes through cellgate-jail, and a jupyter_client
 # KernelManager on it with transport ipc (the jail has no shared network, so tcp cannot work).
+import glob
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
@@ -67,6 +69,19 @@ class JailedKernel:
 
     def helper_pid(self):
         return self.km.provisioner.process.pid if self.km and self.km.provisioner else None
+
+    def leftovers(self, helper, grace=15):
+        """What the jail of helper pid `helper` left behind after shutdown (helper, cgroup dirs)."""
+        name = f"jail-{helper}"  # cellgate-jail's default --name
+        deadline = time.monotonic() + grace
+        while True:
+            problems = []
+            if os.path.exists(f"/proc/{helper}"):
+                problems.append(f"cellgate-jail {helper} still running")
+            problems += [f"cgroup {d} left behind" for d in glob.glob(f"/sys/fs/cgroup/*/cellgate/{name}")]
+            if not problems or time.monotonic() > deadline:
+                return problems
+            time.sleep(0.1)
 
     def stop(self):
         if self.kc is not None:

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # kernel_conformance_test: a jailed ipykernel (kernelspec argv through cellgate-jail, transport ipc)
 # passes Debian's jupyter_kernel_test. Run with `python3 -m unittest kernel_conformance_test`.
-import os
+import time
 import unittest
 
 import jupyter_kernel_test
@@ -43,9 +43,8 @@ class JailedIPyKernelTests(jupyter_kernel_test.KernelTests):
         helper = cls.jailed.helper_pid()
         cls.jailed.stop()
         if helper is not None:
-            # The helper must be gone after shutdown (no stray jail left behind).
-            assert not os.path.exists(f"/proc/{helper}") or open(f"/proc/{helper}/stat").read().split(")")[1].split()[0] == "Z", \
-                f"cellgate-jail {helper} still running after shutdown"
+            problems = cls.jailed.leftovers(helper)
+            assert not problems, f"left behind after shutdown: {problems}"
 
     def test_cellgate_runs_jailed(self):
         self.flush_channels()
@@ -54,6 +53,22 @@ class JailedIPyKernelTests(jupyter_kernel_test.KernelTests):
         self.assertEqual(reply["content"]["status"], "ok")
         text = "".join(m["content"].get("text", "") for m in output if m["msg_type"] == "stream")
         self.assertEqual(text.split(), ["sandbox", "sandbox", "/workspace"])
+
+    def test_cellgate_interrupt(self):
+        """interrupt_mode signal: SIGINT to cellgate-jail reaches the kernel as KeyboardInterrupt."""
+        self.flush_channels()
+        msg_id = self.kc.execute("import time; time.sleep(60)")
+        time.sleep(1.0)
+        self.km.interrupt_kernel()
+        reply = self.kc.get_shell_msg(timeout=30)
+        self.assertEqual(reply["parent_header"]["msg_id"], msg_id)
+        self.assertEqual(reply["content"]["status"], "error")
+        self.assertEqual(reply["content"]["ename"], "KeyboardInterrupt")
+        # ipykernel aborts requests that arrive right after an error (stop_on_error); let it settle.
+        time.sleep(1.0)
+        self.flush_channels()
+        reply, output = self.execute_helper("print('alive')")
+        self.assertEqual(reply["content"]["status"], "ok")
 
 
 if __name__ == "__main__":

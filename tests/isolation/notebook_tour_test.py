@@ -2,9 +2,7 @@
 # notebook_tour_test: runs notebooks/sandbox-tour.ipynb cell by cell with jupyter_client against a
 # jailed kernel (kernelspec through cellgate-jail); the bash cell must report the sandbox identity
 # and no cell may error. Usage: notebook_tour_test.py NOTEBOOK
-import os
 import sys
-import time
 
 import nbformat
 
@@ -55,11 +53,7 @@ def main():
     finally:
         kernel.stop()
     if helper is not None:
-        deadline = time.monotonic() + 15
-        while os.path.exists(f"/proc/{helper}") and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if os.path.exists(f"/proc/{helper}"):
-            failures.append(f"cellgate-jail {helper} still running after shutdown")
+        failures += kernel.leftovers(helper)
     for f in failures:
         print(f"FAIL: {f}", flush=True)
     print("PASS" if not failures else "FAILED", flush=True)

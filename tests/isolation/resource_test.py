@@ -71,6 +71,13 @@ def case_tmp_fill(ctx):
     host_is_fine()
 
 
+def case_fsize(ctx):
+    for vname, variant in ctx.variants().items():
+        rc, out, run = run_probe(ctx, ["/probes/tmp_fill", "/workspace" if not ctx.nojail else "/tmp", "64", "EFBIG"],
+                                 variant, opts=["--fsize", "8M"])
+        check(rc == HELD, f"[{vname}] a file in /workspace stopped by EFBIG below 64 MiB (exit {rc})")
+
+
 def case_nofile(ctx):
     rc, out, run = run_probe(ctx, ["/probes/fd_exhaust", "64"], [], opts=["--nofile", "64"])
     check(rc == HELD, f"fd exhaustion stopped by EMFILE below 64 (exit {rc})")
@@ -213,6 +220,21 @@ def functional(ctx, script, ok_line, variants=None):
         check(rc == 0 and ok_line in out, f"[{vname}] {script} passed (exit {rc})")
 
 
+def case_sigterm_graceful(ctx):
+    run = Run(ctx, [PY, "/pyprobes/sigterm_probe.py"], pipe=True, tag="sigterm")
+    text = read_until(run, "ready", timeout=60)
+    check("ready" in text, "jailed python with a SIGTERM handler is up")
+    run.proc.send_signal(signal.SIGTERM)
+    text = read_until(run, "shutting down", timeout=60)
+    rc = run.wait(60)
+    drain(run)
+    check("got SIGTERM" in text, "SIGTERM to the helper reached the kernel's handler")
+    check(rc == 0, f"the helper exited with the kernel's code 0 ({rc})")
+    st = final_status(run)
+    check(st.get("state") == "exited" and st.get("exit_code") == 0, f"final status exited 0: {st}")
+    expect_clean(run)
+
+
 def case_init_reaps_zombies(ctx):
     functional(ctx, "zombie_probe.py", "zombies: []")
 
@@ -253,6 +275,8 @@ CASES = {
     "memory_bomb": case_memory_bomb,
     "tmp_fill": case_tmp_fill,
     "nofile": case_nofile,
+    "fsize": case_fsize,
+    "sigterm_graceful": case_sigterm_graceful,
     "cpu_throttle": case_cpu_throttle,
     "sigusr1_kills_all": case_sigusr1_kills_all,
     "sigkill_helper": case_sigkill_helper,

@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// tmp_fill: writes 1 MiB blocks into DIR until ENOSPC (held, before CAP MiB) or CAP (escaped),
-// then removes its file.
+// tmp_fill: writes 1 MiB blocks into DIR until the expected error (ENOSPC for a sized tmpfs, EFBIG
+// for RLIMIT_FSIZE) stops it (held, before CAP MiB) or CAP is reached (escaped); removes its file.
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "probe.h"
 
 int main(int argc, char** argv) {
-  if (argc != 3) probe_usage("tmp_fill DIR CAP_MIB");
+  if (argc != 3 && argc != 4) probe_usage("tmp_fill DIR CAP_MIB [ENOSPC|EFBIG]");
+  int expected = argc == 4 && strcmp(argv[3], "EFBIG") == 0 ? EFBIG : ENOSPC;
+  // RLIMIT_FSIZE sends SIGXFSZ first; ignored, the write fails with EFBIG instead.
+  signal(SIGXFSZ, SIG_IGN);
   char path[4096];
   snprintf(path, sizeof path, "%s/cellgate-fill-%d", argv[1], getpid());
   int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -34,6 +38,6 @@ int main(int argc, char** argv) {
   }
   close(fd);
   unlink(path);
-  probe_report(err != ENOSPC, "wrote %ld MiB into %s: %s", mib, argv[1], err ? strerror(err) : "cap reached");
+  probe_report(err != expected, "wrote %ld MiB into %s: %s", mib, argv[1], err ? strerror(err) : "cap reached");
   return probe_verdict();
 }
