@@ -88,9 +88,14 @@ class Context:
             return {"bare": []}
         ws = self.mkdir("ws")
         same = self.mkdir("same")
+        policy = os.path.join(self.mkdir("policy"), "policy.json")
+        with open(policy, "w") as f:
+            json.dump({"version": 1, "limits": {"memory": "768M", "pids": 200, "tmp_size": "64M"},
+                       "env": {"CELLGATE_VARIANT": "policy-file"}, "umask": "0077"}, f)
         return {
             "tmpfs-workspace": [],
             "host-workspace": ["--workspace", ws, "--bind-same", same, "--memory", "512M", "--pids", "128"],
+            "policy-file": ["--policy", policy, "--hostname", "sandbox"],
         }
 
     def finish(self):
