@@ -132,10 +132,12 @@ common::Result<Cgroup> Cgroup::create(const std::string& base, const std::string
   if (layout == CgroupLayout::kV2) {
     // Controllers must be enabled in every ancestor's subtree_control (cgroup-v2.rst
     // "Enabling and Disabling"); the jail dir stays a leaf, so it may hold processes.
+    // cpu may be unavailable (e.g. realtime tasks in the parent): then there is no CPU quota.
     for (const std::string& dir : {base, base + "/cellgate"}) {
       for (const char* ctl : {"+memory", "+pids", "+cpu"}) {
-        if (int err = write_file(dir + "/cgroup.subtree_control", ctl))
-          return fail("cgroup: enable " + std::string(ctl + 1) + " in " + dir, err);
+        int err = write_file(dir + "/cgroup.subtree_control", ctl);
+        if (err != 0 && ctl[1] == 'c') cg.paths_.cpu.clear();
+        else if (err != 0) return fail("cgroup: enable " + std::string(ctl + 1) + " in " + dir, err);
       }
     }
   }
@@ -160,7 +162,7 @@ common::Result<Cgroup> Cgroup::create(const std::string& base, const std::string
     if (s) s = set(p.memory + "/memory.swap.max", "0", true);
     if (s) s = set(p.memory + "/memory.oom.group", "1", false);
     if (s) s = set(p.pids + "/pids.max", pids, false);
-    if (s) s = set(p.cpu + "/cpu.max", quota + " " + std::to_string(kCpuPeriodUs), false);
+    if (s && !p.cpu.empty()) s = set(p.cpu + "/cpu.max", quota + " " + std::to_string(kCpuPeriodUs), false);
   } else {
     if (s) s = set(p.memory + "/memory.limit_in_bytes", mem, false);
     if (s) s = set(p.memory + "/memory.memsw.limit_in_bytes", mem, true);  // no swap

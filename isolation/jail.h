@@ -19,7 +19,9 @@ namespace cellgate::isolation {
 
 // Where the helper keeps its state on the host.
 inline constexpr const char* kRunDir = "/run/cellgate";
-inline constexpr const char* kNewRoot = "/run/cellgate/root";
+// Outside kRunDir on purpose: the child resolves this path as an unmapped "other" user, so every
+// component must stay searchable (the launcher may make /run/cellgate 0700).
+inline constexpr const char* kNewRoot = "/run/cellgate-root";
 inline constexpr const char* kUidLockDir = "/run/cellgate/uids";
 
 // A setup failure before or during the child's setup (exit code 126).

@@ -98,6 +98,7 @@ std::optional<SetupFailure> Jail::prepare() {
   for (const char* dir : {kRunDir, kNewRoot}) {
     if (::mkdir(dir, 0755) < 0 && errno != EEXIST) return sys_failure("prepare", errno, std::string("mkdir ") + dir);
   }
+  if (::chmod(kNewRoot, 0755) < 0) return sys_failure("prepare", errno, std::string("chmod ") + kNewRoot);
   auto slot = acquire_uid_slot(kUidLockDir, options_.uid_start, options_.uid_count,
                                static_cast<uint64_t>(::getpid()));
   if (!slot) return SetupFailure{"uid_slot", slot.error().sys_errno, slot.error().message};

@@ -114,6 +114,8 @@ int Jail::supervise() {
         std::string target;
         if (rec.stage == static_cast<uint32_t>(child::Stage::kMount) && rec.detail < plan_->mounts().ops().size())
           target = plan_->mounts().ops()[rec.detail].target + std::strlen(kNewRoot);
+        if (rec.stage == static_cast<uint32_t>(child::Stage::kMount) && target.empty()) target = "/";
+        if (rec.stage == static_cast<uint32_t>(child::Stage::kExec)) target = options_.command[0];
         ChildFailure f = describe_failure(rec, target);
         failure = SetupFailure{f.stage, f.err, f.message};
       } else if (got <= 0) {
