@@ -6,6 +6,7 @@ import glob
 import os
 import secrets
 import signal
+import subprocess
 import time
 
 import harness
@@ -268,7 +269,47 @@ def case_runtime_dir_0700(ctx):
     check(rc == 0, f"a jail starts while {run_dir} is 0700 (exit {rc})")
 
 
+def case_setup_failures(ctx):
+    """Contract: 125 for bad options, 126 for a failed stage (ready fd + status say which), nothing left."""
+    run = Run(ctx, ["/usr/bin/true"], opts=["--memory", "lots"], tag="badopt")
+    rc = run.wait(60)
+    out = run.output()
+    log(out.rstrip())
+    check(rc == 125, f"bad option value: exit 125 ({rc})")
+    check(out.startswith("cellgate-jail: ") and len(out.strip().splitlines()) == 1, "one `cellgate-jail: ` line on stderr")
+    expect_clean(run)
+    for what, opts, cmd in (("missing ro-bind source", ["--ro-bind", f"/nonexistent-{secrets.token_hex(4)}:/x"], ["/usr/bin/true"]),
+                            ("missing command", [], ["/nonexistent/cmd"])):
+        run = Run(ctx, cmd, opts=opts, tag="fail")
+        rc = run.wait(60)
+        log(run.output().rstrip())
+        check(rc == 126, f"{what}: exit 126 ({rc})")
+        ready = run.ready or {}
+        check(ready.get("state") == "failed" and ready.get("stage"), f"{what}: ready fd says failed with a stage: {ready}")
+        st = run.status()
+        check(st.get("state") == "failed" and st.get("stage") == ready.get("stage"), f"{what}: status file agrees: {st}")
+        expect_clean(run)
+
+
+def case_duplicate_name(ctx):
+    """A second jail with a live jail's name must fail and must not disturb the first one."""
+    first = Run(ctx, [PY, "-c", "import time; print('up', flush=True); time.sleep(600)"], pipe=True, tag="dup")
+    check("up" in read_until(first, "up", timeout=60), "first jail is up")
+    argv_name = first.name
+    rc = subprocess.run([ctx.jail, "--name", argv_name, "--", "/usr/bin/true"], capture_output=True, text=True, timeout=60)
+    log(rc.stderr.rstrip())
+    check(rc.returncode == 126, f"second jail named {argv_name} refused with 126 ({rc.returncode})")
+    check(first.proc.poll() is None, "the first jail is still running")
+    check(len(harness.cgroup_dirs(argv_name)) > 0, "the first jail's cgroups are still there")
+    first.kill()
+    first.wait(60)
+    drain(first)
+    expect_clean(first)
+
+
 CASES = {
+    "setup_failures": case_setup_failures,
+    "duplicate_name": case_duplicate_name,
     "runtime_dir_0700": case_runtime_dir_0700,
     "fork_bomb": case_fork_bomb,
     "fork_bomb_killable": case_fork_bomb_killable,
