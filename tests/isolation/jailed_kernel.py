@@ -84,13 +84,15 @@ class JailedKernel:
             time.sleep(0.1)
 
     def stop(self):
-        if self.kc is not None:
-            self.kc.stop_channels()
-        if self.km is not None:
-            try:
-                self.km.shutdown_kernel(now=False)
-            except Exception as e:  # the verdict is the tests'; shutdown must still clean up
-                print(f"shutdown: {e}", flush=True)
-                self.km.shutdown_kernel(now=True)
-        shutil.rmtree(self.spec_dir, ignore_errors=True)
-        shutil.rmtree(self.runtime, ignore_errors=True)
+        try:
+            if self.kc is not None:
+                self.kc.stop_channels()
+            if self.km is not None and self.km.has_kernel:
+                try:
+                    self.km.shutdown_kernel(now=False)
+                except Exception as e:  # the verdict is the tests'; shutdown must still clean up
+                    print(f"shutdown: {e}", flush=True)
+                    self.km.shutdown_kernel(now=True)
+        finally:
+            shutil.rmtree(self.spec_dir, ignore_errors=True)
+            shutil.rmtree(self.runtime, ignore_errors=True)

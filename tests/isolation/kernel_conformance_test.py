@@ -36,7 +36,11 @@ class JailedIPyKernelTests(jupyter_kernel_test.KernelTests):
     @classmethod
     def setUpClass(cls):
         cls.jailed = JailedKernel(JAIL)
-        cls.km, cls.kc = cls.jailed.start()
+        try:
+            cls.km, cls.kc = cls.jailed.start()
+        except BaseException:
+            cls.jailed.stop()  # tearDownClass does not run when setUpClass fails
+            raise
 
     @classmethod
     def tearDownClass(cls):
