@@ -266,7 +266,42 @@ def case_cross_jail(ctx):
     check(rc == harness.HELD, f"kernel B reached nothing of kernel A (exit {rc})")
 
 
+def case_workspace_symlink(ctx):
+    """--workspace / --bind-same paths that pass through a symlink (as a kernel can plant in its own
+    workspace) must not make the root helper chown or bind the host dir the symlink points to."""
+    base = ctx.mkdir("symtree")
+    outside = os.path.join(base, "outside")
+    victim = os.path.join(outside, "victim")
+    os.makedirs(victim, mode=0o700)
+    canary_path = os.path.join(victim, "k.json")
+    with open(canary_path, "w") as f:
+        f.write("root's file\n")
+    os.chmod(canary_path, 0o600)
+    ws = os.path.join(base, "ws")
+    os.makedirs(ws)
+    os.symlink(outside, os.path.join(ws, "link"))        # planted by a kernel in its workspace
+    os.symlink(victim, os.path.join(ws, "direct"))
+    for opt in ("--workspace", "--bind-same"):
+        for via in ("link/victim", "direct"):
+            path = os.path.join(ws, via)
+            inside = "/workspace/k.json" if opt == "--workspace" else os.path.join(path, "k.json")
+            run = harness.Run(ctx, ["/bin/cat", inside], opts=[opt, path], tag="sym")
+            rc = run.wait(60)
+            out = run.output()
+            log(out.rstrip())
+            harness.expect_clean(run)
+            vst, cst = os.stat(victim), os.stat(canary_path)
+            check(vst.st_uid == 0 and (vst.st_mode & 0o777) == 0o700,
+                  f"{opt} {via}: host dir behind the symlink kept root 0700 (now {vst.st_uid} {oct(vst.st_mode & 0o777)})")
+            check(cst.st_uid == 0, f"{opt} {via}: root's file behind the symlink kept its owner (now {cst.st_uid})")
+            check("root's file" not in out and rc != 0, f"{opt} {via}: the jail refused the path (exit {rc})")
+            os.chown(victim, 0, 0)
+            os.chmod(victim, 0o700)
+            os.chown(canary_path, 0, 0)
+
+
 CASES = {
+    "workspace_symlink": case_workspace_symlink,
     "vsock": simple("vsock_probe"),
     "privileged_syscalls": simple("privileged_syscalls"),
     "cross_jail": case_cross_jail,
