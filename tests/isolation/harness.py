@@ -172,10 +172,10 @@ class Run:
     """One jailed (or bare) command. stdout/stderr go to a file unless `pipe` is set."""
 
     def __init__(self, ctx, cmd, variant=(), opts=(), env=None, pass_fds=(), pipe=False, tag="run",
-                 extra_env=None, host_env=None):
+                 extra_env=None, host_env=None, status_path=None):
         self.ctx = ctx
         self.name = ctx.name(tag)
-        self.status_path = os.path.join(ctx.tmp, self.name + ".status.json")
+        self.status_path = status_path or os.path.join(ctx.tmp, self.name + ".status.json")
         self.out_path = os.path.join(ctx.tmp, self.name + ".out")
         self.ready = None
         self.rc = None

@@ -307,7 +307,26 @@ def case_duplicate_name(ctx):
     expect_clean(first)
 
 
+def case_status_file_plant(ctx):
+    """The launcher keeps the status file in the kernel-writable ipc dir: whatever the kernel plants at
+    the helper's temp name, the helper must still finish, report and clean up."""
+    for mode in ("dir", "symlink", "fifo"):
+        ipc = ctx.mkdir("ipc")
+        status = os.path.join(ipc, "jail.json")
+        run = Run(ctx, [PY, "/pyprobes/plant_status.py", mode, status], opts=["--bind-same", ipc],
+                  status_path=status, tag="plant")
+        try:
+            rc = run.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            rc = None
+        log(run.output().rstrip())
+        check(rc is not None, f"[{mode}] the helper finished after the kernel planted a {mode} at its temp status name")
+        check(rc == 0, f"[{mode}] helper exit = the kernel's 0 ({rc})")
+        expect_clean(run)
+
+
 CASES = {
+    "status_file_plant": case_status_file_plant,
     "setup_failures": case_setup_failures,
     "duplicate_name": case_duplicate_name,
     "runtime_dir_0700": case_runtime_dir_0700,
