@@ -139,7 +139,7 @@ def case_cpu_throttle(ctx):
     expect_clean(run)
 
 
-def start_daemon_jail(ctx, tag):
+def start_daemon_jail(ctx, tag, then_exit=False):
     prefix = f"cellgate-{secrets.token_hex(6)}"
     marker = prefix + "-daemon"
 
@@ -150,7 +150,8 @@ def start_daemon_jail(ctx, tag):
             except ProcessLookupError:
                 pass
     ctx.cleanups.append(kill_markers)
-    run = Run(ctx, [PY, "/pyprobes/daemonize.py", "/probes/sleeper", prefix], pipe=True, tag=tag)
+    run = Run(ctx, [PY, "/pyprobes/daemonize.py", "/probes/sleeper", prefix] + (["exit"] if then_exit else []),
+              pipe=True, tag=tag)
     text = read_until(run, "ready", timeout=60)
     check("ready daemon=" in text, "the jailed process left a daemon (setsid + double fork)")
     daemons = harness.processes_with_marker(marker)
@@ -177,6 +178,20 @@ def case_sigusr1_kills_all(ctx):
     check(not left, f"daemonised grandchild killed with the jail ({left})")
     st = final_status(run)
     check(st.get("state") == "exited", f"final status written ({st.get('state')})")
+    expect_clean(run)
+
+
+def case_command_exit_ends_jail(ctx):
+    """When the jail's command exits, the jail ends with it: a daemon it left is killed, the helper
+    exits with the command's code and cleans up."""
+    run, marker = start_daemon_jail(ctx, "cmdexit", then_exit=True)
+    rc = run.wait(60)
+    drain(run)
+    check(rc == 0, f"helper exited with the command's code 0 ({rc})")
+    left = wait_gone(marker)
+    check(not left, f"the daemon left behind by the command died with the jail ({left})")
+    st = final_status(run)
+    check(st.get("state") == "exited" and st.get("exit_code") == 0, f"final status exited 0: {st}")
     expect_clean(run)
 
 
@@ -341,6 +356,7 @@ CASES = {
     "cpu_throttle": case_cpu_throttle,
     "sigusr1_kills_all": case_sigusr1_kills_all,
     "sigkill_helper": case_sigkill_helper,
+    "command_exit_ends_jail": case_command_exit_ends_jail,
     "sigint_interrupts": case_sigint_interrupts,
     "init_reaps_zombies": case_init_reaps_zombies,
     "datascience": case_datascience,

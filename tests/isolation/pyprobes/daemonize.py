@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # daemonize: leaves a daemon behind (setsid + double fork, stdio closed) that runs the sleeper probe
 # with a marker, then waits. The test then kills the jail and checks the daemon died too.
-# argv: SLEEPER_PATH PREFIX; the daemon's marker is PREFIX + "-daemon", so this script's own
-# cmdline (which holds only PREFIX) never matches it.
+# argv: SLEEPER_PATH PREFIX [exit]; the daemon's marker is PREFIX + "-daemon", so this script's own
+# cmdline (which holds only PREFIX) never matches it. With `exit`, this script exits 0 once the
+# daemon runs (the jail's command ends while a daemon lives on).
 import os
 import sys
 import time
@@ -31,4 +32,6 @@ for _ in range(200):
         print(f"ready daemon={','.join(seen)} self={os.getpid()}", flush=True)
         break
     time.sleep(0.05)
+if sys.argv[3:] == ["exit"]:
+    sys.exit(0)
 time.sleep(600)
