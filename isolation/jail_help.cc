@@ -19,7 +19,8 @@ Options (VALUE may also be given as --option=VALUE):
                           DIR is chowned to 1000:1000 first). Default: an empty tmpfs
   --bind-same DIR         bind a host dir read-write at the same path inside (repeatable)
   --connection-file FILE  same as --bind-same dirname(FILE)
-  --ro-bind SRC[:DST]     extra read-only bind (repeatable)
+  --ro-bind SRC[:DST]     extra read-only bind (repeatable); DST not under /usr, /proc, /dev,
+                          /workspace, nor /, /etc or /tmp itself
   --env K=V               kernel environment entry (repeatable). Nothing is inherited; defaults
                           PATH, HOME=/workspace, LANG=C.UTF-8, TERM=xterm-256color, USER and
                           LOGNAME=sandbox, SHELL=/bin/bash, MPLBACKEND=Agg, IPYTHONDIR=/tmp/.ipython,

@@ -111,7 +111,7 @@ std::optional<SetupFailure> Jail::prepare() {
     cgroup_.emplace(std::move(cg.value()));
   }
 
-  auto filter = build_seccomp_bpf(policy_);
+  auto filter = cached_seccomp_bpf(policy_, std::string(kRunDir) + "/seccomp");
   if (!filter) return SetupFailure{"seccomp", filter.error().sys_errno, filter.error().message};
 
   // Read-write binds: a detached clone of each tree, idmapped after clone (see idmap_or_chown).
@@ -148,6 +148,8 @@ std::optional<SetupFailure> Jail::prepare() {
   in.cache_binds = policy_.cache_binds;
   in.mpl_files = mpl_seed_files();
   auto plan = JailPlan::build(options_, policy_, in, std::move(filter.value()));
+  if (!plan && plan.error().code == common::Errc::kBadRequest)
+    return SetupFailure{"options", 0, plan.error().message, 125};
   if (!plan) return SetupFailure{"plan", plan.error().sys_errno, plan.error().message};
   plan_.emplace(std::move(plan.value()));
   return std::nullopt;

@@ -74,7 +74,7 @@ int Jail::fail(const SetupFailure& f) {
     ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_.get()), &info, WEXITED);
   }
   if (cgroup_) cgroup_->remove();
-  return 126;
+  return f.exit_code;
 }
 
 int Jail::run() {
@@ -94,8 +94,11 @@ int Jail::supervise() {
   const auto start = std::chrono::steady_clock::now();
   bool reporting = true;  // until EOF on the report socket (= exec done, or failure)
   std::optional<SetupFailure> failure;
+  bool init_exited = false;
   for (;;) {
-    pollfd fds[3] = {{pidfd_.get(), POLLIN, 0}, {signal_fd_.get(), POLLIN, 0}, {report_.get(), POLLIN, 0}};
+    // While reports are pending, init's exit is only noted: EOF on the report socket follows.
+    pollfd fds[3] = {{init_exited ? -1 : pidfd_.get(), POLLIN, 0}, {signal_fd_.get(), POLLIN, 0},
+                     {report_.get(), POLLIN, 0}};
     int timeout = -1;
     if (reporting) {
       auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
@@ -142,11 +145,8 @@ int Jail::supervise() {
         }
       }
     }
-    if ((fds[0].revents & POLLIN) != 0 && !reporting) break;
-    if ((fds[0].revents & POLLIN) != 0 && reporting) {
-      // init died while we still expect reports: drain them (EOF follows) on the next turns.
-      continue;
-    }
+    if ((fds[0].revents & POLLIN) != 0) init_exited = true;
+    if (init_exited && !reporting) break;
   }
   siginfo_t info{};
   ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_.get()), &info, WEXITED);
