@@ -293,7 +293,14 @@ def case_setup_failures(ctx):
     check(rc == 125, f"bad option value: exit 125 ({rc})")
     check(out.startswith("cellgate-jail: ") and len(out.strip().splitlines()) == 1, "one `cellgate-jail: ` line on stderr")
     expect_clean(run)
-    for what, opts, cmd in (("missing ro-bind source", ["--ro-bind", f"/nonexistent-{secrets.token_hex(4)}:/x"], ["/usr/bin/true"]),
+    run = Run(ctx, ["/usr/bin/true"], opts=["--ro-bind", f"/nonexistent-{secrets.token_hex(4)}:/x"], tag="badbind")
+    rc = run.wait(60)
+    log(run.output().rstrip())
+    check(rc in (125, 126), f"missing ro-bind source refused as a bad option or a failed stage ({rc})")
+    expect_clean(run)
+    not_a_dir = os.path.join(ctx.tmp, "not-a-dir")
+    open(not_a_dir, "w").close()
+    for what, opts, cmd in (("workspace is not a directory", ["--workspace", not_a_dir], ["/usr/bin/true"]),
                             ("missing command", [], ["/nonexistent/cmd"])):
         run = Run(ctx, cmd, opts=opts, tag="fail")
         rc = run.wait(60)
