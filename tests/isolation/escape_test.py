@@ -266,6 +266,8 @@ def case_cross_jail(ctx):
     if ctx.nojail:
         # Bare, kernel A's SysV segment lands in the host's ipc namespace: remove it afterwards.
         ctx.cleanups.append(lambda: subprocess.run(["ipcrm", "-M", "0x5ec0de"], stderr=subprocess.DEVNULL))
+        for d in ("/tmp", "/dev/shm"):
+            ctx.cleanups.append(lambda d=d: os.path.exists(f"{d}/cross-{tag}") and os.unlink(f"{d}/cross-{tag}"))
     a = harness.Run(ctx, [PY, "/pyprobes/cross_server.py", tag, str(port)], pipe=True, tag="crossA")
     text = harness.read_until(a, "ready", timeout=60)
     check("ready" in text, "kernel A is up")

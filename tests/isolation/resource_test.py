@@ -56,7 +56,7 @@ def case_fork_bomb_killable(ctx):
 
 
 def case_memory_bomb(ctx):
-    rc, out, run = run_probe(ctx, ["/probes/memory_bomb", "1024"], [], opts=["--memory", "128M"])
+    rc, out, run = run_probe(ctx, ["/probes/memory_bomb", "512"], [], opts=["--memory", "128M"])
     check(rc == 128 + signal.SIGKILL, f"memory bomb killed: helper exit {rc} (want 137)")
     st = final_status(run)
     check(st.get("state") == "exited", "status state exited")
@@ -67,8 +67,8 @@ def case_memory_bomb(ctx):
 
 def case_tmp_fill(ctx):
     for d in ("/tmp", "/dev/shm"):
-        rc, out, run = run_probe(ctx, ["/probes/tmp_fill", d, "256"], [], opts=["--tmp-size", "16M"])
-        check(rc == HELD, f"{d} filled to ENOSPC below 256 MiB (exit {rc})")
+        rc, out, run = run_probe(ctx, ["/probes/tmp_fill", d, "64"], [], opts=["--tmp-size", "16M"])
+        check(rc == HELD, f"{d} filled to ENOSPC below 64 MiB (exit {rc})")
     host_is_fine()
 
 

@@ -29,8 +29,10 @@ int main(void) {
   inet_pton(AF_INET, "1.1.1.1", &v4.sin_addr);
   v4.sin_port = htons(80);
   expect_unreach("tcp 1.1.1.1:80", AF_INET, SOCK_STREAM, &v4, sizeof v4);
-  v4.sin_port = htons(53);
-  expect_unreach("udp 1.1.1.1:53", AF_INET, SOCK_DGRAM, &v4, sizeof v4);
+  // UDP to TEST-NET-1 (RFC 5737, never routed): a bare run sends nothing anyone receives.
+  inet_pton(AF_INET, "192.0.2.1", &v4.sin_addr);
+  v4.sin_port = htons(9);
+  expect_unreach("udp 192.0.2.1:9", AF_INET, SOCK_DGRAM, &v4, sizeof v4);
   struct sockaddr_in6 v6;
   memset(&v6, 0, sizeof v6);
   v6.sin6_family = AF_INET6;

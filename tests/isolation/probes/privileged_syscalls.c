@@ -2,7 +2,8 @@
 // privileged_syscalls: host-global knobs that only need a capability check to be reached. Each call
 // is chosen to change nothing even where it is allowed (bare on a host, as root): settimeofday with
 // no arguments, syslog read into a tiny buffer, init_module of an empty image, swapoff of a missing
-// path, acct(NULL) (accounting is off), sethostname to the current name. Held = EPERM or ENOSYS.
+// path, acct of a missing file (fails before switching anything), sethostname to the current name.
+// Held = EPERM or ENOSYS.
 #include <linux/module.h>
 #include <sys/klog.h>
 #include <sys/swap.h>
@@ -24,7 +25,7 @@ int main(void) {
   expect_denied("syslog(READ_ALL) (dmesg)", klogctl(3, buf, sizeof buf));
   expect_denied("init_module(empty image)", syscall(SYS_init_module, "", 0, ""));
   expect_denied("swapoff(/nonexistent)", swapoff("/nonexistent-cellgate-probe"));
-  expect_denied("acct(NULL)", acct(NULL));
+  expect_denied("acct(/nonexistent)", acct("/nonexistent-cellgate-probe/acct"));
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   expect_denied("sethostname(same name)", sethostname(host, strlen(host)));
