@@ -264,7 +264,8 @@ def case_datascience(ctx):
             png = os.path.join(ws, "plot.png")
             check(os.path.isfile(png) and os.path.getsize(png) > 1000, f"[{vname}] plot.png saved to the host workspace")
             st = os.stat(png)
-            log(f"plot.png owner on disk: {st.st_uid}:{st.st_gid}")
+            # --help: the workspace is idmapped, so `sandbox` files are stored as 1000:1000 whatever slot.
+            check((st.st_uid, st.st_gid) == (1000, 1000), f"[{vname}] plot.png stored as 1000:1000 ({st.st_uid}:{st.st_gid})")
 
 
 def case_processes(ctx):
