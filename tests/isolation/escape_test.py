@@ -318,6 +318,7 @@ CASES = {
     "workspace_symlink": case_workspace_symlink,
     "vsock": simple("vsock_probe"),
     "privileged_syscalls": simple("privileged_syscalls"),
+    "priority": simple("priority_probe"),
     "cross_jail": case_cross_jail,
     "read_shadow": case_read_shadow,
     "read_root_home": case_read_root_home,
