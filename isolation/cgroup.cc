@@ -139,14 +139,28 @@ common::Status enable_v2_controllers(const std::string& base, CgroupPaths& p) {
   return common::ok();
 }
 
-common::Status make_dirs(const CgroupPaths& p) {
+// Creates the dirs. A leaf left by a crashed jail of the same name is removed when empty; a busy
+// one (the previous jail of a restarted kernel still shutting down) sets *busy, and the leaves
+// created so far are removed again so the caller can retry under another name.
+common::Status make_dirs(const CgroupPaths& p, bool* busy) {
+  *busy = false;
+  std::vector<std::string> created;
   for (const auto& dir : p.dirs) {
-    if (::mkdir(dir.c_str(), 0755) == 0) continue;
+    bool leaf = !dir.ends_with("/cellgate");
+    if (::mkdir(dir.c_str(), 0755) == 0) {
+      if (leaf) created.push_back(dir);
+      continue;
+    }
     if (errno != EEXIST) return fail("cgroup: mkdir " + dir, errno);
-    if (dir.ends_with("/cellgate")) continue;
-    // A stale dir of a crashed jail with the same name: empty ones can go.
-    if (::rmdir(dir.c_str()) < 0 || ::mkdir(dir.c_str(), 0755) < 0)
-      return fail("cgroup: " + dir + " exists and is busy", errno);
+    if (!leaf) continue;
+    if (::rmdir(dir.c_str()) == 0 && ::mkdir(dir.c_str(), 0755) == 0) {
+      created.push_back(dir);
+      continue;
+    }
+    int err = errno;
+    for (const auto& c : created) ::rmdir(c.c_str());
+    *busy = err == EBUSY;
+    return fail("cgroup: " + dir + " exists and is busy", err);
   }
   return common::ok();
 }
@@ -182,15 +196,25 @@ common::Result<Cgroup> Cgroup::create(const std::string& base, const std::string
   CgroupLayout layout = detect_cgroup_layout(base);
   bool v1 = layout == CgroupLayout::kV1Hybrid;
   Cgroup cg;
-  cg.paths_ = plan_cgroup_paths(layout, base, name, v1 ? v1_controllers(base) : std::vector<std::string>{},
-                                v1 && is_fs(base + "/unified", CGROUP2_SUPER_MAGIC));
+  const std::vector<std::string> controllers = v1 ? v1_controllers(base) : std::vector<std::string>{};
+  const bool unified = v1 && is_fs(base + "/unified", CGROUP2_SUPER_MAGIC);
+  cg.paths_ = plan_cgroup_paths(layout, base, name, controllers, unified);
   cg.limits_ = limits;
   if (v1 && (cg.paths_.memory.empty() || cg.paths_.pids.empty()))
     return make_error(Errc::kInternal, "cgroup: no v1 memory/pids hierarchy under " + base);
   if (!v1) {
     if (auto s = enable_v2_controllers(base, cg.paths_); !s) return s.error();
   }
-  if (auto s = make_dirs(cg.paths_); !s) return s.error();
+  const bool had_cpu = !cg.paths_.cpu.empty();
+  bool busy = false;
+  auto made = make_dirs(cg.paths_, &busy);
+  if (!made && busy) {
+    // Same name still in use: this jail gets "<name>-<pid>" (the status file names the dir).
+    cg.paths_ = plan_cgroup_paths(layout, base, name + "-" + std::to_string(::getpid()), controllers, unified);
+    if (!v1 && !had_cpu) cg.paths_.cpu.clear();
+    made = make_dirs(cg.paths_, &busy);
+  }
+  if (!made) return made.error();
   if (auto s = write_limits(cg.paths_, limits); !s) {
     cg.remove();
     return s.error();

@@ -207,6 +207,7 @@ common::Result<MountPlan> MountPlan::build(const MountInputs& in, const HostProb
     p.add(t);
     MountOp b = p.op(MountOpType::kBind, std::string("/dev/") + node);
     b.source = p.keep(std::string("/dev/") + node);
+    b.optional = true;  // a host without /dev/tty (some containers) still gets a jail
     p.add(b);
   }
   for (const char* d : {"/dev/pts", "/dev/shm"}) {

@@ -2,6 +2,7 @@
 // seccomp_policy: build the filter with libseccomp in the parent, export it as BPF.
 #include "isolation/seccomp_policy.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <sched.h>
 #include <sys/ioctl.h>
@@ -157,6 +158,24 @@ common::Result<std::string> export_to_memfd(scmp_filter_ctx ctx, bool pfc) {
   return out;
 }
 
+// Bounds the cache: past kMaxCached entries (rebuilt binaries leave old keys behind), every
+// other entry goes; the next jails rebuild what they need.
+void prune_cache(const std::string& dir, const std::string& keep) {
+  constexpr size_t kMaxCached = 32;
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name.ends_with(".bpf") && names.size() <= 4 * kMaxCached) names.push_back(dir + "/" + name);
+    }
+    ::closedir(d);
+  }
+  if (names.size() <= kMaxCached) return;
+  for (const auto& n : names) {
+    if (n != keep) ::unlink(n.c_str());
+  }
+}
+
 }  // namespace
 
 std::vector<std::pair<uint32_t, uint32_t>> complement_cover(const std::vector<uint32_t>& excluded) {
@@ -208,6 +227,11 @@ std::string seccomp_cache_key(const Policy& policy) {
   const scmp_version* v = seccomp_version();
   std::string text = "format " + std::to_string(kRuleFormat) + " libseccomp " + std::to_string(v->major) + "." +
                      std::to_string(v->minor) + "." + std::to_string(v->micro) + "\n";
+  // This very binary too: another build (another worktree, an upgrade) never reads our filters.
+  struct stat exe {};
+  if (::stat("/proc/self/exe", &exe) == 0)
+    text += "exe " + std::to_string(exe.st_ino) + " " + std::to_string(exe.st_size) + " " +
+            std::to_string(exe.st_mtim.tv_sec) + "." + std::to_string(exe.st_mtim.tv_nsec) + "\n";
   SyscallSets sets = effective_syscalls(policy);
   for (const auto* list : {&sets.allow, &sets.deny, &sets.explicit_allow}) {
     for (const auto& name : *list) text += name + ",";
@@ -244,6 +268,7 @@ common::Result<std::vector<sock_filter>> cached_seccomp_bpf(const Policy& policy
     } else {
       ::unlink(tmp.c_str());
     }
+    prune_cache(cache_dir, path);
   }
   return prog;
 }

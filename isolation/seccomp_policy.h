@@ -32,7 +32,8 @@ common::Status check_syscall_names(const Policy& policy);
 common::Result<std::vector<sock_filter>> build_seccomp_bpf(const Policy& policy);
 // build_seccomp_bpf through a cache: <cache_dir>/<key>.bpf (dir 0700, files written atomically).
 // Compiling takes ~2 ms per jail; the key covers the effective syscall sets, this code's rule
-// format and the libseccomp version. Any cache problem falls back to building.
+// format, the libseccomp version and the running binary (inode, size, mtime). Any cache problem
+// falls back to building.
 common::Result<std::vector<sock_filter>> cached_seccomp_bpf(const Policy& policy, const std::string& cache_dir);
 std::string seccomp_cache_key(const Policy& policy);
 // The same filter as libseccomp's pseudo-filter-code text (for tests and --help debugging).

@@ -68,7 +68,11 @@ std::string exited_json(std::optional<int> exit_code, std::optional<int> signal,
 bool write_status_file(const std::string& path, const std::string& json) {
   if (path.empty()) return true;
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  // O_EXCL: never open something already there (a FIFO would block us, a link redirect us), in
+  // case the directory is one the kernel can write to. One retry after removing the squatter.
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0 && errno == EEXIST && ::unlink(tmp.c_str()) == 0)
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) return false;
   bool ok = write_all(fd, json + "\n");
   ::close(fd);

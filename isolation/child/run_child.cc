@@ -99,6 +99,9 @@ void run_child(const ChildPlan& plan) noexcept {
   if (!wait_for_helper(plan.sync_fd)) _exit(127);
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) fail(plan, Stage::kPdeathsig, errno);
   if (!helper_alive(plan.sync_fd)) _exit(127);
+  // Leave the helper's process group: jupyter_client signals the helper with killpg(), and init
+  // must get each signal once, forwarded by the helper, not a second copy straight from killpg.
+  if (setsid() < 0) fail(plan, Stage::kSetsid, errno);
   umask(0);
   // We still carry the helper's kuid 0, which the new user namespace does not map (our uid
   // reads as 65534 and file creation fails with EOVERFLOW): become the namespace's own root.

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -58,5 +59,16 @@ TEST_CASE("the status file is replaced atomically and the ready fd gets one line
   CHECK(buf[n - 1] == '\n');
   CHECK(::read(fds[0], buf, sizeof buf) == 0);  // write_ready_line closed the write end
   ::close(fds[0]);
+  std::filesystem::remove_all(tmpl);
+}
+
+TEST_CASE("a squatted temp name (FIFO) neither blocks nor redirects the status write", "[isolation]") {
+  char tmpl[] = "/tmp/cellgate-status-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string path = std::string(tmpl) + "/status.json";
+  REQUIRE(::mkfifo((path + ".tmp." + std::to_string(::getpid())).c_str(), 0666) == 0);
+  REQUIRE(write_status_file(path, exited_json(5, std::nullopt, "")));
+  std::ifstream in(path);
+  CHECK(json::parse(in)["exit_code"] == 5);
   std::filesystem::remove_all(tmpl);
 }
