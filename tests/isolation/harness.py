@@ -112,8 +112,8 @@ class Context:
 
 
 def cgroup_dirs(name):
-    pats = [f"{CGROUP_BASE}/*/cellgate/{name}", f"{CGROUP_BASE}/cellgate/{name}",
-            f"{CGROUP_BASE}/*/*/cellgate/{name}"]
+    """The cgroup dirs of jail `name`, including the `<name>-<helper pid>` fallback for a busy name."""
+    pats = [f"{CGROUP_BASE}/{mid}cellgate/{n}" for mid in ("*/", "", "*/*/") for n in (name, name + "-[0-9]*")]
     return sorted({p for pat in pats for p in glob.glob(pat)})
 
 
