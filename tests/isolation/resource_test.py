@@ -350,6 +350,8 @@ def case_status_file_plant(ctx):
         check(rc is not None, f"[{mode}] the helper finished after the kernel planted a {mode} at its temp status name")
         check(rc == 0, f"[{mode}] helper exit = the kernel's 0 ({rc})")
         check(not os.path.lexists("/etc/cellgate-probe-target"), f"[{mode}] the root helper wrote nothing through a planted symlink")
+        st = final_status(run)
+        check(st.get("state") == "exited", f"[{mode}] the final status was still written: {st}")
         expect_clean(run)
 
 
