@@ -319,6 +319,7 @@ CASES = {
     "vsock": simple("vsock_probe"),
     "privileged_syscalls": simple("privileged_syscalls"),
     "priority": simple("priority_probe"),
+    "setuid_programs": simple("setuid_probe"),
     "cross_jail": case_cross_jail,
     "read_shadow": case_read_shadow,
     "read_root_home": case_read_root_home,
