@@ -202,6 +202,13 @@ def case_leaked_fds(ctx):
         sock.close()
 
 
+def case_stdio_reopen(ctx):
+    """The helper's stdout/stderr may be a host file with other content (a shared log). Re-opening
+    /proc/self/fd/1 or /2 for reading must not give the kernel that content."""
+    secret = f"gateway-log-secret-{secrets.token_hex(6)}"
+    expect_held(ctx, ["/probes/stdio_reopen", secret], out_prefix=(f"earlier log line: token={secret}\n").encode())
+
+
 def case_credentials(ctx):
     expect_held(ctx, ["/probes/caps_probe"])
 
@@ -320,6 +327,7 @@ CASES = {
     "privileged_syscalls": simple("privileged_syscalls"),
     "priority": simple("priority_probe"),
     "setuid_programs": simple("setuid_probe"),
+    "stdio_reopen": case_stdio_reopen,
     "cross_jail": case_cross_jail,
     "read_shadow": case_read_shadow,
     "read_root_home": case_read_root_home,

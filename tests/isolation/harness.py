@@ -172,7 +172,7 @@ class Run:
     """One jailed (or bare) command. stdout/stderr go to a file unless `pipe` is set."""
 
     def __init__(self, ctx, cmd, variant=(), opts=(), env=None, pass_fds=(), pipe=False, tag="run",
-                 extra_env=None, host_env=None, status_path=None):
+                 extra_env=None, host_env=None, status_path=None, out_prefix=b""):
         self.ctx = ctx
         self.name = ctx.name(tag)
         self.status_path = status_path or os.path.join(ctx.tmp, self.name + ".status.json")
@@ -182,6 +182,9 @@ class Run:
         ctx.runs.append(self)
         child_env = dict(host_env if host_env is not None else os.environ)
         out = subprocess.PIPE if pipe else open(self.out_path, "wb")
+        if out_prefix and not pipe:
+            out.write(out_prefix)  # e.g. a shared log's earlier lines
+            out.flush()
         stdin = subprocess.PIPE if pipe else subprocess.DEVNULL
         if ctx.nojail:
             argv = [self._bare_path(a) for a in cmd]
