@@ -209,6 +209,17 @@ def case_stdio_reopen(ctx):
     expect_held(ctx, ["/probes/stdio_reopen", secret], out_prefix=(f"earlier log line: token={secret}\n").encode())
 
 
+def case_host_ptys(ctx):
+    """A host terminal (a pty the test opens) must not appear in the jail's /dev/pts."""
+    master, slave = os.openpty()
+    try:
+        name = os.path.basename(os.ttyname(slave))
+        expect_held(ctx, ["/probes/list_dirs", name, "/dev/pts"])
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
 def case_credentials(ctx):
     expect_held(ctx, ["/probes/caps_probe"])
 
@@ -328,6 +339,7 @@ CASES = {
     "priority": simple("priority_probe"),
     "setuid_programs": simple("setuid_probe"),
     "stdio_reopen": case_stdio_reopen,
+    "host_ptys": case_host_ptys,
     "cross_jail": case_cross_jail,
     "read_shadow": case_read_shadow,
     "read_root_home": case_read_root_home,
