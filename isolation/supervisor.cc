@@ -161,7 +161,10 @@ int Jail::supervise() {
   } else {
     sig = info.si_status;
   }
-  std::string reason = killed_ ? "killed" : (cgroup_ ? cgroup_->exit_reason() : "");
+  // A limit is the reason only for an abnormal end: a kernel that hit pids.max once and later
+  // shut down cleanly did not die of it.
+  bool clean = code && *code == 0;
+  std::string reason = killed_ ? "killed" : (cgroup_ && !clean ? cgroup_->exit_reason() : "");
   write_status_file(options_.status_file, exited_json(code, sig, reason));
   if (cgroup_) cgroup_->remove();
   return code ? *code : 128 + sig.value_or(0);

@@ -62,13 +62,15 @@ TEST_CASE("the status file is replaced atomically and the ready fd gets one line
   std::filesystem::remove_all(tmpl);
 }
 
-TEST_CASE("a squatted temp name (FIFO) neither blocks nor redirects the status write", "[isolation]") {
+TEST_CASE("the status write uses fresh temp names and leaves no temp behind", "[isolation]") {
   char tmpl[] = "/tmp/cellgate-status-XXXXXX";
   REQUIRE(::mkdtemp(tmpl) != nullptr);
   const std::string path = std::string(tmpl) + "/status.json";
-  REQUIRE(::mkfifo((path + ".tmp." + std::to_string(::getpid())).c_str(), 0666) == 0);
+  REQUIRE(::mkfifo((path + ".tmp." + std::to_string(::getpid())).c_str(), 0666) == 0);  // an old-style guess
   REQUIRE(write_status_file(path, exited_json(5, std::nullopt, "")));
+  REQUIRE(write_status_file(path, exited_json(6, std::nullopt, "")));
   std::ifstream in(path);
-  CHECK(json::parse(in)["exit_code"] == 5);
+  CHECK(json::parse(in)["exit_code"] == 6);
+  CHECK(std::distance(std::filesystem::directory_iterator(tmpl), std::filesystem::directory_iterator()) == 2);
   std::filesystem::remove_all(tmpl);
 }
