@@ -55,6 +55,23 @@ def case_fork_bomb_killable(ctx):
     host_is_fine()
 
 
+def case_fork_bomb_churning(ctx):
+    """A classic `while (1) fork();` bomb, busy at the pids limit, is still killed at once by SIGUSR1."""
+    if ctx.nojail:
+        raise harness.Skip("a classic fork bomb is never run bare (nothing would hold it)")
+    run = Run(ctx, ["/probes/fork_bomb", "1", "classic"], opts=["--pids", "64", "--cpu", "1"], pipe=True, tag="churn")
+    check("bombing" in read_until(run, "bombing", timeout=60), "the bomb started")
+    time.sleep(2)
+    run.kill()
+    rc = run.wait(60)
+    drain(run)
+    check(rc is not None, f"the jail with a churning fork bomb was killed (helper exit {rc})")
+    st = final_status(run)
+    check(st.get("state") == "exited", f"final status written: {st}")
+    expect_clean(run)
+    host_is_fine()
+
+
 def case_memory_bomb(ctx):
     rc, out, run = run_probe(ctx, ["/probes/memory_bomb", "512"], [], opts=["--memory", "128M"])
     check(rc == 128 + signal.SIGKILL, f"memory bomb killed: helper exit {rc} (want 137)")
@@ -362,6 +379,7 @@ CASES = {
     "runtime_dir_0700": case_runtime_dir_0700,
     "fork_bomb": case_fork_bomb,
     "fork_bomb_killable": case_fork_bomb_killable,
+    "fork_bomb_churning": case_fork_bomb_churning,
     "memory_bomb": case_memory_bomb,
     "tmp_fill": case_tmp_fill,
     "nofile": case_nofile,
