@@ -133,6 +133,71 @@ def cgroup_cpu_quota(name):
     return None
 
 
+def read_int(path):
+    with open(path) as f:
+        return int(f.read().split()[0])
+
+
+def case_cgroup_config(ctx):
+    """The limits asked for are the ones in the cgroups (memory without swap, pids, cpu), and every
+    jail process - init, kernel, its children - sits in the jail's cgroup in each hierarchy."""
+    code = "import subprocess, time; p = subprocess.Popen(['sleep', '60']); print('up', flush=True); time.sleep(60)"
+    run = Run(ctx, [PY, "-c", code], opts=["--memory", "200M", "--pids", "77", "--cpu", "0.25"], pipe=True, tag="cgcfg")
+    check("up" in read_until(run, "up", timeout=60), "jailed python and its child are up")
+    try:
+        dirs = harness.cgroup_dirs(run.name)
+        log("cgroup dirs: " + " ".join(dirs))
+        check(len(dirs) > 0, "the jail has cgroup dirs")
+        by = {d.split("/")[4] if d.count("/") > 5 else "v2": d for d in dirs}
+        if "memory" in by:
+            check(read_int(f"{by['memory']}/memory.limit_in_bytes") == 200 << 20, "memory.limit_in_bytes = 200M")
+            memsw = f"{by['memory']}/memory.memsw.limit_in_bytes"
+            if os.path.exists(memsw):
+                check(read_int(memsw) == 200 << 20, "memory.memsw.limit_in_bytes = 200M (no swap on top)")
+        else:
+            check(os.path.exists(f"{by['v2']}/memory.max"), "a memory controller is in use")
+            with open(f"{by['v2']}/memory.max") as f:
+                check(f.read().strip() == str(200 << 20), "memory.max = 200M")
+            with open(f"{by['v2']}/memory.swap.max") as f:
+                check(f.read().strip() == "0", "memory.swap.max = 0")
+        pids_dir = by.get("pids", by.get("v2"))
+        with open(f"{pids_dir}/pids.max") as f:
+            check(f.read().strip() == "77", "pids.max = 77")
+        check(cgroup_cpu_quota(run.name) == 0.25, f"cpu quota 0.25 ({cgroup_cpu_quota(run.name)})")
+        ready = run.ready or {}
+        init = ready.get("init_pid")
+        members = []
+        for d in dirs:
+            with open(f"{d}/cgroup.procs") as f:
+                members.append(set(int(x) for x in f.read().split()))
+        jail_pids = [p for p in map(int, filter(str.isdigit, os.listdir("/proc")))
+                     if harness.pid_alive(p) and parent_chain_has(p, init)]
+        log(f"jail processes seen from the host: {jail_pids}")
+        check(len(jail_pids) >= 3, "init, the kernel and its child are visible from the host")
+        for d, procs in zip(dirs, members):
+            missing = [p for p in jail_pids if p not in procs]
+            check(not missing, f"every jail process is in {d} (missing {missing})")
+    finally:
+        run.kill()
+        run.wait(60)
+        drain(run)
+    expect_clean(run)
+
+
+def parent_chain_has(pid, ancestor):
+    for _ in range(64):
+        if pid == ancestor:
+            return True
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+        if pid <= 1:
+            return False
+    return False
+
+
 def case_cpu_throttle(ctx):
     # A behaviour check with a generous margin (0.5 core asked, < 0.7 accepted), not a speed test.
     run = Run(ctx, ["/probes/cpu_spin", "8", "2"], opts=["--cpu", "0.5"], pipe=True, tag="cpu")
@@ -386,6 +451,7 @@ CASES = {
     "fsize": case_fsize,
     "sigterm_graceful": case_sigterm_graceful,
     "cpu_throttle": case_cpu_throttle,
+    "cgroup_config": case_cgroup_config,
     "sigusr1_kills_all": case_sigusr1_kills_all,
     "sigkill_helper": case_sigkill_helper,
     "command_exit_ends_jail": case_command_exit_ends_jail,
