@@ -62,7 +62,12 @@ class JailedIPyKernelTests(jupyter_kernel_test.KernelTests):
         """interrupt_mode signal: SIGINT to cellgate-jail reaches the kernel as KeyboardInterrupt."""
         self.flush_channels()
         msg_id = self.kc.execute("import time; time.sleep(60)")
-        time.sleep(1.0)
+        # ipykernel arms its SIGINT handler before it publishes execute_input: wait for that.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            msg = self.kc.get_iopub_msg(timeout=60)
+            if msg["msg_type"] == "execute_input" and msg["parent_header"].get("msg_id") == msg_id:
+                break
         self.km.interrupt_kernel()
         reply = self.kc.get_shell_msg(timeout=30)
         self.assertEqual(reply["parent_header"]["msg_id"], msg_id)

@@ -301,7 +301,6 @@ def case_sigint_interrupts(ctx):
     run = Run(ctx, [PY, "/pyprobes/sigint_probe.py"], pipe=True, tag="sigint")
     text = read_until(run, "ready", timeout=60)
     check("ready" in text, "sleeping python is up")
-    time.sleep(0.5)
     run.proc.send_signal(signal.SIGINT)
     text = read_until(run, "still alive", timeout=60)
     rc = run.wait(60)

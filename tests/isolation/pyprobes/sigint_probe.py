@@ -6,8 +6,8 @@ import time
 from jailed import require_jail
 
 require_jail()
-print("ready", flush=True)
 try:
+    print("ready", flush=True)  # inside the try: a SIGINT right after "ready" is still caught
     time.sleep(120)
     print("sleep was not interrupted", flush=True)
     sys.exit(1)
