@@ -61,24 +61,29 @@ class JailedIPyKernelTests(jupyter_kernel_test.KernelTests):
     def test_cellgate_interrupt(self):
         """interrupt_mode signal: SIGINT to cellgate-jail reaches the kernel as KeyboardInterrupt."""
         self.flush_channels()
-        msg_id = self.kc.execute("import time; time.sleep(60)")
-        # ipykernel arms its SIGINT handler before it publishes execute_input: wait for that.
+        msg_id = self.kc.execute("import time; print('started', flush=True); time.sleep(60)")
+        # Interrupt only once user code runs: a SIGINT between execute_input and the cell's start
+        # lands in ipykernel's event loop ("KeyboardInterrupt caught in kernel") and the request
+        # never gets a reply - an ipykernel race, not the jail's.
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             msg = self.kc.get_iopub_msg(timeout=60)
-            if msg["msg_type"] == "execute_input" and msg["parent_header"].get("msg_id") == msg_id:
+            if msg["msg_type"] == "stream" and "started" in msg["content"]["text"] \
+                    and msg["parent_header"].get("msg_id") == msg_id:
                 break
         self.km.interrupt_kernel()
         reply = self.kc.get_shell_msg(timeout=30)
         self.assertEqual(reply["parent_header"]["msg_id"], msg_id)
         self.assertEqual(reply["content"]["status"], "error")
         self.assertEqual(reply["content"]["ename"], "KeyboardInterrupt")
-        # ipykernel aborts requests that arrive right after an error (stop_on_error); let it settle.
-        time.sleep(1.0)
-        self.flush_channels()
-        reply, output = self.execute_helper("print('alive')")
+        # ipykernel aborts requests that arrive right after an error (stop_on_error): retry those.
+        for _ in range(20):
+            self.flush_channels()
+            reply = self.kc.execute_interactive("print('alive')", timeout=30)
+            if reply["content"]["status"] != "aborted":
+                break
+            time.sleep(0.25)
         self.assertEqual(reply["content"]["status"], "ok")
-
 
 if __name__ == "__main__":
     unittest.main()
