@@ -4,6 +4,7 @@
 // no arguments, syslog read into a tiny buffer, init_module of an empty image, swapoff of a missing
 // path, acct of a missing file (fails before switching anything), sethostname to the current name.
 // Held = EPERM or ENOSYS.
+#include <fcntl.h>
 #include <linux/module.h>
 #include <sys/klog.h>
 #include <sys/swap.h>
@@ -29,5 +30,9 @@ int main(void) {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   expect_denied("sethostname(same name)", sethostname(host, strlen(host)));
+  // /dev/kmsg writes go to the host's kernel log; opening it (nothing is written) must fail.
+  int kmsg = open("/dev/kmsg", O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (kmsg >= 0) close(kmsg);
+  probe_report(kmsg >= 0, "open /dev/kmsg for writing: %s", kmsg >= 0 ? "allowed" : strerror(errno));
   return probe_verdict();
 }
