@@ -185,6 +185,20 @@ def case_environ(ctx):
     expect_held(ctx, ["/usr/bin/python3", "/pyprobes/environ_probe.py", name, value], host_env=host_env)
 
 
+# The helper's documented defaults, plus CELLGATE_VARIANT from the policy-file variant's policy env.
+DEFAULT_ENV = ["PATH", "HOME", "LANG", "TERM", "USER", "LOGNAME", "SHELL", "MPLBACKEND",
+               "IPYTHONDIR", "XDG_CACHE_HOME", "MPLCONFIGDIR", "CELLGATE_VARIANT"]
+
+
+def case_env_exact(ctx):
+    """Contract: the kernel's environment is exactly --env plus defaults (caller's values win)."""
+    host_env = dict(os.environ, CELLGATE_HOST_ONLY="1", LD_PRELOAD="/nonexistent.so", PYTHONPATH="/host")
+    # TERM, not LANG, shows "caller's value wins": LANG=C would make Python itself add LC_CTYPE (PEP 538).
+    given = {"FOO": "bar", "TERM": "dumb", "HOME": "/workspace", "USER": "sandbox", "LANG": "C.UTF-8"}
+    expect_held(ctx, [PY, "/pyprobes/env_probe.py", *DEFAULT_ENV, "--", *(f"{k}={v}" for k, v in given.items())],
+                env={"FOO": "bar", "TERM": "dumb"}, host_env=host_env)
+
+
 def case_leaked_fds(ctx):
     secret = canary(ctx, ctx.tmp, "fd")
     fd = os.open(secret, os.O_RDONLY)
@@ -340,6 +354,7 @@ CASES = {
     "setuid_programs": simple("setuid_probe"),
     "stdio_reopen": case_stdio_reopen,
     "host_ptys": case_host_ptys,
+    "env_exact": case_env_exact,
     "cross_jail": case_cross_jail,
     "read_shadow": case_read_shadow,
     "read_root_home": case_read_root_home,
