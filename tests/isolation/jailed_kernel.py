@@ -79,6 +79,8 @@ class JailedKernel:
             if os.path.exists(f"/proc/{helper}"):
                 problems.append(f"cellgate-jail {helper} still running")
             problems += [f"cgroup {d} left behind" for d in glob.glob(f"/sys/fs/cgroup/*/cellgate/{name}")]
+            if os.path.exists(self.runtime):
+                problems.append(f"runtime dir {self.runtime} left behind")
             if not problems or time.monotonic() > deadline:
                 return problems
             time.sleep(0.1)
@@ -95,4 +97,10 @@ class JailedKernel:
                     self.km.shutdown_kernel(now=True)
         finally:
             shutil.rmtree(self.spec_dir, ignore_errors=True)
-            shutil.rmtree(self.runtime, ignore_errors=True)
+            # The kernel may still be deleting its sockets (a killed helper's jail dies a moment
+            # later): retry until the dir is really gone.
+            deadline = time.monotonic() + 15
+            while os.path.exists(self.runtime) and time.monotonic() < deadline:
+                shutil.rmtree(self.runtime, ignore_errors=True)
+                if os.path.exists(self.runtime):
+                    time.sleep(0.1)
