@@ -223,6 +223,17 @@ def case_stdio_reopen(ctx):
     expect_held(ctx, ["/probes/stdio_reopen", secret], out_prefix=(f"earlier log line: token={secret}\n").encode())
 
 
+def case_tiocsti(ctx):
+    """TIOCSTI on a fresh pty, and on a host terminal handed to the helper as stdin."""
+    expect_held(ctx, ["/probes/tiocsti_probe"])
+    master, slave = os.openpty()
+    try:
+        expect_held(ctx, ["/probes/tiocsti_probe"], stdin=slave)
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
 def case_host_ptys(ctx):
     """A host terminal (a pty the test opens) must not appear in the jail's /dev/pts."""
     master, slave = os.openpty()
@@ -376,7 +387,7 @@ CASES = {
     "io_uring": simple("io_uring_probe"),
     "keyring": simple("keyring_probe"),
     "perf_event_open": simple("perf_probe"),
-    "tiocsti": simple("tiocsti_probe"),
+    "tiocsti": lambda ctx: case_tiocsti(ctx),
     "open_by_handle_at": simple("handle_probe"),
     "userfaultfd": simple("userfaultfd_probe"),
     "personality": simple("personality_probe"),

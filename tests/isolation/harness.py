@@ -172,7 +172,7 @@ class Run:
     """One jailed (or bare) command. stdout/stderr go to a file unless `pipe` is set."""
 
     def __init__(self, ctx, cmd, variant=(), opts=(), env=None, pass_fds=(), pipe=False, tag="run",
-                 extra_env=None, host_env=None, status_path=None, out_prefix=b""):
+                 extra_env=None, host_env=None, status_path=None, out_prefix=b"", stdin=None):
         self.ctx = ctx
         self.name = ctx.name(tag)
         self.status_path = status_path or os.path.join(ctx.tmp, self.name + ".status.json")
@@ -185,7 +185,8 @@ class Run:
         if out_prefix and not pipe:
             out.write(out_prefix)  # e.g. a shared log's earlier lines
             out.flush()
-        stdin = subprocess.PIPE if pipe else subprocess.DEVNULL
+        if stdin is None:
+            stdin = subprocess.PIPE if pipe else subprocess.DEVNULL
         if ctx.nojail:
             argv = [self._bare_path(a) for a in cmd]
             child_env.update(env or {})
