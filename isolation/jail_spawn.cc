@@ -95,6 +95,10 @@ std::vector<std::pair<std::string, std::string>> Jail::mpl_seed_files() const {
 }
 
 std::optional<SetupFailure> Jail::prepare() {
+  // A realtime launcher must not hand SCHED_FIFO/RR to a kernel (it could starve the host), and
+  // v1 cpu cgroups without rt_runtime refuse realtime tasks anyway (EINVAL on cgroup.procs).
+  sched_param normal{};
+  ::sched_setscheduler(0, SCHED_OTHER, &normal);
   for (const char* dir : {kRunDir, kNewRoot}) {
     if (::mkdir(dir, 0755) < 0 && errno != EEXIST) return sys_failure("prepare", errno, std::string("mkdir ") + dir);
   }
