@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # escape_test: one case per escape attempt; each runs a probe in every jail variant and requires
 # exit 77 (held). With --no-jail the same probes run bare on the host, where every case must FAIL.
+import ctypes
 import os
 import secrets
 import signal
@@ -234,6 +235,16 @@ def case_tiocsti(ctx):
         os.close(slave)
 
 
+def case_sched_inherit(ctx):
+    """A helper started at SCHED_FIFO with nice -5 and real-time I/O class gives none of it to the kernel."""
+    def realtime():
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+        os.setpriority(os.PRIO_PROCESS, 0, -5)
+        # ioprio_set(IOPRIO_WHO_PROCESS, self, IOPRIO_CLASS_RT << 13); x86_64 syscall 251
+        ctypes.CDLL(None, use_errno=True).syscall(251, 1, 0, (1 << 13) | 0)
+    expect_held(ctx, ["/probes/sched_inherit"], preexec=realtime)
+
+
 def case_host_ptys(ctx):
     """A host terminal (a pty the test opens) must not appear in the jail's /dev/pts."""
     master, slave = os.openpty()
@@ -365,6 +376,7 @@ CASES = {
     "setuid_programs": simple("setuid_probe"),
     "stdio_reopen": case_stdio_reopen,
     "host_ptys": case_host_ptys,
+    "sched_inherit": case_sched_inherit,
     "env_exact": case_env_exact,
     "cross_jail": case_cross_jail,
     "read_shadow": case_read_shadow,

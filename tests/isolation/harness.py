@@ -172,7 +172,7 @@ class Run:
     """One jailed (or bare) command. stdout/stderr go to a file unless `pipe` is set."""
 
     def __init__(self, ctx, cmd, variant=(), opts=(), env=None, pass_fds=(), pipe=False, tag="run",
-                 extra_env=None, host_env=None, status_path=None, out_prefix=b"", stdin=None):
+                 extra_env=None, host_env=None, status_path=None, out_prefix=b"", stdin=None, preexec=None):
         self.ctx = ctx
         self.name = ctx.name(tag)
         self.status_path = status_path or os.path.join(ctx.tmp, self.name + ".status.json")
@@ -191,7 +191,8 @@ class Run:
             argv = [self._bare_path(a) for a in cmd]
             child_env.update(env or {})
             self.proc = subprocess.Popen(argv, stdin=stdin, stdout=out, stderr=subprocess.STDOUT, env=child_env,
-                                         cwd=ctx.mkdir("cwd"), pass_fds=pass_fds, start_new_session=True)
+                                         cwd=ctx.mkdir("cwd"), pass_fds=pass_fds, start_new_session=True,
+                                         preexec_fn=preexec)
         else:
             rfd, wfd = os.pipe()
             argv = [ctx.jail, "--name", self.name, "--status-file", self.status_path, "--ready-fd", str(wfd),
@@ -202,7 +203,7 @@ class Run:
             argv += ["--", *cmd]
             log("run: " + " ".join(argv))
             self.proc = subprocess.Popen(argv, stdin=stdin, stdout=out, stderr=subprocess.STDOUT, env=child_env,
-                                         pass_fds=(wfd, *pass_fds))
+                                         pass_fds=(wfd, *pass_fds), preexec_fn=preexec)
             os.close(wfd)
             self._read_ready(rfd)
         if not pipe:
