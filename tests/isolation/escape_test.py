@@ -246,11 +246,12 @@ def case_priority(ctx):
         resource.setrlimit(resource.RLIMIT_NICE, (40, 40))
     probe_pid = os.fork()
     if probe_pid == 0:
+        code = 1
         try:
             generous_rlimits()
-            os._exit(0)
-        except OSError:
-            os._exit(1)
+            code = 0
+        finally:
+            os._exit(code)  # never let the forked child return into the test
     _, st = os.waitpid(probe_pid, 0)
     if os.waitstatus_to_exitcode(st) != 0:
         # Raising a hard limit needs CAP_SYS_RESOURCE, which some root shells lack (this VM's does).
