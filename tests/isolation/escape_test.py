@@ -270,6 +270,16 @@ def case_sched_inherit(ctx):
     expect_held(ctx, ["/probes/sched_inherit"], preexec=realtime)
 
 
+def case_signal_state(ctx):
+    """A caller that ignores SIGINT/SIGHUP and blocks SIGTERM passes none of that to the kernel."""
+    def careless_caller():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGUSR2})
+    expect_held(ctx, ["/probes/signal_state"])
+    expect_held(ctx, ["/probes/signal_state"], preexec=careless_caller)
+
+
 def case_host_ptys(ctx):
     """A host terminal (a pty the test opens) must not appear in the jail's /dev/pts."""
     master, slave = os.openpty()
@@ -401,6 +411,7 @@ CASES = {
     "setuid_programs": simple("setuid_probe"),
     "stdio_reopen": case_stdio_reopen,
     "host_ptys": case_host_ptys,
+    "signal_state": case_signal_state,
     "sched_inherit": case_sched_inherit,
     "env_exact": case_env_exact,
     "cross_jail": case_cross_jail,
