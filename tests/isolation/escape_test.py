@@ -280,6 +280,27 @@ def case_signal_state(ctx):
     expect_held(ctx, ["/probes/signal_state"], preexec=careless_caller)
 
 
+def case_inherited_state(ctx):
+    """A caller running without ASLR (setarch -R) or with READ_IMPLIES_EXEC passes neither to the
+    kernel; nor an oom_score_adj of -1000 (checked only where the test may lower it)."""
+    def no_aslr_caller():
+        ctypes.CDLL(None).personality(0x0040000 | 0x0400000)
+    expect_held(ctx, ["/probes/inherited_state"], preexec=no_aslr_caller)
+    try:
+        with open("/proc/self/oom_score_adj") as f:
+            old = f.read().strip()
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("-1000")
+    except OSError:
+        log("note: cannot lower oom_score_adj here (no CAP_SYS_RESOURCE); that variant is not run")
+        return
+    try:
+        expect_held(ctx, ["/probes/inherited_state"])
+    finally:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write(old)
+
+
 def case_host_ptys(ctx):
     """A host terminal (a pty the test opens) must not appear in the jail's /dev/pts."""
     master, slave = os.openpty()
@@ -411,6 +432,7 @@ CASES = {
     "setuid_programs": simple("setuid_probe"),
     "stdio_reopen": case_stdio_reopen,
     "host_ptys": case_host_ptys,
+    "inherited_state": case_inherited_state,
     "signal_state": case_signal_state,
     "sched_inherit": case_sched_inherit,
     "env_exact": case_env_exact,
