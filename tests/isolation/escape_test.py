@@ -424,7 +424,26 @@ def case_workspace_symlink(ctx):
             os.chown(canary_path, 0, 0)
 
 
+def case_workspace_shared_dir(ctx):
+    """--workspace pointing at a shared root-owned dir (sticky, world-writable, other users' files:
+    a /tmp look-alike) must not hand that dir to host uid 1000."""
+    shared = ctx.mkdir("shared-tmp", 0o1777)
+    other = os.path.join(shared, "someone-elses-file")
+    with open(other, "w") as f:
+        f.write("x\n")
+    os.chown(other, 4242, 4242)
+    run = harness.Run(ctx, ["/usr/bin/true"], opts=["--workspace", shared], tag="shared")
+    rc = run.wait(60)
+    log(run.output().rstrip())
+    st = os.stat(shared)
+    os.chown(shared, 0, 0)  # undo whatever happened before asserting
+    os.chmod(shared, 0o1777)
+    harness.expect_clean(run)
+    check(st.st_uid == 0 and st.st_gid == 0, f"the shared dir stayed root-owned (was {st.st_uid}:{st.st_gid} after exit {rc})")
+
+
 CASES = {
+    "workspace_shared_dir": case_workspace_shared_dir,
     "workspace_symlink": case_workspace_symlink,
     "vsock": simple("vsock_probe"),
     "privileged_syscalls": simple("privileged_syscalls"),
