@@ -9,7 +9,6 @@ import signal
 import socket
 import subprocess
 import threading
-import time
 
 import harness
 from harness import check, expect_held, log, run_probe
