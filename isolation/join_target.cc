@@ -75,6 +75,17 @@ bool same_inode(const std::string& a, const std::string& b) {
   return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+// The program name of /proc/<pid>/exe ("cellgate-jail"), without " (deleted)": an upgraded
+// binary keeps its name, so jails started before an upgrade stay joinable.
+std::string exe_name(const std::string& pid) {
+  char buf[4096];
+  ssize_t n = ::readlink(("/proc/" + pid + "/exe").c_str(), buf, sizeof buf - 1);
+  if (n <= 0) return {};
+  std::string path(buf, static_cast<size_t>(n));
+  if (path.ends_with(" (deleted)")) path.resize(path.size() - 10);
+  return path.substr(path.rfind('/') + 1);
+}
+
 }  // namespace
 
 common::Result<JoinStatus> parse_join_status(std::string_view json_text) {
@@ -143,8 +154,9 @@ common::Result<JoinTarget> open_join_target(const std::string& status_file) {
   std::string proc_status;
   if (!read_proc(proc + "/status", proc_status)) return refuse("jail init " + pid + ": cannot read its status", errno);
   if (auto s = check_init_status(proc_status, t.status); !s) return s.error();
-  // The init's parent must be a cellgate-jail helper: the very program we are.
-  if (!same_inode("/proc/" + std::to_string(t.status.helper_pid) + "/exe", "/proc/self/exe"))
+  // The init's parent must be a cellgate-jail helper: a program of our name.
+  const std::string helper_exe = exe_name(std::to_string(t.status.helper_pid));
+  if (helper_exe.empty() || helper_exe != exe_name("self"))
     return refuse("jail init " + pid + ": its parent " + std::to_string(t.status.helper_pid) + " is not cellgate-jail");
   for (const char* ns : {"user", "pid", "mnt", "net"}) {
     if (same_inode(proc + "/ns/" + ns, std::string("/proc/self/ns/") + ns))

@@ -35,7 +35,7 @@ struct JoinTarget {
   common::UniqueFd init_pidfd;
 };
 // Reads STATUS_FILE (regular file, ≤ 64 KiB, no symlink), opens the init's pidfd, checks
-// /proc/<init>/status, that the helper runs the same program as us, that the init is in
+// /proc/<init>/status, that the helper runs a program of our name, that the init is in
 // another user and pid namespace, and that it is still alive afterwards.
 common::Result<JoinTarget> open_join_target(const std::string& status_file);
 
