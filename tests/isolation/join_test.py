@@ -355,6 +355,42 @@ def case_forged_status(ctx):
         wait_until(lambda: rmdir_ok(d), 30, f"rmdir {d}")
 
 
+def case_seccomp(ctx):
+    j = Jail(ctx)
+    # io_uring_setup is allowed to unprivileged processes by the kernel but denied by the default
+    # policy (EPERM from the filter); the filter is the policy's, not just missing capabilities.
+    code = ("import ctypes, os, sys\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "params = ctypes.create_string_buffer(120)\n"
+            "r = libc.syscall(425, 1, params)\n"
+            "print('io_uring_setup', r, os.strerror(ctypes.get_errno()))\n"
+            "sys.exit(0 if r < 0 and ctypes.get_errno() == 1 else 1)\n")
+    rc, _, _ = ctx.run(j, ["/usr/bin/python3", "-c", code])
+    check(rc == 0, "io_uring_setup is refused with EPERM by the default policy's filter")
+    policy = os.path.join(j.dir, "policy.json")
+    with open(policy, "w") as f:
+        json.dump({"version": 1, "seccomp": {"deny": ["mkdir", "mkdirat"]}}, f)
+    mk = ["/bin/sh", "-c", "mkdir /tmp/joined-dir && echo made"]
+    args = ctx.join_argv(j, mk) if ctx.nojail else [ctx.jail, "--join", j.status_file, "--policy", policy, "--"] + mk
+    r = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    log(f"mkdir under a policy denying it -> {r.returncode}: {r.stdout}{r.stderr}".rstrip())
+    check(r.returncode != 0 and "made" not in r.stdout, "--policy: its extra deny applies to the joined command")
+    rc, out, _ = ctx.run(j, mk)
+    check(rc == 0 and "made" in out, "without that policy mkdir works")
+
+
+def case_workspace(ctx):
+    ws = tempfile.mkdtemp(prefix="ws-", dir=ctx.tmp)
+    j = Jail(ctx, ["--workspace", ws])
+    rc, _, _ = ctx.run(j, ["/bin/sh", "-c", "echo from-join > /workspace/joined.txt"])
+    path = os.path.join(ws, "joined.txt")
+    check(rc == 0 and os.path.exists(path), "a joined command writes the jail's workspace")
+    st = os.stat(path)
+    check((st.st_uid, st.st_gid) == (1000, 1000), f"stored as 1000:1000 like the kernel's files ({st.st_uid}:{st.st_gid})")
+    with open(os.path.join(ws, "kernel-file")) as f:
+        check(f.read() == "jailed\n", "the kernel's file is in the same workspace")
+
+
 def case_sigkill_helper(ctx):
     j = Jail(ctx)
     marker = f"joinkill{os.getpid()}"
