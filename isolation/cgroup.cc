@@ -222,6 +222,54 @@ common::Result<Cgroup> Cgroup::create(const std::string& base, const std::string
   return cg;
 }
 
+common::Result<Cgroup> Cgroup::attach(const std::string& unified_dir) {
+  const std::string marker = "/cellgate/";
+  size_t at = unified_dir.rfind(marker);
+  if (unified_dir.empty() || unified_dir[0] != '/' || at == std::string::npos || at == 0)
+    return make_error(Errc::kBadRequest, "cgroup: '" + unified_dir + "' is not a jail cgroup dir");
+  std::string base = unified_dir.substr(0, at);
+  const std::string leaf = unified_dir.substr(at + marker.size());
+  if (leaf.empty() || leaf.size() > 128 || leaf.find_first_not_of(
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != std::string::npos)
+    return make_error(Errc::kBadRequest, "cgroup: '" + unified_dir + "' is not a jail cgroup dir");
+  Cgroup cg;
+  if (!is_fs(unified_dir, CGROUP2_SUPER_MAGIC))
+    return make_error(Errc::kNotFound, "cgroup: " + unified_dir + " is not a cgroup2 dir");
+  const std::string unified_suffix = "/unified";
+  if (base.ends_with(unified_suffix) && base.size() > unified_suffix.size() &&
+      detect_cgroup_layout(base.substr(0, base.size() - unified_suffix.size())) == CgroupLayout::kV1Hybrid) {
+    base.resize(base.size() - unified_suffix.size());
+    cg.paths_ = plan_cgroup_paths(CgroupLayout::kV1Hybrid, base, leaf, v1_controllers(base), true);
+  } else {
+    cg.paths_ = plan_cgroup_paths(CgroupLayout::kV2, base, leaf, {}, false);
+  }
+  return cg;
+}
+
+bool Cgroup::holds(pid_t pid) const {
+  const std::string want = std::to_string(pid);
+  for (const auto& dir : paths_.dirs) {
+    if (dir.ends_with("/cellgate")) continue;
+    // A jail's leaf lists at most its pids limit; 64 KiB of "N\n" lines is far more than that.
+    common::UniqueFd fd(::open((dir + "/cgroup.procs").c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) return false;
+    std::string text;
+    char buf[4096];
+    ssize_t n;
+    while (text.size() < 65536 && (n = ::read(fd.get(), buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+    bool found = false;
+    size_t pos = 0;
+    while (!found && pos < text.size()) {
+      size_t nl = text.find('\n', pos);
+      if (nl == std::string::npos) nl = text.size();
+      found = text.compare(pos, nl - pos, want) == 0;
+      pos = nl + 1;
+    }
+    if (!found) return false;
+  }
+  return true;
+}
+
 common::Status Cgroup::place(pid_t pid, bool skip_unified) const {
   const std::string text = std::to_string(pid);
   for (const auto& dir : paths_.dirs) {

@@ -44,6 +44,11 @@ class Cgroup {
   // Creates the dirs (replacing an empty stale dir of the same name) and writes the limits.
   static common::Result<Cgroup> create(const std::string& base, const std::string& name,
                                        const CgroupLimits& limits);
+  // The cgroup of a running jail, from the unified dir its status file names:
+  // <base>/cellgate/<leaf> (v2) or <base>/unified/cellgate/<leaf> (v1 hybrid). Creates nothing.
+  static common::Result<Cgroup> attach(const std::string& unified_dir);
+  // True when pid is listed in the cgroup.procs of every leaf dir (host pid namespace).
+  bool holds(pid_t pid) const;
   // Moves pid into every dir (between clone and the child's release); skip_unified when
   // clone3(CLONE_INTO_CGROUP) already started it in the v2 dir.
   common::Status place(pid_t pid, bool skip_unified) const;

@@ -43,6 +43,7 @@ Options (VALUE may also be given as --option=VALUE):
   --cgroup-root PATH      cgroup mount base instead of /sys/fs/cgroup; dirs are <base>/.../cellgate/<name>
   --no-cgroup             no cgroups (hosts without a writable cgroup tree; weaker: no memory,
                           pids or cpu limits, no cgroup.kill). The helper still needs root
+  --join STATUS_FILE      run CMD inside that running jail instead of building one (below)
   --help                  this text
 
 Signals: SIGINT and SIGTERM (and SIGHUP, SIGQUIT, SIGUSR2) go to CMD's process group;
@@ -50,6 +51,19 @@ SIGUSR1 kills the whole jail at once. SIGKILL to the helper kills the jail (PDEA
 
 Exit status: CMD's exit code, or 128+signal; 125 bad options; 126 a setup stage failed
 (`cellgate-jail: <stage>: <strerror>` on stderr, in the status file and on the ready fd).
+
+Join mode: cellgate-jail --join STATUS_FILE [--env K=V]... [--policy FILE] -- CMD ARGS...
+Runs CMD inside the RUNNING jail whose --status-file is STATUS_FILE: its user, mount, pid, net,
+ipc, uts and cgroup namespaces, its cgroups (CMD counts against its memory, pids and cpu limits),
+its rlimits, uid/gid 1000 `sandbox`, no capabilities, no_new_privs, the seccomp filter of
+--policy (pass the jail's own policy), cwd /workspace, an environment built like the jail's
+(defaults, policy env, --env; nothing inherited) and only stdin/stdout/stderr open. CMD leads its
+own session. Before joining, init_pid must be that jail's init: its parent is helper_pid (a
+cellgate-jail), it is pid 1 of its own pid namespace, runs as host_uid and sits in the status
+file's cgroup; a stale or forged file is refused. SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGUSR2
+go to CMD's process group, SIGUSR1 sends it SIGKILL; SIGKILL to the join helper kills CMD
+(PDEATHSIG); CMD dies with the jail. Exit status: CMD's, or 128+signal; 125 bad options (other
+options than --env/--policy with --join); 126 joining failed (`cellgate-jail: <stage>: <message>`).
 )";
 }
 

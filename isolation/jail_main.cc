@@ -7,6 +7,7 @@
 #include <string>
 
 #include "isolation/jail.h"
+#include "isolation/join.h"
 #include "isolation/seccomp_policy.h"
 #include "isolation/status_json.h"
 
@@ -38,6 +39,11 @@ int main(int argc, char** argv) {
   if (!policy) return bad_options(policy.error().message, ready_fd);
   if (auto names = cellgate::isolation::check_syscall_names(*policy); !names)
     return bad_options(names.error().message, ready_fd);
+  if (!options->join.empty()) {
+    // Same session as the caller: the command belongs to whoever runs the join.
+    cellgate::isolation::Join join(std::move(options.value()), std::move(policy.value()));
+    return join.run();
+  }
   // Its own session, so the gateway's death (and its terminal's signals) leave the jail alone;
   // EPERM when we already lead a process group, which is harmless.
   ::setsid();

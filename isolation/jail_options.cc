@@ -149,13 +149,19 @@ common::Result<JailOptions> parse_options(int argc, const char* const* argv) {
          return true;
        }},
       {"--cgroup-root", [&](std::string_view v) { o.cgroup_root = v; return !v.empty() && v[0] == '/'; }},
+      {"--join", [&](std::string_view v) { o.join = v; return !v.empty() && v.size() <= 4096; }},
   };
+  std::string jail_only;  // the first option that builds a jail (meaningless with --join)
   int i = 1;
   for (; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg == "--") { ++i; break; }
     if (arg == "--help" || arg == "-h") { o.help = true; return o; }
-    if (arg == "--no-cgroup") { o.no_cgroup = true; continue; }
+    if (arg == "--no-cgroup") {
+      o.no_cgroup = true;
+      if (jail_only.empty()) jail_only = arg;
+      continue;
+    }
     std::string_view key = arg, value;
     bool inline_value = false;
     if (size_t eq = arg.find('='); eq != std::string_view::npos && arg.starts_with("--")) {
@@ -170,7 +176,10 @@ common::Result<JailOptions> parse_options(int argc, const char* const* argv) {
       value = argv[++i];
     }
     if (!it->second(value)) return bad("invalid value for " + std::string(key) + ": '" + std::string(value) + "'");
+    if (key != "--join" && key != "--env" && key != "--policy" && jail_only.empty()) jail_only = key;
   }
+  if (!o.join.empty() && !jail_only.empty())
+    return bad("option " + jail_only + " cannot be used with --join (only --env and --policy can)");
   for (; i < argc; ++i) o.command.emplace_back(argv[i]);
   if (o.command.empty()) return bad("no command given (usage: cellgate-jail [options] -- CMD ARGS...)");
   if (o.command.size() > 4096) return bad("too many command arguments");

@@ -43,6 +43,7 @@ struct JailOptions {
   int ready_fd = -1;
   std::string cgroup_root;          // empty: /sys/fs/cgroup
   bool no_cgroup = false;
+  std::string join;                 // --join STATUS_FILE: run the command in that running jail
   bool help = false;
   std::vector<std::string> command;
 };

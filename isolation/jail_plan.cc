@@ -68,6 +68,23 @@ common::Result<JailPlan> JailPlan::build(const JailOptions& options, const Polic
   return p;
 }
 
+common::Result<JailPlan> JailPlan::build_join(const JailOptions& options, const Policy& policy,
+                                              std::vector<sock_filter> filter, std::vector<child::Rlimit> rlimits) {
+  JailPlan p;
+  p.limits_ = resolve_limits(options.limits, policy.limits);
+  p.hostname_ = policy.hostname;
+  p.umask_ = policy.umask;
+  p.last_cap_ = read_last_cap();
+  p.argv_ = options.command;
+  p.env_ = build_env(policy.env, options.env);
+  p.exec_paths_ = exec_candidates(options.command[0], p.env_);
+  if (p.exec_paths_.empty())
+    return common::make_error(common::Errc::kBadRequest, "command " + options.command[0] + " not found in PATH");
+  p.rlimits_ = std::move(rlimits);
+  p.filter_ = std::move(filter);
+  return p;
+}
+
 void JailPlan::make_pointers() {
   argv_ptrs_.clear();
   env_ptrs_.clear();

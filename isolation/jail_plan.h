@@ -36,6 +36,10 @@ class JailPlan {
   // Builds every piece; the filter must already be exported. Strings are owned here.
   static common::Result<JailPlan> build(const JailOptions& options, const Policy& policy,
                                         const MountInputs& mounts, std::vector<sock_filter> filter);
+  // For --join: the command part only (argv, env, PATH search, umask, filter, rlimits);
+  // no mounts, the jail exists already.
+  static common::Result<JailPlan> build_join(const JailOptions& options, const Policy& policy,
+                                             std::vector<sock_filter> filter, std::vector<child::Rlimit> rlimits);
   // The child's view; valid while this JailPlan lives and is not moved.
   child::ChildPlan child_plan(int sync_fd, int report_fd, int exit_fd);
   const ResolvedLimits& limits() const { return limits_; }

@@ -28,6 +28,16 @@ int apply_seccomp(const ChildPlan& plan, Stage* stage) noexcept;
 // Closes every fd >= 3 except those listed (close_range over the gaps).
 int apply_close_fds_except(const int* keep, size_t n) noexcept;
 
+// One byte from the helper on sync_fd; false when it gave up on us (EOF) instead.
+bool wait_for_helper(int sync_fd) noexcept;
+// False once the helper's end of the sync pipe is closed (POLLHUP): it died.
+bool helper_alive(int sync_fd) noexcept;
+// Default dispositions for every signal and an empty mask (what a fresh command expects).
+int reset_signals() noexcept;
+
+// execve over plan.exec_paths (the PATH search done in the parent); reports kExec on failure.
+[[noreturn]] void exec_command(const ChildPlan& plan) noexcept;
+
 // pid 1 after setup: reaps, forwards signals to the kernel's process group, exits with the
 // kernel's status (after writing its raw wait status to exit_fd).
 [[noreturn]] void run_init_loop(const ChildPlan& plan, pid_t kernel) noexcept;

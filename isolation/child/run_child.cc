@@ -35,22 +35,11 @@ int install_init_signals() noexcept {
   return sigprocmask(SIG_BLOCK, &set, nullptr) < 0 ? errno : 0;
 }
 
-bool helper_alive(int sync_fd) noexcept {
-  pollfd p{sync_fd, POLLIN, 0};
-  return !(poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)) != 0);
-}
-
 // runs in: the kernel's process (pid 2), forked from init after init dropped every privilege
 // and loaded the seccomp filter, both of which it inherits.
 [[noreturn]] void exec_kernel(const ChildPlan& plan) noexcept {
   if (setsid() < 0) fail(plan, Stage::kSetsid, errno);
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);  // EINVAL for KILL/STOP
-  sigset_t none;
-  sigemptyset(&none);
-  if (sigprocmask(SIG_SETMASK, &none, nullptr) < 0) fail(plan, Stage::kSignals, errno);
+  if (int err = reset_signals()) fail(plan, Stage::kSignals, err);
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) fail(plan, Stage::kPdeathsig, errno);
   if (chdir(plan.cwd) < 0) fail(plan, Stage::kChdir, errno);
   umask(plan.umask);
@@ -58,15 +47,7 @@ bool helper_alive(int sync_fd) noexcept {
   if (int err = apply_close_fds_except(keep, 1)) fail(plan, Stage::kFds, err);
   // The helper learns our host pid from the SCM_CREDENTIALS of this record.
   report(plan.report_fd, ReportKind::kHello, Stage::kExec, 0, 0);
-  int err = ENOENT;
-  for (const char* const* path = plan.exec_paths; *path != nullptr; ++path) {
-    execve(*path, plan.argv, plan.envp);
-    if (errno != ENOENT && errno != ENOTDIR) {
-      err = errno;
-      break;
-    }
-  }
-  fail(plan, Stage::kExec, err);
+  exec_command(plan);
 }
 
 // Init's own lockdown, before it forks the kernel: no capabilities, uid 1000, PDEATHSIG toward
@@ -80,7 +61,8 @@ void lock_down(const ChildPlan& plan) noexcept {
   if (int err = apply_seccomp(plan, &stage)) fail(plan, stage, err);
 }
 
-// One byte from the helper; false when it gave up on us (EOF) instead.
+}  // namespace
+
 bool wait_for_helper(int sync_fd) noexcept {
   char byte = 0;
   ssize_t n;
@@ -89,7 +71,32 @@ bool wait_for_helper(int sync_fd) noexcept {
   return n == 1;
 }
 
-}  // namespace
+bool helper_alive(int sync_fd) noexcept {
+  pollfd p{sync_fd, POLLIN, 0};
+  return !(poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)) != 0);
+}
+
+void exec_command(const ChildPlan& plan) noexcept {
+  int err = ENOENT;
+  for (const char* const* path = plan.exec_paths; *path != nullptr; ++path) {
+    execve(*path, plan.argv, plan.envp);
+    if (errno != ENOENT && errno != ENOTDIR) {
+      err = errno;
+      break;
+    }
+  }
+  fail(plan, Stage::kExec, err);
+}
+
+int reset_signals() noexcept {
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);  // EINVAL for KILL/STOP
+  sigset_t none;
+  sigemptyset(&none);
+  return sigprocmask(SIG_SETMASK, &none, nullptr) < 0 ? errno : 0;
+}
 
 void run_child(const ChildPlan& plan) noexcept {
   // Byte 1: our uid/gid maps are written (and rw trees idmapped).

@@ -16,7 +16,7 @@ namespace cellgate::isolation::child {
 enum class Stage : uint32_t {
   kNone = 0, kSync, kPdeathsig, kCgroupNs, kMountPrivate, kMount, kPivotRoot, kRemountRoot,
   kHostname, kLoopback, kRlimits, kFork, kSetsid, kSignals, kCapabilities, kSetgroups, kSetgid,
-  kSetuid, kNoNewPrivs, kSeccomp, kFds, kChdir, kExec, kInit,
+  kSetuid, kNoNewPrivs, kSeccomp, kFds, kChdir, kExec, kInit, kSetns,
 };
 // Records on the report socket (SOCK_SEQPACKET, so one record per message).
 enum class ReportKind : uint32_t { kError = 1, kHello = 2 };

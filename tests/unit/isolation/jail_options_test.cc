@@ -86,3 +86,27 @@ TEST_CASE("--help documents every option", "[isolation]") {
   REQUIRE(o);
   CHECK(o->help);
 }
+
+TEST_CASE("join mode takes a status file and only --env and --policy", "[isolation]") {
+  auto o = parse({"--join", "/run/x/jail.json", "--env", "A=1", "--policy", "/p.json", "--", "id", "-u"});
+  REQUIRE(o.has_value());
+  CHECK(o->join == "/run/x/jail.json");
+  CHECK(o->env.size() == 1);
+  CHECK(o->policy_file == "/p.json");
+  CHECK(o->command == std::vector<std::string>{"id", "-u"});
+  auto eq = parse({"--join=/s.json", "--", "true"});
+  REQUIRE(eq.has_value());
+  CHECK(eq->join == "/s.json");
+  for (auto bad : {std::vector<const char*>{"--join", "/s", "--memory", "1G", "--", "true"},
+                   std::vector<const char*>{"--memory", "1G", "--join", "/s", "--", "true"},
+                   std::vector<const char*>{"--join", "/s", "--no-cgroup", "--", "true"},
+                   std::vector<const char*>{"--join", "/s", "--status-file", "/t", "--", "true"},
+                   std::vector<const char*>{"--join", "", "--", "true"},
+                   std::vector<const char*>{"--join", "/s"}}) {
+    auto r = parse(bad);
+    CHECK_FALSE(r.has_value());
+  }
+  auto mixed = parse({"--join", "/s", "--pids", "9", "--", "true"});
+  REQUIRE_FALSE(mixed.has_value());
+  CHECK(mixed.error().message.find("--pids cannot be used with --join") != std::string::npos);
+}

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// join: enter a running jail's pid namespace and cgroups, fork the command, supervise it.
+#include "isolation/join.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "isolation/child/run_join.h"
+#include "isolation/child_error.h"
+#include "isolation/seccomp_policy.h"
+
+namespace cellgate::isolation {
+namespace {
+
+constexpr int kJoinNamespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
+
+SetupFailure sys_failure(const std::string& stage, int err, const std::string& what = "") {
+  return SetupFailure{stage, err, (what.empty() ? stage : what) + ": " + std::strerror(err)};
+}
+
+int pidfd_signal(int pidfd, int sig) { return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0)); }
+
+// The jail's own rlimits (set by its init), never above ours: raising a hard limit would need
+// CAP_SYS_RESOURCE in the initial user namespace, which the child no longer has after setns.
+std::vector<child::Rlimit> inherit_rlimits(pid_t init) {
+  std::vector<child::Rlimit> out;
+  for (int res : {RLIMIT_CORE, RLIMIT_NOFILE, RLIMIT_FSIZE}) {
+    rlimit jail{}, ours{};
+    if (::prlimit(init, static_cast<__rlimit_resource>(res), nullptr, &jail) < 0) continue;
+    ::getrlimit(static_cast<__rlimit_resource>(res), &ours);
+    rlimit v{std::min(jail.rlim_cur, ours.rlim_max), std::min(jail.rlim_max, ours.rlim_max)};
+    v.rlim_cur = std::min(v.rlim_cur, v.rlim_max);
+    out.push_back(child::Rlimit{res, v});
+  }
+  return out;
+}
+
+bool in_cellgate_cgroup(pid_t pid) {
+  common::UniqueFd fd(::open(("/proc/" + std::to_string(pid) + "/cgroup").c_str(), O_RDONLY | O_CLOEXEC));
+  char buf[4096];
+  ssize_t n = fd ? ::read(fd.get(), buf, sizeof buf) : -1;
+  return n > 0 && std::string(buf, static_cast<size_t>(n)).find("/cellgate/") != std::string::npos;
+}
+
+}  // namespace
+
+Join::Join(JailOptions options, Policy policy) : options_(std::move(options)), policy_(std::move(policy)) {}
+
+int Join::fail(const SetupFailure& f) {
+  std::fprintf(stderr, "cellgate-jail: %s\n", f.message.c_str());
+  if (pidfd_) {
+    pidfd_signal(pidfd_.get(), SIGKILL);
+    siginfo_t info{};
+    ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_.get()), &info, WEXITED);
+  }
+  return f.exit_code;
+}
+
+int Join::run() {
+  ::signal(SIGPIPE, SIG_IGN);
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaddset(&set, sig);
+  // Blocked before the fork: the child inherits the mask and resets it just before exec.
+  ::sigprocmask(SIG_BLOCK, &set, nullptr);
+  signal_fd_.reset(::signalfd(-1, &set, SFD_CLOEXEC));
+  if (!signal_fd_) return fail(sys_failure("prepare", errno, "signalfd"));
+  if (auto f = prepare()) return fail(*f);
+  if (auto f = spawn()) return fail(*f);
+  return supervise();
+}
+
+std::optional<SetupFailure> Join::prepare() {
+  sched_param normal{};
+  ::sched_setscheduler(0, SCHED_OTHER, &normal);  // as for the jail: no realtime policy inside
+  auto target = open_join_target(options_.join);
+  if (!target) return SetupFailure{"join", target.error().sys_errno, "join: " + target.error().message};
+  target_.emplace(std::move(target.value()));
+  const JoinStatus& st = target_->status;
+  if (!st.cgroup.empty()) {
+    auto cg = Cgroup::attach(st.cgroup);
+    if (!cg) return SetupFailure{"cgroup", cg.error().sys_errno, cg.error().message};
+    if (!cg->holds(st.init_pid))
+      return SetupFailure{"cgroup", 0, "cgroup: jail init " + std::to_string(st.init_pid) + " is not in " + st.cgroup};
+    cgroup_.emplace(std::move(cg.value()));
+  } else if (in_cellgate_cgroup(st.init_pid)) {
+    return SetupFailure{"cgroup", 0, "cgroup: the status file names no cgroup but the jail has one"};
+  }
+  auto filter = cached_seccomp_bpf(policy_, std::string(kRunDir) + "/seccomp");
+  if (!filter) return SetupFailure{"seccomp", filter.error().sys_errno, filter.error().message};
+  auto plan = JailPlan::build_join(options_, policy_, std::move(filter.value()), inherit_rlimits(st.init_pid));
+  if (!plan && plan.error().code == common::Errc::kBadRequest) return SetupFailure{"options", 0, plan.error().message, 125};
+  if (!plan) return SetupFailure{"plan", plan.error().sys_errno, plan.error().message};
+  plan_.emplace(std::move(plan.value()));
+  return std::nullopt;
+}
+
+std::optional<SetupFailure> Join::spawn() {
+  int sync[2], report[2];
+  if (::pipe2(sync, O_CLOEXEC) < 0) return sys_failure("clone", errno, "pipe");
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, report) < 0) return sys_failure("clone", errno, "socketpair");
+  common::UniqueFd sync_r(sync[0]), report_child(report[1]);
+  sync_.reset(sync[1]);
+  report_.reset(report[0]);
+  child::JoinChildPlan jp{plan_->child_plan(sync_r.get(), report_child.get(), -1), target_->init_pidfd.get(),
+                          kJoinNamespaces};
+  // Our children are born in the jail's pid namespace (pid_for_children); we stay outside,
+  // with the host's view, to place the child in the cgroups and supervise it.
+  if (::setns(target_->init_pidfd.get(), CLONE_NEWPID) < 0) return sys_failure("setns", errno);
+
+  int pidfd = -1;
+  clone_args args{};
+  args.flags = CLONE_PIDFD;
+  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
+  args.exit_signal = SIGCHLD;
+  common::UniqueFd v2_dir;
+  if (cgroup_ && !cgroup_->paths().unified.empty())
+    v2_dir.reset(::open(cgroup_->paths().unified.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (v2_dir) {
+    args.flags |= CLONE_INTO_CGROUP;  // born in the v2 dir: counted by its pids limit from the start
+    args.cgroup = static_cast<uint64_t>(v2_dir.get());
+  }
+  long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  bool placed_v2 = pid >= 0 && v2_dir;
+  if (pid < 0 && v2_dir && errno != EAGAIN && errno != ENOMEM) {
+    args.flags &= ~static_cast<uint64_t>(CLONE_INTO_CGROUP);
+    pid = ::syscall(SYS_clone3, &args, sizeof args);
+  }
+  // EAGAIN: the jail's pids limit is reached; ENOMEM: its init is gone (pid namespace dying).
+  if (pid < 0) return sys_failure("clone", errno);
+  if (pid == 0) {
+    ::close(sync[1]);
+    ::close(report[0]);
+    child::run_join(jp);
+  }
+  child_pid_ = static_cast<pid_t>(pid);
+  pidfd_.reset(pidfd);
+  if (cgroup_) {
+    if (auto s = cgroup_->place(child_pid_, placed_v2); !s) return SetupFailure{"cgroup", s.error().sys_errno, s.error().message};
+  }
+  char go = 1;
+  if (::write(sync_.get(), &go, 1) != 1) return sys_failure("sync", errno);
+  return std::nullopt;
+}
+
+int Join::supervise() {
+  for (;;) {
+    pollfd fds[2] = {{pidfd_.get(), POLLIN, 0}, {signal_fd_.get(), POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if ((fds[1].revents & POLLIN) != 0) {
+      signalfd_siginfo si{};
+      if (::read(signal_fd_.get(), &si, sizeof si) == sizeof si) {
+        int sig = static_cast<int>(si.ssi_signo);
+        if (sig == SIGUSR1) sig = SIGKILL;  // as for the jail: end it at once
+        // The child leads its own process group once it has called setsid(); before that, it alone.
+        if (::kill(-child_pid_, sig) < 0) pidfd_signal(pidfd_.get(), sig);
+      }
+    }
+    if ((fds[0].revents & POLLIN) != 0) break;
+  }
+  siginfo_t info{};
+  ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_.get()), &info, WEXITED);
+  // A failure record from the child (it never exec'd): joining failed.
+  char data[64];
+  ssize_t n = ::recv(report_.get(), data, sizeof data, MSG_DONTWAIT);
+  if (n > 0) {
+    auto rec = decode_report(data, static_cast<size_t>(n));
+    if (rec && rec->kind == static_cast<uint32_t>(child::ReportKind::kError)) {
+      std::string target = rec->stage == static_cast<uint32_t>(child::Stage::kExec) ? options_.command[0] : "";
+      ChildFailure f = describe_failure(*rec, target);
+      std::fprintf(stderr, "cellgate-jail: %s\n", f.message.c_str());
+      return 126;
+    }
+  }
+  if (info.si_code == CLD_EXITED) return info.si_status;
+  return 128 + info.si_status;
+}
+
+}  // namespace cellgate::isolation

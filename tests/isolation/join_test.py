@@ -1,0 +1,484 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+# join_test: `cellgate-jail --join STATUS_FILE -- CMD` against real jails (issue 6, the `process`
+# tool). One case per invocation; exit 0 pass, 1 fail, 2 error, 4 skip (no root / user namespaces).
+# --no-jail runs each joined command bare on the host instead (the self-test: it must be caught).
+import argparse
+import glob
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP_RC = 4
+CGROUP_BASE = "/sys/fs/cgroup"
+
+
+class Skip(Exception):
+    pass
+
+
+class Failure(Exception):
+    pass
+
+
+def log(*parts):
+    print(*parts, flush=True)
+
+
+def check(cond, what):
+    log(("ok:   " if cond else "FAIL: ") + what)
+    if not cond:
+        raise Failure(what)
+
+
+def wait_until(fn, timeout, what):
+    """Polls fn until it is truthy; the deadline is generous (a hang, not a speed limit)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = fn()
+        if v:
+            return v
+        time.sleep(0.05)
+    log(f"FAIL: timed out waiting for {what}")
+    raise Failure(f"timed out waiting for {what}")
+
+
+def pid_alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def pids_with_marker(marker):
+    """Host pids whose argv[0] is exactly `marker` (not the helper, whose arguments mention it)."""
+    out = []
+    for d in glob.glob("/proc/[0-9]*"):
+        try:
+            with open(d + "/cmdline", "rb") as f:
+                if f.read().split(b"\0")[0] == marker.encode():
+                    out.append(int(d.split("/")[-1]))
+        except OSError:
+            pass
+    return out
+
+
+class Jail:
+    """One running jail (CMD = a long sleep) with its status file in a private 0700 dir."""
+
+    def __init__(self, ctx, opts=()):
+        self.ctx = ctx
+        self.name = f"isoj-{os.getpid()}-{len(ctx.jails)}"
+        self.dir = tempfile.mkdtemp(prefix="status-", dir=ctx.tmp)
+        os.chmod(self.dir, 0o700)
+        self.status_file = os.path.join(self.dir, "status.json")
+        self.proc = subprocess.Popen([ctx.jail, "--name", self.name, "--status-file", self.status_file, *opts,
+                                      "--", "/bin/sh", "-c", "echo jailed > /workspace/kernel-file; exec sleep 600"],
+                                     stdin=subprocess.DEVNULL)
+        ctx.jails.append(self)
+        self.status = wait_until(self._running, 60, "the jail to run")
+
+    def _running(self):
+        try:
+            with open(self.status_file) as f:
+                s = json.load(f)
+        except (OSError, ValueError):
+            return None
+        if s.get("state") == "failed":
+            raise Failure(f"jail failed: {s}")
+        return s if s.get("state") == "running" else None
+
+    def cgroup_dirs(self):
+        cg = self.status["cgroup"]
+        leaf = cg.rsplit("/", 1)[-1]
+        return sorted(set(glob.glob(f"{CGROUP_BASE}/*/cellgate/{leaf}") + glob.glob(f"{CGROUP_BASE}/cellgate/{leaf}")))
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGUSR1)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class Context:
+    def __init__(self, args):
+        self.jail = os.path.abspath(args.jail) if args.jail else ""
+        self.nojail = args.no_jail
+        os.makedirs(args.work, exist_ok=True)
+        self.tmp = tempfile.mkdtemp(prefix="join-", dir=os.path.abspath(args.work))
+        self.jails = []
+        self.procs = []
+        self.cleanup_pids = []  # joined commands that might outlive their helper (bare self-test)
+
+    def require(self):
+        if os.geteuid() != 0:
+            raise Skip("needs root (the jail writes uid maps and cgroups)")
+        if subprocess.run(["/usr/bin/unshare", "-U", "/usr/bin/true"]).returncode != 0:
+            raise Skip("cannot create a user namespace here")
+        if not (self.jail and os.access(self.jail, os.X_OK)):
+            raise Skip(f"cellgate-jail not built ({self.jail})")
+
+    def join_argv(self, jail, cmd, env=()):
+        if self.nojail:
+            # Bare: a plain shell parent stands in for the helper (it runs cmd as its child).
+            return ["/bin/sh", "-c", '"$@"; rc=$?; exit $rc', "sh", *cmd]
+        args = [self.jail, "--join", jail.status_file]
+        for e in env:
+            args += ["--env", e]
+        return args + ["--"] + list(cmd)
+
+    def run(self, jail, cmd, env=(), timeout=120, **kw):
+        """Joins, waits, returns (exit code, stdout, stderr)."""
+        r = subprocess.run(self.join_argv(jail, cmd, env), capture_output=True, text=True, timeout=timeout,
+                           stdin=subprocess.DEVNULL, **kw)
+        log(f"$ {' '.join(cmd)} -> {r.returncode}\n{r.stdout}{r.stderr}".rstrip())
+        return r.returncode, r.stdout, r.stderr
+
+    def spawn(self, jail, cmd, **kw):
+        p = subprocess.Popen(self.join_argv(jail, cmd), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             text=True, **kw)
+        self.procs.append(p)
+        return p
+
+    def finish(self):
+        problems = []
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for pid in self.cleanup_pids:
+            if pid_alive(pid):
+                problems.append(f"process {pid}")
+                os.kill(pid, signal.SIGKILL)
+        for j in self.jails:
+            j.stop()
+            problems += [f"cgroup dir {d}" for d in j.cgroup_dirs()] if j.status.get("cgroup") else []
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        return problems
+
+
+# ---- cases -------------------------------------------------------------------------------------
+
+def case_identity(ctx):
+    j = Jail(ctx)
+    rc, out, _ = ctx.run(j, ["/bin/sh", "-c", "id -u; id -un; id -G; hostname; pwd"])
+    check(rc == 0, "joined id/hostname/pwd ran")
+    check(out.split("\n")[:5] == ["1000", "sandbox", "1000", "sandbox", "/workspace"],
+          "uid 1000 sandbox, groups 1000 only, host sandbox, cwd /workspace")
+
+
+def case_same_jail(ctx):
+    j = Jail(ctx)
+    rc, out, _ = ctx.run(j, ["/bin/sh", "-c", "cat /workspace/kernel-file; tr '\\0' ' ' < /proc/1/cmdline; echo;"
+                                               "tr '\\0' ' ' < /proc/2/cmdline; echo; ls /proc | grep -c '^[0-9]'"])
+    lines = out.split("\n")
+    check(rc == 0 and lines[0] == "jailed", "sees the kernel's /workspace file (same mount namespace)")
+    check("cellgate-jail" in lines[1] and j.name in lines[1], "pid 1 is the jail's init (same pid namespace)")
+    check(lines[2].startswith("sleep 600"), "pid 2 is the jail's kernel")
+    check(len(lines) > 3 and lines[3].isdigit() and int(lines[3]) < 10, "sees only the jail's few processes")
+
+
+def case_lockdown(ctx):
+    j = Jail(ctx)
+    r, w = os.pipe()  # an extra fd in the helper: it must not reach the command
+    os.set_inheritable(w, True)
+    try:
+        os.environ["CELLGATE_JOIN_LEAK"] = "host-secret"
+        rc, out, _ = ctx.run(j, ["/bin/sh", "-c", "grep -E '^(Cap[A-Za-z]+|NoNewPrivs|Seccomp):' /proc/self/status; env; ls /proc/self/fd"],
+                             env=["JOINED=yes"], pass_fds=(w,))
+    finally:
+        del os.environ["CELLGATE_JOIN_LEAK"]
+        os.close(r)
+        os.close(w)
+    check(rc == 0, "ran")
+    fields = dict(line.split(":", 1) for line in out.split("\n") if line.startswith(("Cap", "NoNewPrivs", "Seccomp:")))
+    caps = {k: v.strip() for k, v in fields.items() if k.startswith("Cap")}
+    check(len(caps) == 5 and all(int(v, 16) == 0 for v in caps.values()), f"every capability set is empty {caps}")
+    check(fields.get("NoNewPrivs", "").strip() == "1", "NoNewPrivs 1")
+    check(fields.get("Seccomp", "").strip() == "2", "Seccomp 2 (filter mode)")
+    check("JOINED=yes" in out.split("\n"), "--env reaches the command")
+    check("CELLGATE_JOIN_LEAK" not in out, "the caller's environment is not inherited")
+    check("HOME=/workspace" in out.split("\n") and "USER=sandbox" in out.split("\n"), "the jail's default environment")
+    fds = [l for l in out.split("\n") if l.isdigit()]
+    check(set(fds) <= {"0", "1", "2", "3"} and len(fds) <= 4, f"only stdio (and ls's own dir fd) open: {fds}")
+
+
+def host_pid_of(marker):
+    return wait_until(lambda: (pids_with_marker(marker) or [None])[0], 30, f"process {marker}")
+
+
+def case_cgroups(ctx):
+    j = Jail(ctx)
+    marker = f"joincg{os.getpid()}"
+    p = ctx.spawn(j, ["/bin/bash", "-c", f"exec -a {marker} sleep 300"])
+    pid = host_pid_of(marker)
+    dirs = j.cgroup_dirs()
+    check(len(dirs) >= 2, f"the jail has cgroup dirs {dirs}")
+    for d in dirs:
+        with open(d + "/cgroup.procs") as f:
+            check(str(pid) in f.read().split(), f"joined pid {pid} is in {d}")
+    p.kill()
+
+
+def read_int(path, key=None):
+    with open(path) as f:
+        text = f.read()
+    if key is None:
+        return int(text.split()[0])
+    for line in text.split("\n"):
+        if line.startswith(key + " "):
+            return int(line.split()[1])
+    return 0
+
+
+def case_fork_bomb(ctx):
+    j = Jail(ctx, ["--pids", "40"])
+    pids_dir = next((d for d in j.cgroup_dirs() if "/pids/" in d), None) or j.status["cgroup"]
+    before = read_int(pids_dir + "/pids.events", "max")
+    # 200 background sleeps from one joined shell: the jail's pids limit (40 in all) must stop it.
+    p = ctx.spawn(j, ["/bin/sh", "-c", "i=0; while [ $i -lt 200 ]; do sleep 60 & i=$((i+1)); done; wait"])
+    wait_until(lambda: read_int(pids_dir + "/pids.events", "max") > before, 120, "the jail's pids limit to be hit")
+    check(True, f"the joined fork bomb hit the jail's pids limit ({pids_dir}/pids.events)")
+    current = read_int(pids_dir + "/pids.current")
+    check(current <= 40, f"the jail holds at most 40 tasks ({current})")
+    check(j.proc.poll() is None, "the jail itself survived")
+    p.kill()
+
+
+def case_memory(ctx):
+    j = Jail(ctx, ["--memory", "96M"])
+    rc, _, _ = ctx.run(j, ["/usr/bin/python3", "-c", "x = b'x' * (512 << 20); print(len(x))"])
+    check(rc == 128 + 9, "a joined 512 MiB allocation was killed (SIGKILL)")
+    mem = next((d for d in j.cgroup_dirs() if "/memory/" in d), None)
+    if mem:
+        check(read_int(mem + "/memory.oom_control", "oom_kill") > 0, "the jail's memory cgroup OOM-killed it")
+    else:
+        check(read_int(j.status["cgroup"] + "/memory.events", "oom_kill") > 0, "the jail's memory cgroup OOM-killed it")
+
+
+def case_network(ctx):
+    j = Jail(ctx)
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    port = srv.getsockname()[1]
+    code = ("import socket,sys\n"
+            "bad=[]\n"
+            f"for a in [('127.0.0.1',{port}),('1.1.1.1',53),('8.8.8.8',443)]:\n"
+            "  s=socket.socket(); s.settimeout(5)\n"
+            "  try: s.connect(a); bad.append(a)\n"
+            "  except OSError: pass\n"
+            "print('reached', bad); sys.exit(1 if bad else 0)\n")
+    try:
+        rc, out, _ = ctx.run(j, ["/usr/bin/python3", "-c", code])
+    finally:
+        srv.close()
+    check(rc == 0, "no host loopback listener and no outbound address is reachable")
+
+
+def case_host_files(ctx):
+    j = Jail(ctx)
+    secret = os.path.join(ctx.tmp, "host-secret")
+    with open(secret, "w") as f:
+        f.write("s3cret\n")
+    rc, out, _ = ctx.run(j, ["/bin/sh", "-c", f"cat {j.status_file} {secret} /etc/shadow /root/.bashrc 2>/dev/null; "
+                                               f"ls {os.path.dirname(j.status_file)} 2>/dev/null; true"])
+    check("running" not in out and "s3cret" not in out and "root:" not in out and "status.json" not in out,
+          "cannot read the status file, a host file, /etc/shadow or /root")
+
+
+def rmdir_ok(path):
+    try:
+        os.rmdir(path)
+        return True
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
+def expect_refused(ctx, status_file, what, needle="join:"):
+    r = subprocess.run([ctx.jail, "--join", status_file, "--", "/bin/true"], capture_output=True, text=True, timeout=60)
+    log(f"{what}: rc {r.returncode}: {r.stderr.strip()}")
+    check(r.returncode == 126, f"{what}: refused with 126")
+    lines = r.stderr.strip().split("\n")
+    check(len(lines) == 1 and lines[0].startswith("cellgate-jail: ") and needle in lines[0], f"{what}: one clear line")
+
+
+def case_forged_status(ctx):
+    if ctx.nojail:
+        raise Skip("no bare form: refusing is the helper's job")
+    j = Jail(ctx)
+    good = dict(j.status)
+    sleeper = subprocess.Popen(["sleep", "300"])
+    ctx.procs.append(sleeper)
+    forged = [
+        ("init_pid = the test's own pid", {"init_pid": os.getpid(), "helper_pid": os.getppid()}),
+        ("init_pid = a host child of ours", {"init_pid": sleeper.pid, "helper_pid": os.getpid()}),
+        ("init_pid = 1", {"init_pid": 1}),
+        ("init_pid = the jail's kernel", {"init_pid": good["kernel_pid"]}),
+        ("helper_pid of another process", {"helper_pid": os.getpid()}),
+        ("wrong host_uid", {"host_uid": good["host_uid"] + 1}),
+        ("not running", {"state": "exited"}),
+        ("cgroup of another jail", {"cgroup": good["cgroup"].rsplit("/", 1)[0] + "/nonexistent"}),
+    ]
+    for what, change in forged:
+        path = os.path.join(j.dir, "forged.json")
+        with open(path, "w") as f:
+            json.dump({**good, **change}, f)
+        expect_refused(ctx, path, what, "cgroup" if "cgroup" in change else "join:")
+    with open(os.path.join(j.dir, "garbage.json"), "w") as f:
+        f.write("{not json")
+    expect_refused(ctx, os.path.join(j.dir, "garbage.json"), "garbage")
+    expect_refused(ctx, os.path.join(j.dir, "missing.json"), "missing file")
+    # A stale file: the jail ended (SIGKILL of its helper, so the file still says "running").
+    stale = os.path.join(j.dir, "stale.json")
+    shutil.copy(j.status_file, stale)
+    j.proc.kill()
+    j.proc.wait()
+    wait_until(lambda: not pid_alive(good["init_pid"]), 30, "the jail's init to die")
+    expect_refused(ctx, stale, "stale status of a dead jail")
+    rc, _, _ = ctx.run(j, ["/bin/true"])
+    check(rc == 126, "joining a dead jail fails with 126")
+    # Its helper died by SIGKILL, so nobody else removes its cgroup dirs.
+    for d in reversed(j.cgroup_dirs()):
+        wait_until(lambda: rmdir_ok(d), 30, f"rmdir {d}")
+
+
+def case_seccomp(ctx):
+    j = Jail(ctx)
+    # io_uring_setup is allowed to unprivileged processes by the kernel but denied by the default
+    # policy (EPERM from the filter); the filter is the policy's, not just missing capabilities.
+    code = ("import ctypes, os, sys\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "params = ctypes.create_string_buffer(120)\n"
+            "r = libc.syscall(425, 1, params)\n"
+            "print('io_uring_setup', r, os.strerror(ctypes.get_errno()))\n"
+            "sys.exit(0 if r < 0 and ctypes.get_errno() == 1 else 1)\n")
+    rc, _, _ = ctx.run(j, ["/usr/bin/python3", "-c", code])
+    check(rc == 0, "io_uring_setup is refused with EPERM by the default policy's filter")
+    policy = os.path.join(j.dir, "policy.json")
+    with open(policy, "w") as f:
+        json.dump({"version": 1, "seccomp": {"deny": ["mkdir", "mkdirat"]}}, f)
+    mk = ["/bin/sh", "-c", "mkdir /tmp/joined-dir && echo made"]
+    args = ctx.join_argv(j, mk) if ctx.nojail else [ctx.jail, "--join", j.status_file, "--policy", policy, "--"] + mk
+    r = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    log(f"mkdir under a policy denying it -> {r.returncode}: {r.stdout}{r.stderr}".rstrip())
+    check(r.returncode != 0 and "made" not in r.stdout, "--policy: its extra deny applies to the joined command")
+    rc, out, _ = ctx.run(j, mk)
+    check(rc == 0 and "made" in out, "without that policy mkdir works")
+
+
+def case_workspace(ctx):
+    ws = tempfile.mkdtemp(prefix="ws-", dir=ctx.tmp)
+    j = Jail(ctx, ["--workspace", ws])
+    rc, _, _ = ctx.run(j, ["/bin/sh", "-c", "echo from-join > /workspace/joined.txt"])
+    path = os.path.join(ws, "joined.txt")
+    check(rc == 0 and os.path.exists(path), "a joined command writes the jail's workspace")
+    st = os.stat(path)
+    check((st.st_uid, st.st_gid) == (1000, 1000), f"stored as 1000:1000 like the kernel's files ({st.st_uid}:{st.st_gid})")
+    with open(os.path.join(ws, "kernel-file")) as f:
+        check(f.read() == "jailed\n", "the kernel's file is in the same workspace")
+
+
+def case_sigkill_helper(ctx):
+    j = Jail(ctx)
+    marker = f"joinkill{os.getpid()}"
+    p = ctx.spawn(j, ["/bin/bash", "-c", f"exec -a {marker} sleep 300"])
+    pid = host_pid_of(marker)
+    ctx.cleanup_pids.append(pid)
+    p.kill()
+    p.wait()
+    check(p.returncode == -signal.SIGKILL, "the join helper was SIGKILLed")
+    wait_until(lambda: not pid_alive(pid), 30, "the joined command to die with its helper")
+    check(not pid_alive(pid), "the joined command died with its helper (PDEATHSIG)")
+    check(j.proc.poll() is None, "the jail lives on")
+
+
+def case_signals(ctx):
+    j = Jail(ctx)
+    for sig, expect in ((signal.SIGINT, 42), (signal.SIGTERM, 43)):
+        p = ctx.spawn(j, ["/bin/sh", "-c", "trap 'exit 42' INT; trap 'exit 43' TERM; echo ready; "
+                                           "while :; do sleep 0.1; done"])
+        check(p.stdout.readline().strip() == "ready", "the joined shell installed its traps")
+        p.send_signal(sig)
+        p.wait(60)
+        check(p.returncode == expect, f"{signal.Signals(sig).name} to the helper reached the command "
+                                      f"(exit {p.returncode}, want {expect})")
+
+
+def case_exit_codes(ctx):
+    j = Jail(ctx)
+    rc, _, _ = ctx.run(j, ["/bin/sh", "-c", "exit 7"])
+    check(rc == 7, "exit code 7 propagates")
+    rc, _, _ = ctx.run(j, ["/bin/sh", "-c", "kill -KILL $$"])
+    check(rc == 128 + 9, "death by SIGKILL gives 137")
+    rc, _, _ = ctx.run(j, ["/bin/sh", "-c", "echo in | cat; exit 0"])
+    check(rc == 0, "exit 0")
+    if not ctx.nojail:
+        rc, _, err = ctx.run(j, ["no-such-command-xyz"])
+        check(rc == 126 and "exec no-such-command-xyz" in err, "a missing command: 126, one exec line")
+        r = subprocess.run([ctx.jail, "--join", j.status_file, "--memory", "1G", "--", "true"], capture_output=True)
+        check(r.returncode == 125, "a jail-building option with --join: 125")
+
+
+def case_jail_end_kills(ctx):
+    j = Jail(ctx)
+    marker = f"joinend{os.getpid()}"
+    p = ctx.spawn(j, ["/bin/bash", "-c", f"exec -a {marker} sleep 300"])
+    pid = host_pid_of(marker)
+    j.proc.send_signal(signal.SIGUSR1)  # the jail ends at once
+    j.proc.wait(60)
+    p.wait(60)
+    check(p.returncode == 128 + 9, f"the join helper reports the command killed ({p.returncode})")
+    check(not pid_alive(pid), "the joined command did not outlive the jail")
+
+
+CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--jail", default="")
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--no-jail", action="store_true", help="run joined commands bare: the test must then FAIL")
+    ap.add_argument("case", choices=sorted(CASES))
+    args = ap.parse_args()
+    ctx = Context(args)
+    rc = 0
+    try:
+        ctx.require()
+        CASES[args.case](ctx)
+    except Skip as e:
+        log(f"SKIP: {e}")
+        rc = SKIP_RC
+    except Failure:
+        rc = 1
+    except Exception as e:
+        log(f"ERROR: {type(e).__name__}: {e}")
+        rc = 2
+    problems = ctx.finish()
+    if args.no_jail and rc != SKIP_RC:
+        ok = rc == 1
+        log("SELFTEST PASS: the bare run was caught" if ok else "SELFTEST FAIL: the bare run was not caught")
+        sys.exit(0 if ok else 1)
+    for p in problems:
+        log(f"FAIL: left behind: {p}")
+    if problems and rc == 0:
+        rc = 1
+    log("PASS" if rc == 0 else ("SKIPPED" if rc == SKIP_RC else "FAILED"))
+    sys.exit(rc)
+
+
+if __name__ == "__main__":
+    main()
