@@ -197,9 +197,17 @@ class KernelWS:
 
     def recv_raw(self, timeout):
         """Next data frame as (opcode, payload); raises on close/timeout."""
-        self.ws.settimeout(max(timeout, 0.01))
+        deadline = time.monotonic() + timeout
         while True:
-            opcode, frame = self.ws.recv_data_frame(control_frame=True)
+            # Re-arm each time: control frames (server pings) must not extend the wait.
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no frame within %.1fs" % timeout)
+            self.ws.settimeout(left)
+            try:
+                opcode, frame = self.ws.recv_data_frame(control_frame=True)
+            except websocket.WebSocketTimeoutException as e:
+                raise TimeoutError("no frame within %.1fs" % timeout) from e
             if opcode == websocket.ABNF.OPCODE_CLOSE:
                 self.close_frame = frame.data
                 raise websocket.WebSocketConnectionClosedException("close frame received")
@@ -250,7 +258,9 @@ class KernelWS:
     def request(self, channel, msg_type_, content, timeout=30, buffers=()):
         msg_id = self.send(channel, msg_type_, content, buffers)
         want = msg_type_.replace("_request", "_reply")
-        return self.wait_for(lambda m: parent_id(m) == msg_id and msg_type(m) == want, timeout)
+        # The reply comes on the request's channel (shutdown_reply is also broadcast on iopub).
+        return self.wait_for(lambda m: parent_id(m) == msg_id and msg_type(m) == want
+                             and m.get("channel") == channel, timeout)
 
     def execute(self, code, timeout=60, allow_stdin=False, stdin_handler=None, silent=False):
         """Send execute_request; collect its iopub until status idle and the execute_reply."""
