@@ -5,5 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --runtime-only
+scripts/seed-jail-caches.sh >/dev/null
 scripts/build.sh -DCELLGATE_BUILD_TESTS=OFF -DCELLGATE_BUILD_BENCH=OFF
 exec "${CELLGATE_BUILD_DIR:-build}/bin/cellgate" serve --data-dir "${CELLGATE_DATA_DIR:-./data}" "$@"

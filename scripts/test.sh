@@ -3,6 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+scripts/seed-jail-caches.sh >/dev/null
 scripts/build.sh
 cd "${CELLGATE_BUILD_DIR:-build}"
 ctest --output-on-failure -j"$(nproc)" "$@"

@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// config: `cellgate serve` options from defaults, a JSON config file, CELLGATE_* env vars and flags.
+#include "gateway/config.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <sstream>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "common/random.h"
+
+namespace cellgate::gateway {
+namespace {
+
+using Setter = std::function<void(Config&, const std::string&)>;
+
+struct Option {
+  const char* name;   // flag without dashes, with '-'; env is CELLGATE_<UPPER_SNAKE>, config key snake_case
+  const char* arg;    // "" for booleans
+  bool repeatable;
+  const char* help;
+  Setter set;
+};
+
+uint64_t parse_size(const std::string& name, const std::string& v) {
+  char* end = nullptr;
+  errno = 0;
+  double n = std::strtod(v.c_str(), &end);
+  if (end == v.c_str() || errno || n < 0) throw ConfigError(fmt::format("--{}: not a size: '{}'", name, v));
+  std::string suffix(end);
+  double mult = 1;
+  if (suffix == "K" || suffix == "KiB" || suffix == "k") mult = 1024.0;
+  else if (suffix == "M" || suffix == "MiB") mult = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "GiB") mult = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty()) throw ConfigError(fmt::format("--{}: unknown size suffix '{}'", name, suffix));
+  return static_cast<uint64_t>(n * mult);
+}
+
+long parse_int(const std::string& name, const std::string& v, long lo, long hi) {
+  char* end = nullptr;
+  errno = 0;
+  long n = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end || errno || n < lo || n > hi)
+    throw ConfigError(fmt::format("--{}: expected an integer in [{}, {}], got '{}'", name, lo, hi, v));
+  return n;
+}
+
+const std::vector<Option>& options() {
+  static const std::vector<Option> kOptions = {
+      {"ip", "ADDR", false, "address to listen on (default 127.0.0.1)", [](Config& c, const std::string& v) { c.ip = v; }},
+      {"port", "N", false, "port to listen on; 0 picks a free one (default 8888)",
+       [](Config& c, const std::string& v) { c.port = static_cast<int>(parse_int("port", v, 0, 65535)); }},
+      {"base-url", "PATH", false, "prefix of every route (default /)", [](Config& c, const std::string& v) { c.base_url = v; }},
+      {"token", "T", false, "auth token; generated and printed when not given",
+       [](Config& c, const std::string& v) { c.token = v; }},
+      {"data-dir", "DIR", false, "workspaces and gateway state (default ./data)",
+       [](Config& c, const std::string& v) { c.data_dir = v; }},
+      {"runtime-dir", "DIR", false, "short dir for kernels' ipc sockets (default /run/cellgate as root)",
+       [](Config& c, const std::string& v) { c.runtime_dir = v; }},
+      {"kernelspec-dir", "DIR", true, "extra kernelspec dir, searched before the Jupyter paths (repeatable)",
+       [](Config& c, const std::string& v) { c.kernelspec_dirs.push_back(v); }},
+      {"default-kernel", "NAME", false, "kernelspec used when a request names none (default python3)",
+       [](Config& c, const std::string& v) { c.default_kernel = v; }},
+      {"allow-origin", "ORIGIN", true, "CORS and WebSocket Origin allow-list; * allows any (repeatable)",
+       [](Config& c, const std::string& v) { c.allow_origins.push_back(v); }},
+      {"allow-env", "NAME", true, "non-KERNEL_ env var a client may pass to a kernel (repeatable)",
+       [](Config& c, const std::string& v) { c.allow_env.insert(v); }},
+      {"spawner", "jail|plain", false, "jail (default) isolates every kernel; plain runs unjailed children",
+       [](Config& c, const std::string& v) {
+         if (v != "jail" && v != "plain") throw ConfigError("--spawner: expected jail or plain, got '" + v + "'");
+         c.spawner = v;
+       }},
+      {"jail-helper", "PATH", false, "the cellgate-jail binary (default: beside cellgate)",
+       [](Config& c, const std::string& v) { c.jail_helper = v; }},
+      {"jail-policy", "FILE", false, "jail policy file for every kernel (default: built-in policy)",
+       [](Config& c, const std::string& v) { c.jail_policy = v; }},
+      {"transport", "ipc|tcp", false, "ZeroMQ transport to kernels (default ipc)",
+       [](Config& c, const std::string& v) {
+         if (v != "ipc" && v != "tcp") throw ConfigError("--transport: expected ipc or tcp, got '" + v + "'");
+         c.transport = v;
+       }},
+      {"kernel-memory", "SIZE", false, "memory limit per kernel, e.g. 2G (default: the jail policy's)",
+       [](Config& c, const std::string& v) { c.limits.memory_bytes = parse_size("kernel-memory", v); }},
+      {"kernel-pids", "N", false, "pids limit per kernel (default: the jail policy's)",
+       [](Config& c, const std::string& v) { c.limits.pids = static_cast<uint32_t>(parse_int("kernel-pids", v, 1, 1 << 22)); }},
+      {"kernel-cpus", "N", false, "CPU limit per kernel in cores, e.g. 0.5 (default: the jail policy's)",
+       [](Config& c, const std::string& v) {
+         char* end = nullptr;
+         double n = std::strtod(v.c_str(), &end);
+         if (end == v.c_str() || *end || !(n > 0 && n <= 1024)) throw ConfigError("--kernel-cpus: expected a number of cores, got '" + v + "'");
+         c.limits.cpus = n;
+       }},
+      {"max-kernels", "N", false, "kernels this gateway runs at most; 0 = unlimited",
+       [](Config& c, const std::string& v) { c.max_kernels = static_cast<int>(parse_int("max-kernels", v, 0, 1 << 20)); }},
+      {"kernel-start-timeout", "SECONDS", false, "deadline for a kernel to answer kernel_info (default 60)",
+       [](Config& c, const std::string& v) { c.kernel_start_timeout_s = static_cast<int>(parse_int("kernel-start-timeout", v, 1, 3600)); }},
+      {"max-body", "SIZE", false, "largest HTTP request body (default 64M)",
+       [](Config& c, const std::string& v) { c.max_body_bytes = parse_size("max-body", v); }},
+      {"max-ws-message", "SIZE", false, "largest WebSocket message from a client (default 256M)",
+       [](Config& c, const std::string& v) { c.max_ws_message_bytes = parse_size("max-ws-message", v); }},
+      {"ws-queue", "SIZE", false, "bytes queued to one WebSocket before it is closed as too slow (default 64M)",
+       [](Config& c, const std::string& v) { c.ws_queue_bytes = parse_size("ws-queue", v); }},
+      {"replay-buffer", "SIZE", false, "bytes kept per disconnected session_id for replay (default 16M)",
+       [](Config& c, const std::string& v) { c.replay_bytes = parse_size("replay-buffer", v); }},
+      {"ws-ping-interval", "SECONDS", false, "WebSocket keepalive ping period (default 30)",
+       [](Config& c, const std::string& v) { c.ws_ping_interval_s = static_cast<int>(parse_int("ws-ping-interval", v, 1, 3600)); }},
+      {"log-level", "LEVEL", false, "debug, info, warn or error (default info)",
+       [](Config& c, const std::string& v) { c.log_level = v; }},
+  };
+  return kOptions;
+}
+
+std::string env_name(const char* name) {
+  std::string out = "CELLGATE_";
+  for (const char* p = name; *p; ++p) out += *p == '-' ? '_' : static_cast<char>(std::toupper(*p));
+  return out;
+}
+
+std::string key_name(const char* name) {
+  std::string out = name;
+  for (char& c : out) if (c == '-') c = '_';
+  return out;
+}
+
+const Option* find_option(const std::string& name) {
+  for (const auto& o : options()) if (name == o.name) return &o;
+  return nullptr;
+}
+
+void apply_config_file(Config& c, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError("--config: cannot read " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw ConfigError("--config: " + path + " is not a JSON object");
+  for (const auto& [key, value] : j.items()) {
+    const Option* opt = nullptr;
+    for (const auto& o : options()) if (key_name(o.name) == key) opt = &o;
+    if (!opt) throw ConfigError(fmt::format("{}: unknown key '{}'", path, key));
+    auto as_string = [&](const nlohmann::json& v) -> std::string {
+      if (v.is_string()) return v.get<std::string>();
+      if (v.is_number_integer()) return std::to_string(v.get<long long>());
+      if (v.is_number()) return fmt::format("{}", v.get<double>());
+      throw ConfigError(fmt::format("{}: '{}' must be a string or a number", path, key));
+    };
+    if (value.is_array()) {
+      if (!opt->repeatable) throw ConfigError(fmt::format("{}: '{}' takes one value", path, key));
+      for (const auto& v : value) opt->set(c, as_string(v));
+    } else {
+      opt->set(c, as_string(value));
+    }
+  }
+}
+
+void finish(Config& c) {
+  if (c.base_url.empty() || c.base_url.front() != '/') c.base_url = "/" + c.base_url;
+  if (c.base_url.back() != '/') c.base_url += '/';
+  if (c.token.empty()) {
+    c.token = common::random_hex(24);
+    c.token_generated = true;
+  }
+  std::error_code ec;
+  c.data_dir = std::filesystem::absolute(c.data_dir, ec).lexically_normal().string();
+  while (c.data_dir.size() > 1 && c.data_dir.back() == '/') c.data_dir.pop_back();
+  if (c.runtime_dir.empty())
+    c.runtime_dir = ::geteuid() == 0 ? "/run/cellgate" : fmt::format("/tmp/cellgate-{}", ::geteuid());
+  if (c.jail_helper.empty()) {
+    auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    c.jail_helper = (self.parent_path() / "cellgate-jail").string();
+  }
+  if (c.log_level != "debug" && c.log_level != "info" && c.log_level != "warn" && c.log_level != "error")
+    throw ConfigError("--log-level: expected debug, info, warn or error, got '" + c.log_level + "'");
+}
+
+}  // namespace
+
+std::string config_help() {
+  std::string out =
+      "usage: cellgate serve [options]\n\n"
+      "Serves the Jupyter Server kernels API (REST and WebSocket) with jailed kernels.\n"
+      "Every option can also be set as env CELLGATE_<NAME> (e.g. CELLGATE_PORT=0) or as a key\n"
+      "in the JSON file given by --config (e.g. {\"port\": 0, \"allow_env\": [\"FOO\"]}).\n"
+      "Precedence: flags, then env, then the config file.\n\n"
+      "  --config FILE                 JSON config file (env CELLGATE_CONFIG)\n";
+  for (const auto& o : options()) {
+    std::string flag = fmt::format("--{} {}", o.name, o.arg);
+    out += fmt::format("  {:<30}{}\n", flag, o.help);
+    out += fmt::format("  {:<30}env {}\n", "", env_name(o.name));
+  }
+  out += "  --help                        this text\n";
+  return out;
+}
+
+Config load_config(int argc, char** argv) {
+  Config c;
+  std::string config_file;
+  if (const char* f = std::getenv("CELLGATE_CONFIG")) config_file = f;
+  std::vector<std::pair<const Option*, std::string>> flags;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::cout << config_help();
+      std::exit(0);
+    }
+    if (a.rfind("--", 0) != 0) throw ConfigError("unexpected argument '" + a + "' (see --help)");
+    std::string name = a.substr(2), value;
+    bool has_value = false;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    if (!has_value) {
+      if (i + 1 >= argc) throw ConfigError("--" + name + " needs a value");
+      value = argv[++i];
+    }
+    if (name == "config") {
+      config_file = value;
+      continue;
+    }
+    const Option* opt = find_option(name);
+    if (!opt) throw ConfigError("unknown option --" + name + " (see --help)");
+    flags.emplace_back(opt, value);
+  }
+  if (!config_file.empty()) apply_config_file(c, config_file);
+  for (const auto& o : options()) {
+    const char* v = std::getenv(env_name(o.name).c_str());
+    if (!v) continue;
+    if (o.repeatable) {
+      std::stringstream ss(v);
+      std::string item;
+      while (std::getline(ss, item, ',')) if (!item.empty()) o.set(c, item);
+    } else {
+      o.set(c, v);
+    }
+  }
+  // Repeatable flags replace what env or the file gave, rather than appending to it.
+  std::set<const Option*> reset;
+  for (const auto& [opt, value] : flags) {
+    if (opt->repeatable && !reset.count(opt)) {
+      if (std::string(opt->name) == "kernelspec-dir") c.kernelspec_dirs.clear();
+      if (std::string(opt->name) == "allow-origin") c.allow_origins.clear();
+      if (std::string(opt->name) == "allow-env") c.allow_env.clear();
+      reset.insert(opt);
+    }
+    opt->set(c, value);
+  }
+  finish(c);
+  return c;
+}
+
+}  // namespace cellgate::gateway

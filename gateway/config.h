@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// config: `cellgate serve` options from defaults, a JSON config file, CELLGATE_* env vars and flags.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernel-launcher/spawner.h"
+
+namespace cellgate::gateway {
+
+// Thrown for any configuration problem; main prints what() on one line and exits 2.
+struct ConfigError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Config {
+  std::string ip = "127.0.0.1";
+  int port = 8888;
+  std::string base_url = "/";                // always starts and ends with '/'
+  std::string token;                         // empty before load(): generated if not given
+  bool token_generated = false;
+  std::string data_dir = "./data";           // made absolute
+  std::string runtime_dir;                   // default /run/cellgate (root) or /tmp/cellgate-<uid>
+  std::vector<std::string> kernelspec_dirs;
+  std::string default_kernel = "python3";
+  std::vector<std::string> allow_origins;    // "*" = any
+  std::set<std::string> allow_env;           // non-KERNEL_ names clients may pass
+  std::string spawner = "jail";              // jail | plain
+  std::string jail_helper;                   // default: cellgate-jail beside the cellgate binary
+  std::string jail_policy;                   // policy file for every kernel ("" = built-in default)
+  std::string transport = "ipc";
+  std::string log_level = "info";
+  launcher::Limits limits;                   // per-kernel defaults
+  uint64_t max_body_bytes = 64ull << 20;
+  uint64_t max_ws_message_bytes = 256ull << 20;
+  uint64_t ws_queue_bytes = 64ull << 20;     // per WebSocket; see README "slow clients"
+  uint64_t replay_bytes = 16ull << 20;       // per offline session_id
+  int max_kernels = 0;                       // 0 = unlimited
+  int kernel_start_timeout_s = 60;
+  int ws_ping_interval_s = 30;
+  int shutdown_grace_ms = 3000;
+};
+
+// Parses argv (after the subcommand), env (CELLGATE_*) and the --config file. Precedence: flags, then env,
+// then the file, then defaults. Throws ConfigError with a one-line message; prints help and exits on --help.
+Config load_config(int argc, char** argv);
+
+// The --help text: every option, its env var and its default.
+std::string config_help();
+
+}  // namespace cellgate::gateway

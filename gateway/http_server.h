@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// http_server: the TCP listener and the HTTP/1.1 session loop (Beast), handing upgrades to the gateway.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "gateway/gateway.h"
+
+namespace cellgate::gateway {
+
+// Binds ip:port (port 0 picks one). Throws ConfigError when the address cannot be bound.
+boost::asio::ip::tcp::acceptor make_acceptor(boost::asio::io_context& io, const std::string& ip, int port);
+
+// Accepts connections until the acceptor is closed; each connection runs its own session coroutine.
+boost::asio::awaitable<void> accept_loop(boost::asio::ip::tcp::acceptor& acceptor, Gateway& gateway);
+
+}  // namespace cellgate::gateway

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// kernel_hub: fans one kernel's messages out to its WebSocket clients and routes replies back.
+#include "gateway/kernel_hub.h"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "common/log.h"
+#include "common/random.h"
+#include "gateway/ws_session.h"
+
+namespace cellgate::gateway {
+
+using launcher::Channel;
+using launcher::KernelState;
+
+namespace {
+constexpr size_t kMaxPendingRequests = 8192;
+constexpr size_t kMaxOfflineSessions = 32;
+
+const char* channel_name(Channel c) { return launcher::kChannelNames[static_cast<size_t>(c)]; }
+
+bool channel_from_name(const std::string& name, Channel& out) {
+  if (name == "shell") out = Channel::kShell;
+  else if (name == "control") out = Channel::kControl;
+  else if (name == "stdin") out = Channel::kStdin;
+  else return false;
+  return true;
+}
+}  // namespace
+
+KernelHub::KernelHub(std::shared_ptr<launcher::Kernel> kernel, size_t replay_bytes)
+    : kernel_(std::move(kernel)), replay_bytes_(replay_bytes), synth_session_(common::random_uuid()) {}
+
+void KernelHub::attach(const std::shared_ptr<WsSession>& session) {
+  // jupyter_server: a second connection with the same kernel_id:session_id replaces the stale one.
+  for (auto& s : sessions_) {
+    if (s->session_id() == session->session_id()) s->close("replaced by a new connection", 1008);
+  }
+  sessions_.push_back(session);
+  auto it = offline_.find(session->session_id());
+  if (it != offline_.end()) {
+    Replay replay = std::move(it->second);
+    offline_.erase(it);
+    offline_order_.erase(std::remove(offline_order_.begin(), offline_order_.end(), session->session_id()),
+                         offline_order_.end());
+    if (replay.dropped) {
+      common::log_warn("kernel={} session={} msg=\"replay buffer overflowed\" dropped={}", kernel_->id(),
+                       session->session_id(), replay.dropped);
+      auto note = protocol::make_message(
+          "stream", synth_session_,
+          nlohmann::json{{"name", "stderr"},
+                         {"text", "[cellgate] " + std::to_string(replay.dropped) +
+                                      " messages were dropped while this client was disconnected "
+                                      "(replay buffer full)\n"}}
+              .dump());
+      session->deliver(std::make_shared<Outgoing>("iopub", std::move(note)));
+    }
+    for (auto& m : replay.messages) session->deliver(m);
+  }
+}
+
+void KernelHub::detach(WsSession* session, std::vector<OutgoingPtr> unsent) {
+  auto it = std::find_if(sessions_.begin(), sessions_.end(), [&](const auto& s) { return s.get() == session; });
+  if (it == sessions_.end()) return;
+  std::string sid = session->session_id();
+  sessions_.erase(it);
+  if (kernel_->state() == KernelState::kDead) return;
+  bool still_connected = std::any_of(sessions_.begin(), sessions_.end(), [&](const auto& s) { return s->session_id() == sid; });
+  if (still_connected) return;
+  // buffer_offline_messages: keep what this session_id would have received, for its reconnect.
+  if (!offline_.count(sid)) {
+    if (offline_order_.size() >= kMaxOfflineSessions) {
+      offline_.erase(offline_order_.front());
+      offline_order_.pop_front();
+    }
+    offline_order_.push_back(sid);
+  }
+  Replay& r = offline_[sid];
+  for (auto& m : unsent) buffer(r, m);
+}
+
+void KernelHub::buffer(Replay& r, const OutgoingPtr& m) {
+  r.messages.push_back(m);
+  r.bytes += m->bytes();
+  while (r.bytes > replay_bytes_ && !r.messages.empty()) {
+    r.bytes -= r.messages.front()->bytes();
+    r.messages.pop_front();
+    ++r.dropped;
+  }
+}
+
+void KernelHub::remember_request(const std::string& msg_id, const std::string& session_id) {
+  if (msg_id.empty()) return;
+  if (requests_.size() >= kMaxPendingRequests && !request_order_.empty()) {
+    requests_.erase(request_order_.front());
+    request_order_.pop_front();
+  }
+  if (requests_.emplace(msg_id, session_id).second) request_order_.push_back(msg_id);
+}
+
+void KernelHub::from_client(WsSession& session, const std::string& channel, protocol::Message&& message) {
+  Channel ch;
+  if (!channel_from_name(channel, ch)) return;
+  if (ch != Channel::kStdin) {
+    auto header = protocol::peek_header(message.header);
+    if (header) remember_request(header->msg_id, session.session_id());
+  }
+  if (!kernel_->send(ch, message))
+    common::log_debug("kernel={} msg=\"client message not sent: kernel channels closed\"", kernel_->id());
+}
+
+void KernelHub::deliver_to_session(const std::string& session_id, const OutgoingPtr& m) {
+  bool delivered = false;
+  for (auto& s : sessions_) {
+    if (s->session_id() == session_id) {
+      s->deliver(m);
+      delivered = true;
+    }
+  }
+  if (!delivered) {
+    auto it = offline_.find(session_id);
+    if (it != offline_.end()) buffer(it->second, m);
+  }
+}
+
+void KernelHub::broadcast(const OutgoingPtr& m) {
+  for (auto& s : sessions_) s->deliver(m);
+  for (auto& [sid, r] : offline_) buffer(r, m);
+}
+
+void KernelHub::on_kernel_message(Channel channel, const protocol::Message& message) {
+  auto out = std::make_shared<Outgoing>(channel_name(channel), message);
+  if (channel == Channel::kIopub) {
+    broadcast(out);
+    return;
+  }
+  std::string parent_id = protocol::peek_parent_msg_id(message.parent_header);
+  auto it = requests_.find(parent_id);
+  if (it == requests_.end()) {
+    common::log_debug("kernel={} channel={} msg=\"reply to an unknown request dropped\"", kernel_->id(),
+                      channel_name(channel));
+    return;
+  }
+  std::string sid = it->second;
+  // A shell or control reply ends its request; stdin (input_request) comes before the reply.
+  if (channel != Channel::kStdin) requests_.erase(it);
+  deliver_to_session(sid, out);
+}
+
+void KernelHub::on_kernel_state(KernelState state, const std::string& reason) {
+  const char* es = nullptr;
+  if (state == KernelState::kRestarting) es = "restarting";
+  else if (state == KernelState::kDead && reason != "shutdown") es = "dead";
+  else if (state == KernelState::kStarting) es = "starting";
+  if (!es) return;
+  nlohmann::json content = {{"execution_state", es}};
+  if (!reason.empty()) content["reason"] = reason;
+  broadcast(std::make_shared<Outgoing>("iopub", protocol::make_message("status", synth_session_, content.dump())));
+  if (state == KernelState::kDead && !reason.empty()) {
+    // Tell the person, not just the client library: a cell whose kernel died shows why.
+    nlohmann::json err = {{"ename", "KernelDied"}, {"evalue", reason}, {"traceback", {"Kernel died: " + reason}}};
+    broadcast(std::make_shared<Outgoing>("iopub", protocol::make_message("error", synth_session_, err.dump())));
+  }
+}
+
+void KernelHub::close_all(const std::string& reason) {
+  auto sessions = sessions_;
+  for (auto& s : sessions) s->close(reason, 1000);
+  offline_.clear();
+  offline_order_.clear();
+}
+
+}  // namespace cellgate::gateway

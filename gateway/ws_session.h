@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// ws_session: one client's kernel channels WebSocket (/api/kernels/{id}/channels).
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/websocket.hpp>
+
+#include "gateway/http_types.h"
+#include "gateway/outgoing.h"
+#include "protocol/ws_codec.h"
+
+namespace cellgate::gateway {
+
+class KernelHub;
+
+struct WsLimits {
+  uint64_t max_message_bytes;
+  uint64_t queue_bytes;
+  int ping_interval_s;
+};
+
+// Io thread only. Reads client frames into the hub; writes hub messages from a bounded queue.
+// Slow-client policy: when more than queue_bytes are waiting, the connection is closed with 1008
+// and what it had not been sent goes to its session's replay buffer, so a reconnect with the same
+// session_id gets it: memory stays bounded and nothing is dropped silently.
+class WsSession : public std::enable_shared_from_this<WsSession> {
+ public:
+  using Stream = boost::beast::websocket::stream<boost::beast::tcp_stream>;
+
+  WsSession(Stream ws, std::shared_ptr<KernelHub> hub, std::string session_id, protocol::WsProtocol protocol,
+            WsLimits limits);
+
+  // Completes the handshake for req and serves until the connection ends.
+  boost::asio::awaitable<void> run(Request req);
+  // Queues a message. Never blocks.
+  void deliver(const OutgoingPtr& m);
+  // Sends a close frame after what is queued (code 1000 unless given).
+  void close(const std::string& reason, uint16_t code = 1000);
+  const std::string& session_id() const { return session_id_; }
+
+ private:
+  void do_write();
+  std::vector<OutgoingPtr> take_unsent();
+
+  Stream ws_;
+  std::shared_ptr<KernelHub> hub_;
+  std::string session_id_;
+  protocol::WsProtocol protocol_;
+  WsLimits limits_;
+  std::deque<OutgoingPtr> queue_;
+  size_t queued_bytes_ = 0;
+  bool writing_ = false;
+  bool closing_ = false;
+  bool closed_ = false;
+  boost::beast::websocket::close_reason close_reason_;
+};
+
+}  // namespace cellgate::gateway

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// cgroup: one cgroup per jail — v1 hybrid (memory, pids, cpu, cpuacct, freezer + unified/) or v2.
+#include "isolation/cgroup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <ctime>
+
+#include "common/unique_fd.h"
+
+namespace cellgate::isolation {
+namespace {
+
+using common::Errc;
+using common::make_error;
+
+constexpr uint64_t kCpuPeriodUs = 100000;
+
+bool is_fs(const std::string& path, int64_t magic) {
+  struct statfs st {};
+  return ::statfs(path.c_str(), &st) == 0 && static_cast<int64_t>(st.f_type) == magic;
+}
+
+int write_file(const std::string& path, const std::string& value) {
+  common::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd) return errno;
+  ssize_t n = ::write(fd.get(), value.data(), value.size());
+  if (n < 0) return errno;
+  return static_cast<size_t>(n) == value.size() ? 0 : EIO;
+}
+
+std::string read_file(const std::string& path) {
+  common::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return {};
+  char buf[4096];
+  ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+// Value of "key N" lines (memory.events, memory.oom_control, pids.events).
+uint64_t counter(const std::string& text, const std::string& key) {
+  size_t pos = 0;
+  while ((pos = text.find(key + " ", pos)) != std::string::npos) {
+    if (pos == 0 || text[pos - 1] == '\n') return std::strtoull(text.c_str() + pos + key.size() + 1, nullptr, 10);
+    pos += key.size();
+  }
+  return 0;
+}
+
+void sleep_ms(long ms) {
+  timespec ts{0, ms * 1000000L};
+  ::nanosleep(&ts, nullptr);
+}
+
+common::Error fail(const std::string& what, int err) {
+  return make_error(Errc::kInternal, what + ": " + std::strerror(err), err);
+}
+
+}  // namespace
+
+CgroupLayout detect_cgroup_layout(const std::string& base) {
+  return is_fs(base, CGROUP2_SUPER_MAGIC) ? CgroupLayout::kV2 : CgroupLayout::kV1Hybrid;
+}
+
+CgroupPaths plan_cgroup_paths(CgroupLayout layout, const std::string& base, const std::string& name,
+                              const std::vector<std::string>& v1_controllers, bool has_unified) {
+  CgroupPaths p;
+  p.layout = layout;
+  const std::string leaf = "/cellgate/" + name;
+  if (layout == CgroupLayout::kV2) {
+    p.dirs = {base + "/cellgate", base + leaf};
+    p.unified = p.memory = p.pids = p.cpu = base + leaf;
+    return p;
+  }
+  for (const auto& ctl : v1_controllers) {
+    p.dirs.push_back(base + "/" + ctl + "/cellgate");
+    p.dirs.push_back(base + "/" + ctl + leaf);
+    if (ctl == "memory") p.memory = base + "/memory" + leaf;
+    if (ctl == "pids") p.pids = base + "/pids" + leaf;
+    if (ctl == "cpu") p.cpu = base + "/cpu" + leaf;
+  }
+  if (has_unified) {
+    p.dirs.push_back(base + "/unified/cellgate");
+    p.dirs.push_back(base + "/unified" + leaf);
+    p.unified = base + "/unified" + leaf;
+  }
+  return p;
+}
+
+std::string human_bytes(uint64_t bytes) {
+  constexpr uint64_t kMiB = 1ULL << 20, kGiB = 1ULL << 30;
+  if (bytes >= kGiB && bytes % kGiB == 0) return std::to_string(bytes / kGiB) + " GiB";
+  if (bytes >= kMiB) return std::to_string((bytes + kMiB / 2) / kMiB) + " MiB";
+  return std::to_string(bytes) + " bytes";
+}
+
+uint64_t cpu_quota_us(double cores) {
+  return static_cast<uint64_t>(std::llround(cores * static_cast<double>(kCpuPeriodUs)));
+}
+
+common::Result<Cgroup> Cgroup::create(const std::string& base, const std::string& name, const CgroupLimits& limits) {
+  CgroupLayout layout = detect_cgroup_layout(base);
+  std::vector<std::string> controllers;
+  std::vector<std::string> seen;  // "cpu" and "cpuacct" are often one hierarchy (cpu,cpuacct)
+  for (const char* ctl : {"memory", "pids", "cpu", "cpuacct", "freezer"}) {
+    std::string dir = base + "/" + ctl;
+    if (layout != CgroupLayout::kV1Hybrid || !is_fs(dir, CGROUP_SUPER_MAGIC)) continue;
+    char real[4096];
+    if (::realpath(dir.c_str(), real) == nullptr) continue;
+    bool dup = false;
+    for (const auto& s : seen) dup = dup || s == real;
+    if (dup) continue;
+    seen.emplace_back(real);
+    controllers.emplace_back(ctl);
+  }
+  bool unified = layout == CgroupLayout::kV1Hybrid && is_fs(base + "/unified", CGROUP2_SUPER_MAGIC);
+  Cgroup cg;
+  cg.paths_ = plan_cgroup_paths(layout, base, name, controllers, unified);
+  cg.limits_ = limits;
+  const CgroupPaths& p = cg.paths_;
+  if (layout == CgroupLayout::kV1Hybrid && (p.memory.empty() || p.pids.empty()))
+    return make_error(Errc::kInternal, "cgroup: no v1 memory/pids hierarchy under " + base);
+  if (layout == CgroupLayout::kV2 && ::mkdir((base + "/cellgate").c_str(), 0755) < 0 && errno != EEXIST)
+    return fail("cgroup: mkdir " + base + "/cellgate", errno);
+  if (layout == CgroupLayout::kV2) {
+    // Controllers must be enabled in every ancestor's subtree_control (cgroup-v2.rst
+    // "Enabling and Disabling"); the jail dir stays a leaf, so it may hold processes.
+    for (const std::string& dir : {base, base + "/cellgate"}) {
+      for (const char* ctl : {"+memory", "+pids", "+cpu"}) {
+        if (int err = write_file(dir + "/cgroup.subtree_control", ctl))
+          return fail("cgroup: enable " + std::string(ctl + 1) + " in " + dir, err);
+      }
+    }
+  }
+  for (const auto& dir : p.dirs) {
+    if (::mkdir(dir.c_str(), 0755) == 0) continue;
+    if (errno != EEXIST) return fail("cgroup: mkdir " + dir, errno);
+    if (dir.ends_with("/cellgate")) continue;
+    // A stale dir of a crashed jail with the same name: empty ones can go.
+    if (::rmdir(dir.c_str()) < 0 || ::mkdir(dir.c_str(), 0755) < 0)
+      return fail("cgroup: " + dir + " exists and is busy", errno);
+  }
+  auto set = [](const std::string& path, const std::string& value, bool optional) -> common::Status {
+    int err = write_file(path, value);
+    if (err == 0 || (optional && err == ENOENT)) return common::ok();
+    return fail("cgroup: write " + value + " to " + path, err);
+  };
+  const std::string mem = std::to_string(limits.memory), pids = std::to_string(limits.pids);
+  const std::string quota = std::to_string(cpu_quota_us(limits.cpu));
+  common::Status s = common::ok();
+  if (layout == CgroupLayout::kV2) {
+    if (s) s = set(p.memory + "/memory.max", mem, false);
+    if (s) s = set(p.memory + "/memory.swap.max", "0", true);
+    if (s) s = set(p.memory + "/memory.oom.group", "1", false);
+    if (s) s = set(p.pids + "/pids.max", pids, false);
+    if (s) s = set(p.cpu + "/cpu.max", quota + " " + std::to_string(kCpuPeriodUs), false);
+  } else {
+    if (s) s = set(p.memory + "/memory.limit_in_bytes", mem, false);
+    if (s) s = set(p.memory + "/memory.memsw.limit_in_bytes", mem, true);  // no swap
+    if (s) s = set(p.pids + "/pids.max", pids, false);
+    if (s && !p.cpu.empty()) s = set(p.cpu + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUs), false);
+    if (s && !p.cpu.empty()) s = set(p.cpu + "/cpu.cfs_quota_us", quota, false);
+  }
+  if (!s) {
+    cg.remove();
+    return s.error();
+  }
+  return cg;
+}
+
+common::Status Cgroup::place(pid_t pid, bool skip_unified) const {
+  const std::string text = std::to_string(pid);
+  for (const auto& dir : paths_.dirs) {
+    if (dir.ends_with("/cellgate") || (skip_unified && dir == paths_.unified)) continue;
+    if (int err = write_file(dir + "/cgroup.procs", text)) return fail("cgroup: place in " + dir, err);
+  }
+  return common::ok();
+}
+
+bool Cgroup::kill_all() const {
+  return !paths_.unified.empty() && write_file(paths_.unified + "/cgroup.kill", "1") == 0;
+}
+
+std::string Cgroup::exit_reason() const {
+  uint64_t oom = paths_.layout == CgroupLayout::kV2
+                     ? counter(read_file(paths_.memory + "/memory.events"), "oom_kill")
+                     : counter(read_file(paths_.memory + "/memory.oom_control"), "oom_kill");
+  if (oom > 0) return "memory limit " + human_bytes(limits_.memory) + " exceeded";
+  if (counter(read_file(paths_.pids + "/pids.events"), "max") > 0)
+    return "pids limit " + std::to_string(limits_.pids) + " reached";
+  return "";
+}
+
+void Cgroup::remove() const {
+  for (auto it = paths_.dirs.rbegin(); it != paths_.dirs.rend(); ++it) {
+    if (it->ends_with("/cellgate")) continue;  // shared by every jail
+    // The dying tasks leave asynchronously after the pid namespace is gone: retry ≤ 200 ms.
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      if (::rmdir(it->c_str()) == 0 || errno == ENOENT) break;
+      if (errno != EBUSY) break;
+      sleep_ms(2);
+    }
+  }
+}
+
+}  // namespace cellgate::isolation

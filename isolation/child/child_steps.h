@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// child_steps: the apply_* steps run_child sequences. All async-signal-safe, return 0 or an errno.
+#pragma once
+
+#include "isolation/child/run_child.h"
+
+namespace cellgate::isolation::child {
+
+// Sends one record on the report socket; ignores failures (the helper may be gone).
+void report(int fd, ReportKind kind, Stage stage, int err, uint32_t detail) noexcept;
+// Reports the failure and _exits(127).
+[[noreturn]] void fail(const ChildPlan& plan, Stage stage, int err, uint32_t detail = 0) noexcept;
+
+// Runs the mount ops in order; on failure returns the errno and stores the op index.
+int apply_mounts(const MountOp* ops, size_t n, uint32_t* failed_index) noexcept;
+// pivot_root(".", ".") into new_root, detaches the old root, remounts "/" read-only.
+int apply_pivot_root(const char* new_root) noexcept;
+int apply_remount_root_ro() noexcept;
+// Brings `lo` up (a fresh net namespace has it DOWN, so even 127.0.0.1 gives ENETUNREACH).
+int apply_loopback_up() noexcept;
+int apply_rlimits(const Rlimit* limits, size_t n) noexcept;
+
+// Drops every capability (bounding, inheritable, ambient) and switches to uid/gid; returns the
+// failing stage through *stage.
+int apply_drop_privileges(const ChildPlan& plan, Stage* stage) noexcept;
+// PR_SET_NO_NEW_PRIVS then seccomp(SECCOMP_SET_MODE_FILTER) with the parent's BPF.
+int apply_seccomp(const ChildPlan& plan, Stage* stage) noexcept;
+// Closes every fd >= 3 except those listed (close_range over the gaps).
+int apply_close_fds_except(const int* keep, size_t n) noexcept;
+
+// pid 1 after setup: reaps, forwards signals to the kernel's process group, exits with the
+// kernel's status (after writing its raw wait status to exit_fd).
+[[noreturn]] void run_init_loop(const ChildPlan& plan, pid_t kernel) noexcept;
+// The set of signals init forwards (and blocks); SIGCHLD is added by the callers that need it.
+void forwarded_signals(sigset_t* set) noexcept;
+
+}  // namespace cellgate::isolation::child

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// run_child: the isolation sequence in the child, as a checklist (pid 1, then the kernel).
+#include "isolation/child/run_child.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "isolation/child/child_steps.h"
+
+namespace cellgate::isolation::child {
+namespace {
+
+void noop_handler(int) {}
+
+// pid 1 ignores signals whose handler is SIG_DFL even when the helper sends them
+// (SIGNAL_UNKILLABLE, kernel/signal.c sig_task_ignored), so install a real handler and keep
+// the signals blocked: sigwaitinfo() then takes them.
+int install_init_signals() noexcept {
+  sigset_t set;
+  forwarded_signals(&set);
+  sigaddset(&set, SIGCHLD);
+  struct sigaction sa {};
+  sa.sa_handler = noop_handler;
+  sigemptyset(&sa.sa_mask);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sigismember(&set, sig) == 1 && sigaction(sig, &sa, nullptr) < 0) return errno;
+  }
+  return sigprocmask(SIG_BLOCK, &set, nullptr) < 0 ? errno : 0;
+}
+
+bool helper_alive(int sync_fd) noexcept {
+  pollfd p{sync_fd, POLLIN, 0};
+  return !(poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)) != 0);
+}
+
+[[noreturn]] void exec_kernel(const ChildPlan& plan) noexcept {
+  if (setsid() < 0) fail(plan, Stage::kSetsid, errno);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);  // EINVAL for KILL/STOP
+  sigset_t none;
+  sigemptyset(&none);
+  if (sigprocmask(SIG_SETMASK, &none, nullptr) < 0) fail(plan, Stage::kSignals, errno);
+  Stage stage = Stage::kNone;
+  if (int err = apply_drop_privileges(plan, &stage)) fail(plan, stage, err);
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) fail(plan, Stage::kPdeathsig, errno);
+  if (chdir(plan.cwd) < 0) fail(plan, Stage::kChdir, errno);
+  umask(plan.umask);
+  int keep[] = {plan.report_fd};
+  if (int err = apply_close_fds_except(keep, 1)) fail(plan, Stage::kFds, err);
+  // The helper learns our host pid from the SCM_CREDENTIALS of this record.
+  report(plan.report_fd, ReportKind::kHello, Stage::kExec, 0, 0);
+  if (int err = apply_seccomp(plan, &stage)) fail(plan, stage, err);
+  int err = ENOENT;
+  for (const char* const* path = plan.exec_paths; *path != nullptr; ++path) {
+    execve(*path, plan.argv, plan.envp);
+    if (errno != ENOENT && errno != ENOTDIR) {
+      err = errno;
+      break;
+    }
+  }
+  fail(plan, Stage::kExec, err);
+}
+
+[[noreturn]] void become_init(const ChildPlan& plan, pid_t kernel) noexcept {
+  Stage stage = Stage::kNone;
+  if (int err = apply_drop_privileges(plan, &stage)) fail(plan, stage, err);
+  // setresuid cleared PDEATHSIG; re-arm it, then close the race with an already dead helper.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) fail(plan, Stage::kPdeathsig, errno);
+  if (!helper_alive(plan.sync_fd)) _exit(127);
+  if (chdir("/") < 0) fail(plan, Stage::kChdir, errno);
+  if (int err = apply_seccomp(plan, &stage)) fail(plan, stage, err);
+  int keep[] = {plan.sync_fd, plan.exit_fd};
+  if (int err = apply_close_fds_except(keep, 2)) fail(plan, Stage::kFds, err);
+  run_init_loop(plan, kernel);
+}
+
+// One byte from the helper; false when it gave up on us (EOF) instead.
+bool wait_for_helper(int sync_fd) noexcept {
+  char byte = 0;
+  ssize_t n;
+  while ((n = read(sync_fd, &byte, 1)) < 0 && errno == EINTR) {
+  }
+  return n == 1;
+}
+
+}  // namespace
+
+void run_child(const ChildPlan& plan) noexcept {
+  // Byte 1: our uid/gid maps are written (and rw trees idmapped).
+  if (!wait_for_helper(plan.sync_fd)) _exit(127);
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) fail(plan, Stage::kPdeathsig, errno);
+  if (!helper_alive(plan.sync_fd)) _exit(127);
+  umask(0);
+  // We still carry the helper's kuid 0, which the new user namespace does not map (our uid
+  // reads as 65534 and file creation fails with EOVERFLOW): become the namespace's own root.
+  if (setresgid(0, 0, 0) < 0) fail(plan, Stage::kSetgid, errno);
+  if (setresuid(0, 0, 0) < 0) fail(plan, Stage::kSetuid, errno);
+  if (setgroups(0, nullptr) < 0) fail(plan, Stage::kSetgroups, errno);
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0)
+    fail(plan, Stage::kMountPrivate, errno);
+  uint32_t index = 0;
+  if (int err = apply_mounts(plan.mounts, plan.n_mounts, &index)) fail(plan, Stage::kMount, err, index);
+  if (int err = apply_pivot_root(plan.new_root)) fail(plan, Stage::kPivotRoot, err);
+  if (int err = apply_remount_root_ro()) fail(plan, Stage::kRemountRoot, err);
+  // Byte 2: we are in our cgroups. The helper moves us while we build the root above, because
+  // a v1 cgroup.procs write can cost a whole RCU grace period (~10 ms). A cgroup namespace
+  // created now is rooted there: /proc/self/cgroup shows "/" and the host layout stays hidden.
+  if (!wait_for_helper(plan.sync_fd)) _exit(127);
+  if (unshare(CLONE_NEWCGROUP) < 0) fail(plan, Stage::kCgroupNs, errno);
+  if (sethostname(plan.hostname, plan.hostname_len) < 0) fail(plan, Stage::kHostname, errno);
+  if (int err = apply_loopback_up()) fail(plan, Stage::kLoopback, err);
+  if (int err = apply_rlimits(plan.rlimits, plan.n_rlimits)) fail(plan, Stage::kRlimits, err);
+  if (int err = install_init_signals()) fail(plan, Stage::kSignals, err);
+  pid_t kernel = _Fork();  // no atfork handlers: we are the only thread
+  if (kernel < 0) fail(plan, Stage::kFork, errno);
+  if (kernel == 0) exec_kernel(plan);
+  become_init(plan, kernel);
+}
+
+}  // namespace cellgate::isolation::child

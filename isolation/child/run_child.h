@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// run_child: the jail's child world (after clone, before execve); the contract with the parent.
+#pragma once
+
+#include <linux/filter.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace cellgate::isolation::child {
+
+// Where a failure happened; the parent turns it into `cellgate-jail: <stage>: <strerror>`.
+// Append only: the numbers cross the report socket.
+enum class Stage : uint32_t {
+  kNone = 0, kSync, kPdeathsig, kCgroupNs, kMountPrivate, kMount, kPivotRoot, kRemountRoot,
+  kHostname, kLoopback, kRlimits, kFork, kSetsid, kSignals, kCapabilities, kSetgroups, kSetgid,
+  kSetuid, kNoNewPrivs, kSeccomp, kFds, kChdir, kExec, kInit,
+};
+// Records on the report socket (SOCK_SEQPACKET, so one record per message).
+enum class ReportKind : uint32_t { kError = 1, kHello = 2 };
+struct ChildReport {
+  uint32_t kind;    // ReportKind
+  uint32_t stage;   // Stage
+  int32_t err;      // errno
+  uint32_t detail;  // mount op index for Stage::kMount, else 0
+};
+static_assert(sizeof(ChildReport) == 16);
+
+enum class MountOpType : uint32_t {
+  kMkdir,       // mkdir target (mode), chown owner; EEXIST is fine
+  kTouch,       // create an empty file (a file bind's mount point)
+  kTmpfs,       // mount tmpfs at target with flags and data
+  kBind,        // bind source (recursively) onto target, then mount_setattr(attr_set)
+  kProc,        // mount proc of the jail's pid namespace
+  kDevpts,      // mount a new devpts instance (data = options)
+  kSymlink,     // symlink(source, target)
+  kWriteFile,   // create target with data (data_len bytes), chown owner
+  kWriteExisting,  // open existing target O_WRONLY and write data (sysctls)
+  kMoveTree,    // move_mount the detached tree fd onto target (idmapped binds)
+  kSetAttr,     // mount_setattr(target, attr_set), recursive or not
+};
+struct MountOp {
+  MountOpType type;
+  const char* source;   // kBind, kSymlink
+  const char* target;   // absolute path below the new root (before pivot_root)
+  const char* data;     // fs options or file contents
+  size_t data_len;
+  unsigned long flags;  // MS_* for kTmpfs/kProc/kDevpts
+  uint64_t attr_set;    // MOUNT_ATTR_* for kBind/kMoveTree/kSetAttr
+  uint32_t mode;
+  int32_t owner;        // uid=gid to chown to (inside ids), -1 = leave
+  int fd;               // kMoveTree
+  bool recursive;       // kBind, kSetAttr
+  bool optional;        // ENOENT on the source/target is not an error
+};
+
+struct Rlimit {
+  int resource;
+  rlimit value;
+};
+
+// Everything the child needs, fully materialised by the parent before clone. Holds only
+// pointers into storage owned by the parent's JailPlan; the child never allocates.
+struct ChildPlan {
+  const MountOp* mounts;
+  size_t n_mounts;
+  const char* new_root;         // tmpfs root, pivot_root'ed into
+  const char* hostname;
+  size_t hostname_len;
+  const Rlimit* rlimits;
+  size_t n_rlimits;
+  const sock_filter* filter;    // seccomp BPF built with libseccomp in the parent
+  unsigned short filter_len;
+  const char* const* exec_paths;  // candidate absolute paths for argv[0] (PATH search done)
+  char* const* argv;
+  char* const* envp;
+  const char* cwd;
+  uid_t uid;                    // inside uid/gid after setup (1000)
+  gid_t gid;
+  mode_t umask;
+  int last_cap;                 // /proc/sys/kernel/cap_last_cap
+  int sync_fd;                  // read end: one byte = released; EOF = helper died
+  int report_fd;                // SOCK_SEQPACKET, close-on-exec: ChildReport records
+  int exit_fd;                  // write end: init writes the kernel's wait status (int)
+};
+
+// runs in: child (pid 1 of the new namespaces), async-signal-safe. Never returns: becomes the
+// jail init and _exits with the kernel's status, or reports {stage, errno} and _exits(127).
+[[noreturn]] void run_child(const ChildPlan& plan) noexcept;
+
+}  // namespace cellgate::isolation::child

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// jail_help: the --help text of cellgate-jail (every option, defaults, exit codes).
+#include "isolation/jail_options.h"
+
+namespace cellgate::isolation {
+
+std::string help_text() {
+  return R"(usage: cellgate-jail [options] -- CMD ARGS...
+
+Builds a jail (user, pid, mount, net, ipc, uts and cgroup namespaces; a minimal read-only
+root; no capabilities; seccomp; cgroup limits) and runs CMD in it as uid/gid 1000 `sandbox`
+with cwd and HOME /workspace. A jail init is pid 1; CMD is pid 2.
+
+Options (VALUE may also be given as --option=VALUE):
+  --name ID               jail name [a-zA-Z0-9_-]{1,64}; names the cgroup dir. Default jail-<pid>
+  --policy FILE           JSON policy layered on the built-in default policy (isolation/POLICY.md)
+  --workspace DIR         host dir bound read-write at /workspace (idmapped: on-disk uid/gid
+                          N <-> inside N, so `sandbox` files are stored as 1000:1000; a root-owned
+                          DIR is chowned to 1000:1000 first). Default: an empty tmpfs
+  --bind-same DIR         bind a host dir read-write at the same path inside (repeatable)
+  --connection-file FILE  same as --bind-same dirname(FILE)
+  --ro-bind SRC[:DST]     extra read-only bind (repeatable)
+  --env K=V               kernel environment entry (repeatable). Nothing is inherited; defaults
+                          PATH, HOME=/workspace, LANG=C.UTF-8, TERM=xterm-256color, USER and
+                          LOGNAME=sandbox, SHELL=/bin/bash, MPLBACKEND=Agg, IPYTHONDIR=/tmp/.ipython,
+                          XDG_CACHE_HOME=/tmp/.cache, MPLCONFIGDIR=/tmp/.config/matplotlib are
+                          added when absent (policy env, then --env, win)
+  --hostname NAME         default "sandbox"
+  --memory BYTES          cgroup memory limit, no swap (K/M/G suffixes). Default 1G
+  --pids N                cgroup pids limit (threads count). Default 256
+  --cpu CORES             CFS quota in cores, e.g. 1 or 0.5. Default 1
+  --nofile N              RLIMIT_NOFILE. Default 1024
+  --fsize BYTES           RLIMIT_FSIZE. Default 1G
+  --tmp-size BYTES        size of the /tmp and of the /dev/shm tmpfs. Default 256M
+  --uid-range START:COUNT host uid range split in 65536-uid slots, one per live jail (flock on
+                          /run/cellgate/uids/<slot>.lock). Default 200000:6553600
+  --status-file PATH      JSON status, replaced atomically on each change
+  --ready-fd N            one JSON line on fd N once CMD is exec'd or the jail failed
+  --cgroup-root PATH      cgroup mount base instead of /sys/fs/cgroup; dirs are <base>/.../cellgate/<name>
+  --no-cgroup             no cgroups (non-root development; weaker: no memory/pids/cpu limits)
+  --help                  this text
+
+Signals: SIGINT and SIGTERM (and SIGHUP, SIGQUIT, SIGUSR2) go to CMD's process group;
+SIGUSR1 kills the whole jail at once. SIGKILL to the helper kills the jail (PDEATHSIG).
+
+Exit status: CMD's exit code, or 128+signal; 125 bad options; 126 a setup stage failed
+(`cellgate-jail: <stage>: <strerror>` on stderr, in the status file and on the ready fd).
+)";
+}
+
+}  // namespace cellgate::isolation

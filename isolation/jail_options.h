@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// jail_options: cellgate-jail's command line (pure parsing, no side effects).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+
+namespace cellgate::isolation {
+
+struct BindSpec {
+  std::string source;
+  std::string target;
+};
+
+// Limits that may come from the command line or the policy file; unset = take the next layer.
+struct Limits {
+  std::optional<uint64_t> memory;    // bytes
+  std::optional<uint64_t> pids;
+  std::optional<double> cpu;         // cores
+  std::optional<uint64_t> nofile;
+  std::optional<uint64_t> fsize;     // bytes
+  std::optional<uint64_t> tmp_size;  // bytes, /tmp and /dev/shm each
+};
+
+struct JailOptions {
+  std::string name;                 // default: "jail-<pid>" (filled by the caller)
+  std::string policy_file;          // empty: the built-in default policy
+  std::string workspace;            // empty: a tmpfs at /workspace
+  std::vector<std::string> bind_same;
+  std::vector<BindSpec> ro_binds;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::optional<std::string> hostname;
+  Limits limits;
+  uint64_t uid_start = 200000;
+  uint64_t uid_count = 6553600;
+  std::string status_file;
+  int ready_fd = -1;
+  std::string cgroup_root;          // empty: /sys/fs/cgroup
+  bool no_cgroup = false;
+  bool help = false;
+  std::vector<std::string> command;
+};
+
+// Parses argv (argv[0] is skipped). Errors carry a one-line message for exit code 125.
+common::Result<JailOptions> parse_options(int argc, const char* const* argv);
+// The --help text, documenting every option.
+std::string help_text();
+
+// "512M", "1G", "4096", "1.5G" → bytes (K/M/G/T binary suffixes, optional "iB"/"B").
+bool parse_size(std::string_view text, uint64_t& out);
+bool parse_uint(std::string_view text, uint64_t& out);
+// A jail name: [a-zA-Z0-9_-]{1,64}.
+bool valid_name(std::string_view name);
+// Splits SRC[:DST]; DST defaults to SRC; both must be absolute.
+bool parse_bind(std::string_view text, BindSpec& out);
+
+}  // namespace cellgate::isolation

@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// jail_spawn: prepare (uid slot, cgroup, workspace trees, plan) and clone + release the child.
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "isolation/jail.h"
+#include "isolation/seccomp_policy.h"
+
+namespace cellgate::isolation {
+namespace {
+
+constexpr size_t kMaxMplFileBytes = 8 << 20;
+
+SetupFailure sys_failure(const std::string& stage, int err, const std::string& what = "") {
+  return SetupFailure{stage, err, (what.empty() ? stage : what) + ": " + std::strerror(err)};
+}
+
+int write_text(const std::string& path, const std::string& text) {
+  common::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd) return errno;
+  ssize_t n = ::write(fd.get(), text.data(), text.size());
+  return n == static_cast<ssize_t>(text.size()) ? 0 : (n < 0 ? errno : EIO);
+}
+
+bool read_small_file(const std::string& path, std::string& out) {
+  common::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) return false;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) return true;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > kMaxMplFileBytes) return false;
+  }
+}
+
+// Chowns `dir` (and, with entries, the regular files directly in it) from one of `from` to owner.
+void chown_tree_top(int dir_fd, bool entries, std::initializer_list<uid_t> from, uid_t owner) {
+  auto wanted = [&](uid_t uid) {
+    for (uid_t f : from) if (f == uid) return true;
+    return false;
+  };
+  struct stat st {};
+  if (::fstat(dir_fd, &st) == 0 && wanted(st.st_uid)) (void)::fchown(dir_fd, owner, owner);
+  if (!entries) return;
+  int dup = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
+  DIR* d = dup >= 0 ? ::fdopendir(dup) : nullptr;
+  if (d == nullptr) {
+    if (dup >= 0) ::close(dup);
+    return;
+  }
+  int count = 0;
+  while (dirent* e = ::readdir(d)) {
+    if (++count > 4096) break;  // bound: an ipc dir holds a handful of files
+    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+    if (::fstatat(dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && wanted(st.st_uid))
+      (void)::fchownat(dir_fd, e->d_name, owner, owner, AT_SYMLINK_NOFOLLOW);
+  }
+  ::closedir(d);
+}
+
+}  // namespace
+
+Jail::Jail(JailOptions options, Policy policy) : options_(std::move(options)), policy_(std::move(policy)) {
+  limits_ = resolve_limits(options_.limits, policy_.limits);
+  ready_fd_ = options_.ready_fd;
+}
+
+std::vector<std::pair<std::string, std::string>> Jail::mpl_seed_files() const {
+  std::vector<std::pair<std::string, std::string>> files;
+  if (policy_.mpl_cache_dir.empty()) return files;
+  DIR* d = ::opendir(policy_.mpl_cache_dir.c_str());
+  if (d == nullptr) return files;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (!name.starts_with("fontlist-") || !name.ends_with(".json") || files.size() >= 4) continue;
+    std::string text;
+    if (read_small_file(policy_.mpl_cache_dir + "/" + name, text)) files.emplace_back(name, std::move(text));
+  }
+  ::closedir(d);
+  return files;
+}
+
+std::optional<SetupFailure> Jail::prepare() {
+  for (const char* dir : {kRunDir, kNewRoot}) {
+    if (::mkdir(dir, 0755) < 0 && errno != EEXIST) return sys_failure("prepare", errno, std::string("mkdir ") + dir);
+  }
+  if (::chmod(kNewRoot, 0755) < 0) return sys_failure("prepare", errno, std::string("chmod ") + kNewRoot);
+  auto slot = acquire_uid_slot(kUidLockDir, options_.uid_start, options_.uid_count,
+                               static_cast<uint64_t>(::getpid()));
+  if (!slot) return SetupFailure{"uid_slot", slot.error().sys_errno, slot.error().message};
+  slot_ = std::move(slot.value());
+
+  if (!options_.no_cgroup) {
+    std::string base = options_.cgroup_root.empty() ? "/sys/fs/cgroup" : options_.cgroup_root;
+    auto cg = Cgroup::create(base, options_.name, CgroupLimits{limits_.memory, limits_.pids, limits_.cpu});
+    if (!cg) return SetupFailure{"cgroup", cg.error().sys_errno, cg.error().message};
+    cgroup_.emplace(std::move(cg.value()));
+  }
+
+  auto filter = build_seccomp_bpf(policy_);
+  if (!filter) return SetupFailure{"seccomp", filter.error().sys_errno, filter.error().message};
+
+  // Read-write binds: a detached clone of each tree, idmapped after clone (see idmap_or_chown).
+  // A root-owned top dir is handed to the stable on-disk owner 1000 first, so the launcher
+  // may simply mkdir as root.
+  MountInputs in;
+  in.new_root = kNewRoot;
+  in.hostname = options_.hostname.value_or(policy_.hostname);
+  in.tmp_size = limits_.tmp_size;
+  auto add_rw = [&](const std::string& path, bool entries) -> std::optional<SetupFailure> {
+    common::UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!dir) return sys_failure("workspace", errno, "open " + path);
+    chown_tree_top(dir.get(), entries, {0}, kSandboxId);
+    RwDir rw{path, entries, common::UniqueFd(static_cast<int>(
+                                ::open_tree(AT_FDCWD, path.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE)))};
+    rw_dirs_.push_back(std::move(rw));
+    return std::nullopt;
+  };
+  if (!options_.workspace.empty()) {
+    if (auto f = add_rw(options_.workspace, false)) return f;
+  }
+  for (const auto& dir : options_.bind_same) {
+    if (auto f = add_rw(dir, true)) return f;
+  }
+  size_t i = 0;
+  if (!options_.workspace.empty()) {
+    in.workspace = RwBind{rw_dirs_[0].path, rw_dirs_[0].tree.get()};
+    i = 1;
+  }
+  for (; i < rw_dirs_.size(); ++i) in.bind_same.push_back(RwBind{rw_dirs_[i].path, rw_dirs_[i].tree.get()});
+  in.ro_binds = policy_.ro_binds;
+  in.ro_binds.insert(in.ro_binds.end(), options_.ro_binds.begin(), options_.ro_binds.end());
+  in.etc_binds = policy_.etc_binds;
+  in.cache_binds = policy_.cache_binds;
+  in.mpl_files = mpl_seed_files();
+  auto plan = JailPlan::build(options_, policy_, in, std::move(filter.value()));
+  if (!plan) return SetupFailure{"plan", plan.error().sys_errno, plan.error().message};
+  plan_.emplace(std::move(plan.value()));
+  return std::nullopt;
+}
+
+void Jail::idmap_or_chown() {
+  common::UniqueFd userns(::open(("/proc/" + std::to_string(init_pid_) + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC));
+  for (auto& rw : rw_dirs_) {
+    bool mapped = false;
+    if (rw.tree && userns) {
+      // On-disk uid N appears as inside N (the jail's map is 0..65535 → slot), so files of
+      // `sandbox` are stored as 1000:1000 whatever slot the jail got.
+      mount_attr attr{};
+      attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+      attr.userns_fd = static_cast<uint64_t>(userns.get());
+      mapped = ::mount_setattr(rw.tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) == 0;
+    }
+    if (mapped) continue;
+    // Fallback (file system without idmapped mounts): hand the dir to this slot's host uid.
+    common::UniqueFd dir(::open(rw.path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (dir) chown_tree_top(dir.get(), rw.entries, {0, kSandboxId}, static_cast<uid_t>(slot_.base + kSandboxId));
+  }
+}
+
+std::optional<SetupFailure> Jail::spawn() {
+  int sync[2], exitp[2], report[2];
+  if (::pipe2(sync, O_CLOEXEC) < 0 || ::pipe2(exitp, O_CLOEXEC) < 0)
+    return sys_failure("clone", errno, "pipe");
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, report) < 0) return sys_failure("clone", errno, "socketpair");
+  common::UniqueFd sync_r(sync[0]), exit_w(exitp[1]), report_child(report[1]);
+  sync_.reset(sync[1]);
+  exit_.reset(exitp[0]);
+  report_.reset(report[0]);
+  int one = 1;
+  // SO_PASSCRED: the kernel child's hello carries its pid translated into our pid namespace.
+  if (::setsockopt(report_.get(), SOL_SOCKET, SO_PASSCRED, &one, sizeof one) < 0)
+    return sys_failure("clone", errno, "SO_PASSCRED");
+  child::ChildPlan cp = plan_->child_plan(sync_r.get(), report_child.get(), exit_w.get());
+
+  int pidfd = -1;
+  clone_args args{};
+  args.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD;
+  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
+  args.exit_signal = SIGCHLD;
+  // CLONE_INTO_CGROUP starts the child in the v2 dir without a migration (no cgroup.procs write).
+  common::UniqueFd v2_dir;
+  if (cgroup_ && !cgroup_->paths().unified.empty())
+    v2_dir.reset(::open(cgroup_->paths().unified.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (v2_dir) {
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<uint64_t>(v2_dir.get());
+  }
+  long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  bool placed_v2 = pid >= 0 && v2_dir;
+  if (pid < 0 && v2_dir) {  // a kernel without CLONE_INTO_CGROUP: place it by writing cgroup.procs
+    args.flags &= ~static_cast<uint64_t>(CLONE_INTO_CGROUP);
+    pid = ::syscall(SYS_clone3, &args, sizeof args);
+  }
+  if (pid < 0) return sys_failure("clone", errno);
+  if (pid == 0) {
+    // The child must not hold the helper's ends: the sync pipe's EOF is how it notices our death.
+    ::close(sync[1]);
+    ::close(exitp[0]);
+    ::close(report[0]);
+    child::run_child(cp);
+  }
+  init_pid_ = static_cast<pid_t>(pid);
+  pidfd_.reset(pidfd);
+
+  const std::string map = "0 " + std::to_string(slot_.base) + " " + std::to_string(kSlotSize) + "\n";
+  const std::string proc = "/proc/" + std::to_string(init_pid_);
+  if (int err = write_text(proc + "/uid_map", map)) return sys_failure("uid_map", err);
+  if (int err = write_text(proc + "/gid_map", map)) return sys_failure("gid_map", err);
+  idmap_or_chown();
+  for (auto& rw : rw_dirs_) rw.tree.reset();
+  char go = 1;
+  if (::write(sync_.get(), &go, 1) != 1) return sys_failure("sync", errno);
+  // The child builds its root meanwhile; it waits for the second byte before it can fork or exec.
+  if (cgroup_) {
+    if (auto s = cgroup_->place(init_pid_, placed_v2); !s) return SetupFailure{"cgroup", s.error().sys_errno, s.error().message};
+  }
+  if (::write(sync_.get(), &go, 1) != 1) return sys_failure("sync", errno);
+  return std::nullopt;
+}
+
+}  // namespace cellgate::isolation

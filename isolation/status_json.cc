@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// status_json: the status file and ready-fd JSON documents (a tiny writer, no JSON library).
+#include "isolation/status_json.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace cellgate::isolation {
+namespace {
+
+bool write_all(int fd, const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    ssize_t n = ::write(fd, s.data() + off, s.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+std::string opt_int(std::optional<int> v) { return v ? std::to_string(*v) : "null"; }
+
+}  // namespace
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string running_json(pid_t helper_pid, pid_t init_pid, pid_t kernel_pid, uint64_t host_uid,
+                         const std::string& cgroup) {
+  return "{\"state\":\"running\",\"helper_pid\":" + std::to_string(helper_pid) +
+         ",\"init_pid\":" + std::to_string(init_pid) + ",\"kernel_pid\":" + std::to_string(kernel_pid) +
+         ",\"host_uid\":" + std::to_string(host_uid) + ",\"cgroup\":" + json_string(cgroup) + "}";
+}
+
+std::string failed_json(const std::string& stage, int err, const std::string& message) {
+  return "{\"state\":\"failed\",\"stage\":" + json_string(stage) + ",\"errno\":" + std::to_string(err) +
+         ",\"message\":" + json_string(message) + "}";
+}
+
+std::string exited_json(std::optional<int> exit_code, std::optional<int> signal, const std::string& reason) {
+  return "{\"state\":\"exited\",\"exit_code\":" + opt_int(exit_code) + ",\"signal\":" + opt_int(signal) +
+         ",\"reason\":" + json_string(reason) + "}";
+}
+
+bool write_status_file(const std::string& path, const std::string& json) {
+  if (path.empty()) return true;
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return false;
+  bool ok = write_all(fd, json + "\n");
+  ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) < 0) {
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+void write_ready_line(int fd, const std::string& json) {
+  if (fd < 0) return;
+  write_all(fd, json + "\n");
+  ::close(fd);
+}
+
+}  // namespace cellgate::isolation

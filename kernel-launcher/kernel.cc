@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// kernel: one kernel's lifecycle and its five ZMQ channels.
+#include "kernel-launcher/kernel.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "common/log.h"
+#include "common/random.h"
+#include "protocol/zmq_codec.h"
+
+namespace cellgate::launcher {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+using asio::use_awaitable;
+using common::Errc;
+using common::make_error;
+using namespace std::chrono_literals;
+
+const char* to_string(KernelState s) {
+  switch (s) {
+    case KernelState::kStarting: return "starting";
+    case KernelState::kIdle: return "idle";
+    case KernelState::kBusy: return "busy";
+    case KernelState::kRestarting: return "restarting";
+    case KernelState::kDead: return "dead";
+    case KernelState::kTerminating: return "terminating";
+  }
+  return "unknown";
+}
+
+namespace {
+
+awaitable<void> sleep_for(std::chrono::steady_clock::duration d) {
+  asio::steady_timer t(co_await asio::this_coro::executor);
+  t.expires_after(d);
+  boost::system::error_code ec;
+  co_await t.async_wait(asio::redirect_error(use_awaitable, ec));
+}
+
+}  // namespace
+
+Kernel::Kernel(asio::io_context& io, zmq::context_t& zmq, Spawner& spawner, KernelOptions options)
+    : io_(io), zmq_(zmq), spawner_(spawner), options_(std::move(options)), hb_timer_(io) {}
+
+Kernel::~Kernel() { close_channels(); }
+
+void Kernel::set_state(KernelState s, std::string reason) {
+  bool changed = s != state_ || reason != reason_;
+  state_ = s;
+  reason_ = std::move(reason);
+  if (changed && observer_) observer_->on_kernel_state(state_, reason_);
+}
+
+awaitable<common::Status> Kernel::start() { co_return co_await launch(); }
+
+awaitable<common::Status> Kernel::launch() {
+  ++generation_;
+  got_info_reply_ = got_iopub_ = false;
+  launched_at_ = std::chrono::steady_clock::now();
+  set_state(KernelState::kStarting);
+
+  std::error_code fec;
+  std::filesystem::remove_all(options_.runtime_dir, fec);  // stale sockets make zmq wait silently
+  if (::mkdir(options_.runtime_dir.c_str(), 0700) != 0)
+    co_return make_error(Errc::kInternal, "create runtime dir " + options_.runtime_dir, errno);
+  // The jailed kernel runs under its own host uid and must create its sockets and rewrite the
+  // connection file here (ipykernel's secure_write); the runtime root above is root-only (0700).
+  ::chmod(options_.runtime_dir.c_str(), 0777);
+
+  auto conn = options_.transport == "tcp" ? make_tcp_connection("127.0.0.1", options_.spec.name)
+                                          : make_ipc_connection(options_.runtime_dir, options_.spec.name);
+  if (!conn) co_return conn.error();
+  conn_ = std::move(conn.value());
+  signer_ = protocol::Signer(conn_.key);
+  session_ = common::random_uuid();
+  const std::string conn_file = options_.runtime_dir + "/connection.json";
+  if (auto st = write_connection_file(conn_, conn_file); !st) co_return st.error();
+  ::chmod(conn_file.c_str(), 0644);
+
+  open_channels();
+  SpawnRequest req{options_.kernel_id, substitute_argv(options_.spec.argv, conn_file), options_.env,
+                   options_.runtime_dir, options_.workspace_dir, options_.policy_file, options_.limits};
+  auto proc = spawner_.spawn(req);
+  if (!proc) {
+    close_channels();
+    set_state(KernelState::kDead, proc.error().message);
+    co_return proc.error();
+  }
+  process_ = std::move(proc.value());
+  common::log_info("kernel={} pid={} spawner={} msg=\"kernel spawned\"", id(), process_.pid, spawner_.name());
+  watch_process();
+  auto ready = co_await wait_ready();
+  if (!ready) {
+    stopping_ = true;
+    co_await stop_process(false);
+    stopping_ = false;
+    set_state(KernelState::kDead, ready.error().message);
+    co_return ready.error();
+  }
+  set_state(KernelState::kIdle);
+  hb_last_reply_ = std::chrono::steady_clock::now();
+  hb_outstanding_ = false;
+  heartbeat_tick();
+  co_return common::ok();
+}
+
+void Kernel::open_channels() {
+  close_channels();
+  const zmq::socket_type types[5] = {zmq::socket_type::dealer, zmq::socket_type::sub, zmq::socket_type::dealer,
+                                     zmq::socket_type::dealer, zmq::socket_type::req};
+  for (size_t i = 0; i < 5; ++i) {
+    auto s = std::make_unique<ZmqStream>(io_, zmq_, types[i]);
+    // The kernel sends input_request to the identity of the shell socket that asked: stdin must share it.
+    if (i == 0 || i == 2) s->socket().set(zmq::sockopt::routing_id, zmq::buffer(session_));
+    if (i == 1) s->socket().set(zmq::sockopt::subscribe, "");
+    s->connect(conn_.endpoint(static_cast<Channel>(i)));
+    Channel ch = static_cast<Channel>(i);
+    s->start([this, ch](const FrameViews& f) { on_frames(ch, f); });
+    streams_[i] = std::move(s);
+  }
+}
+
+void Kernel::close_channels() {
+  for (auto& s : streams_) {
+    if (s) s->close();
+    s.reset();
+  }
+}
+
+void Kernel::watch_process() {
+  exit_watch_ = std::make_unique<asio::posix::stream_descriptor>(io_, ::dup(process_.pidfd.get()));
+  int gen = generation_;
+  exit_watch_->async_wait(asio::posix::stream_descriptor::wait_read,
+                          [self = shared_from_this(), gen](const boost::system::error_code& ec) {
+                            if (ec || gen != self->generation_) return;
+                            self->on_process_exit();
+                          });
+}
+
+awaitable<common::Status> Kernel::wait_ready() {
+  const auto deadline = std::chrono::steady_clock::now() + options_.start_timeout;
+  const int gen = generation_;
+  // jupyter_server's "nudge": ask for kernel_info until a reply AND an iopub message have arrived, so
+  // the iopub subscription is known to be live before clients are told the kernel is ready.
+  while (!(got_info_reply_ && got_iopub_)) {
+    if (gen != generation_ || process_.pid <= 0)
+      co_return make_error(Errc::kInternal, "kernel exited during start: " + reason_ + log_tail());
+    if (std::chrono::steady_clock::now() > deadline)
+      co_return make_error(Errc::kTimeout, fmt::format("kernel did not answer kernel_info_request within {} s{}",
+                                                       options_.start_timeout.count() / 1000, log_tail()));
+    send_internal(Channel::kShell, "kernel_info_request", "{}");
+    ready_signal_ = std::make_shared<asio::steady_timer>(io_);
+    ready_signal_->expires_after(got_info_reply_ ? 100ms : 500ms);
+    boost::system::error_code ec;
+    auto signal = ready_signal_;
+    co_await signal->async_wait(asio::redirect_error(use_awaitable, ec));
+  }
+  co_return common::ok();
+}
+
+void Kernel::send_internal(Channel channel, const char* msg_type, std::string content) {
+  auto m = protocol::make_message(msg_type, session_, std::move(content));
+  if (streams_[static_cast<size_t>(channel)]) streams_[static_cast<size_t>(channel)]->send(protocol::encode_zmq(m, signer_));
+}
+
+bool Kernel::send(Channel channel, const protocol::Message& message) {
+  auto& s = streams_[static_cast<size_t>(channel)];
+  if (!s || channel == Channel::kIopub || channel == Channel::kHb) return false;
+  touch();
+  if (message.identities.empty()) return s->send(protocol::encode_zmq(message, signer_));
+  protocol::Message copy = message;
+  copy.identities.clear();
+  return s->send(protocol::encode_zmq(copy, signer_));
+}
+
+void Kernel::on_frames(Channel channel, const FrameViews& frames) {
+  if (channel == Channel::kHb) {
+    hb_outstanding_ = false;
+    hb_last_reply_ = std::chrono::steady_clock::now();
+    return;
+  }
+  auto decoded = protocol::decode_zmq(frames, signer_);
+  if (!decoded) {
+    common::log_warn("kernel={} channel={} msg=\"dropped kernel message\" error=\"{}\"", id(),
+                     kChannelNames[static_cast<size_t>(channel)], decoded.error().message);
+    return;
+  }
+  const protocol::Message& m = decoded.value();
+  touch();
+  auto header = protocol::peek_header(m.header);
+  if (!header) return;
+  const std::string& type = header->msg_type;
+  bool internal = false;
+  if (channel == Channel::kIopub) {
+    got_iopub_ = true;
+    if (type == "status") {
+      auto c = nlohmann::json::parse(m.content, nullptr, false);
+      if (c.is_object() && c.contains("execution_state") && state_ != KernelState::kStarting &&
+          state_ != KernelState::kRestarting && state_ != KernelState::kTerminating && state_ != KernelState::kDead) {
+        const auto& es = c["execution_state"];
+        if (es == "busy") set_state(KernelState::kBusy);
+        else if (es == "idle") set_state(KernelState::kIdle);
+      }
+    }
+    if (ready_signal_) ready_signal_->cancel();
+  } else if (type == "kernel_info_reply") {
+    auto parent = nlohmann::json::parse(m.parent_header, nullptr, false);
+    internal = parent.is_object() && parent.value("session", "") == session_;
+    if (internal) {
+      got_info_reply_ = true;
+      if (ready_signal_) ready_signal_->cancel();
+    }
+  }
+  if (!internal && observer_) observer_->on_kernel_message(channel, m);
+}
+
+void Kernel::heartbeat_tick() {
+  hb_timer_.expires_after(options_.heartbeat_interval);
+  int gen = generation_;
+  hb_timer_.async_wait([self = shared_from_this(), gen](const boost::system::error_code& ec) {
+    if (ec || gen != self->generation_ || self->stopping_ || self->state_ == KernelState::kDead) return;
+    auto now = std::chrono::steady_clock::now();
+    if (self->hb_outstanding_ && now - self->hb_last_reply_ > self->options_.heartbeat_timeout) {
+      common::log_warn("kernel={} msg=\"no heartbeat; killing the kernel so it restarts\"", self->id());
+      self->spawner_.signal(self->process_, KernelSignal::kKill);
+      return;
+    }
+    if (!self->hb_outstanding_ && self->streams_[4]) {
+      self->hb_outstanding_ = self->streams_[4]->send({"ping"});
+    }
+    self->heartbeat_tick();
+  });
+}
+
+void Kernel::on_process_exit() {
+  int status = reap(process_);
+  std::string why = spawner_.exit_reason(process_, status);
+  if (why.empty()) why = "kernel died: " + describe_wait_status(status);
+  process_.pid = -1;
+  exit_watch_.reset();
+  hb_timer_.cancel();
+  if (ready_signal_) ready_signal_->cancel();
+  if (stopping_ || state_ == KernelState::kStarting) {
+    // A shutdown, restart or start is waiting for this exit; it decides what comes next.
+    reason_ = why;
+    return;
+  }
+  close_channels();
+  common::log_warn("kernel={} msg=\"kernel died\" reason=\"{}\"", id(), why);
+  bool rapid = std::chrono::steady_clock::now() - launched_at_ < 30s;
+  rapid_restarts_ = rapid ? rapid_restarts_ + 1 : 1;
+  if (!options_.auto_restart || rapid_restarts_ > options_.max_rapid_restarts) {
+    set_state(KernelState::kDead, why);
+    return;
+  }
+  set_state(KernelState::kRestarting, why);
+  asio::co_spawn(io_, [self = shared_from_this()]() -> awaitable<void> {
+    // jupyter_client's restarter semantics: retry a bounded number of times, then declare it dead.
+    while (true) {
+      auto st = co_await self->launch();
+      if (st) co_return;
+      common::log_error("kernel={} msg=\"restart failed\" error=\"{}\"", self->id(), st.error().message);
+      if (self->stopping_ || ++self->rapid_restarts_ > self->options_.max_rapid_restarts) {
+        self->set_state(KernelState::kDead, st.error().message);
+        co_return;
+      }
+      self->set_state(KernelState::kRestarting, st.error().message);
+    }
+  }, asio::detached);
+}
+
+awaitable<bool> Kernel::wait_exit(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (process_.pid > 0 && std::chrono::steady_clock::now() < deadline) co_await sleep_for(10ms);
+  co_return process_.pid <= 0;
+}
+
+awaitable<void> Kernel::stop_process(bool graceful) {
+  hb_timer_.cancel();
+  if (graceful && process_.pid > 0) {
+    send_internal(Channel::kControl, "shutdown_request", R"({"restart":false})");
+    co_await wait_exit(options_.shutdown_grace);
+  }
+  if (process_.pid > 0) {
+    spawner_.signal(process_, KernelSignal::kTerminate);
+    co_await wait_exit(options_.shutdown_grace);
+  }
+  if (process_.pid > 0) {
+    // ipykernel's own shutdown can take ~29 s when a child ignores SIGTERM; past our deadline, kill.
+    spawner_.signal(process_, KernelSignal::kKill);
+    co_await wait_exit(options_.shutdown_grace);
+  }
+  if (process_.pid > 0) {
+    common::log_error("kernel={} pid={} msg=\"process did not exit after kill; SIGKILL\"", id(), process_.pid);
+    ::kill(process_.pid, SIGKILL);
+    co_await wait_exit(options_.shutdown_grace);
+  }
+  close_channels();
+}
+
+awaitable<void> Kernel::interrupt() {
+  touch();
+  if (options_.spec.interrupt_mode == InterruptMode::kMessage)
+    send_internal(Channel::kControl, "interrupt_request", "{}");
+  else if (process_.pid > 0)
+    spawner_.signal(process_, KernelSignal::kInterrupt);
+  co_return;
+}
+
+awaitable<common::Status> Kernel::restart() {
+  stopping_ = true;
+  set_state(KernelState::kRestarting);
+  co_await stop_process(true);
+  stopping_ = false;
+  rapid_restarts_ = 0;
+  co_return co_await launch();
+}
+
+awaitable<void> Kernel::shutdown() {
+  stopping_ = true;
+  set_state(KernelState::kTerminating);
+  co_await stop_process(true);
+  ++generation_;
+  set_state(KernelState::kDead, "shutdown");
+  std::error_code ec;
+  std::filesystem::remove_all(options_.runtime_dir, ec);
+}
+
+std::string Kernel::log_tail() const {
+  std::ifstream in(options_.runtime_dir + "/kernel.log", std::ios::binary);
+  if (!in) return "";
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.size() > 2000) text = text.substr(text.size() - 2000);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text.empty() ? "" : "; kernel output: " + text;
+}
+
+}  // namespace cellgate::launcher

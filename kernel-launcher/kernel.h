@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// kernel: one kernel's lifecycle (start, restart, interrupt, shutdown) and its five ZMQ channels.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <zmq.hpp>
+
+#include "common/result.h"
+#include "common/time_format.h"
+#include "kernel-launcher/connection_info.h"
+#include "kernel-launcher/kernel_options.h"
+#include "kernel-launcher/kernelspec.h"
+#include "kernel-launcher/spawner.h"
+#include "kernel-launcher/zmq_stream.h"
+#include "protocol/message.h"
+#include "protocol/signer.h"
+
+namespace cellgate::launcher {
+
+// A kernel's death is a state, not an exception: the state machine below is the whole story.
+enum class KernelState { kStarting, kIdle, kBusy, kRestarting, kDead, kTerminating };
+const char* to_string(KernelState s);
+
+// What a kernel tells the layer above (the gateway's fan-out). Runs on the io thread.
+class KernelObserver {
+ public:
+  virtual ~KernelObserver() = default;
+  // A verified message from the kernel on shell, iopub, stdin or control.
+  virtual void on_kernel_message(Channel channel, const protocol::Message& message) = 0;
+  // The state changed (e.g. restarting, dead with a reason).
+  virtual void on_kernel_state(KernelState state, const std::string& reason) = 0;
+};
+
+// Owned through shared_ptr: pending coroutines and callbacks keep it alive. Every method runs on the io
+// thread; none blocks. Errors on start carry the step that failed and the kernel's log tail.
+class Kernel : public std::enable_shared_from_this<Kernel> {
+ public:
+  Kernel(boost::asio::io_context& io, zmq::context_t& zmq, Spawner& spawner, KernelOptions options);
+  ~Kernel();
+
+  const std::string& id() const { return options_.kernel_id; }
+  const std::string& name() const { return options_.spec.name; }
+  const KernelOptions& options() const { return options_; }
+  KernelState state() const { return state_; }
+  const std::string& reason() const { return reason_; }
+  common::SystemTime last_activity() const { return last_activity_; }
+  void touch() { last_activity_ = std::chrono::system_clock::now(); }
+  void set_observer(KernelObserver* observer) { observer_ = observer; }
+
+  // Spawns the process, connects the channels and waits for kernel_info_reply plus one iopub message.
+  boost::asio::awaitable<common::Status> start();
+  // Sends a client's message (identities ignored) on shell, control or stdin, signed with this kernel's key.
+  bool send(Channel channel, const protocol::Message& message);
+  boost::asio::awaitable<void> interrupt();
+  // Shuts down (shutdown_request, then SIGTERM, then kill, each bounded) and starts again.
+  boost::asio::awaitable<common::Status> restart();
+  // Shutdown for good: the state ends as kDead ("shutdown") and the runtime dir is removed.
+  boost::asio::awaitable<void> shutdown();
+
+ private:
+  boost::asio::awaitable<common::Status> launch();
+  boost::asio::awaitable<common::Status> wait_ready();
+  boost::asio::awaitable<void> stop_process(bool graceful);
+  boost::asio::awaitable<bool> wait_exit(std::chrono::milliseconds timeout);
+  void open_channels();
+  void close_channels();
+  void on_frames(Channel channel, const FrameViews& frames);
+  void watch_process();
+  void on_process_exit();
+  void heartbeat_tick();
+  void set_state(KernelState s, std::string reason = "");
+  void send_internal(Channel channel, const char* msg_type, std::string content);
+  std::string log_tail() const;
+
+  boost::asio::io_context& io_;
+  zmq::context_t& zmq_;
+  Spawner& spawner_;
+  KernelOptions options_;
+  ConnectionInfo conn_;
+  protocol::Signer signer_{""};
+  std::string session_;  // our own session id for messages we originate
+  std::unique_ptr<ZmqStream> streams_[5];
+  ProcessHandle process_;
+  std::unique_ptr<boost::asio::posix::stream_descriptor> exit_watch_;
+  boost::asio::steady_timer hb_timer_;
+  std::chrono::steady_clock::time_point hb_last_reply_;
+  bool hb_outstanding_ = false;
+  KernelState state_ = KernelState::kStarting;
+  std::string reason_;
+  common::SystemTime last_activity_ = std::chrono::system_clock::now();
+  KernelObserver* observer_ = nullptr;
+  bool stopping_ = false;      // an exit is expected (shutdown or restart in progress)
+  bool got_info_reply_ = false;
+  bool got_iopub_ = false;
+  int generation_ = 0;         // bumps on each launch; stale callbacks check it
+  int rapid_restarts_ = 0;
+  std::chrono::steady_clock::time_point launched_at_;
+  std::shared_ptr<boost::asio::steady_timer> ready_signal_;
+};
+
+}  // namespace cellgate::launcher

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// kernel_options: everything that defines one kernel's launch, decided by the gateway.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+
+#include "kernel-launcher/kernelspec.h"
+#include "kernel-launcher/spawner.h"
+
+namespace cellgate::launcher {
+
+struct KernelOptions {
+  std::string kernel_id;
+  KernelSpec spec;
+  std::map<std::string, std::string> env;  // the complete kernel environment (see kernel_env.h)
+  std::string runtime_dir;                 // per-kernel host dir; created and removed by Kernel
+  std::string workspace_dir;               // the kernel's cwd
+  std::string transport = "ipc";           // "ipc" (default) or "tcp"
+  std::string policy_file;
+  Limits limits;
+  std::chrono::milliseconds start_timeout{60000};
+  std::chrono::milliseconds shutdown_grace{3000};  // per step: shutdown_request, SIGTERM, kill
+  std::chrono::milliseconds heartbeat_interval{3000};
+  std::chrono::milliseconds heartbeat_timeout{30000};  // no hb reply for this long while alive → restart
+  int max_rapid_restarts = 5;              // jupyter_client's restart_limit
+  bool auto_restart = true;
+};
+
+}  // namespace cellgate::launcher

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// spawner: the one interface through which kernels are started and signalled (plain or jailed).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+
+namespace cellgate::launcher {
+
+// Resource limits for one kernel; 0 means "the spawner's (policy's) default".
+struct Limits {
+  uint64_t memory_bytes = 0;
+  uint32_t pids = 0;
+  double cpus = 0;
+  uint32_t nofile = 0;
+  uint64_t fsize_bytes = 0;
+  uint64_t tmp_bytes = 0;
+};
+
+struct SpawnRequest {
+  std::string kernel_id;
+  std::vector<std::string> argv;            // {connection_file} already substituted
+  std::map<std::string, std::string> env;   // the complete environment; nothing else is inherited
+  std::string runtime_dir;                  // per-kernel host dir: connection file, ipc sockets, logs
+  std::string workspace_dir;                // host dir: the kernel's cwd (/workspace in a jail)
+  std::string policy_file;                  // jail policy; "" = default
+  Limits limits;
+};
+
+// A started kernel process (the kernel itself, or the jail helper that supervises it).
+struct ProcessHandle {
+  pid_t pid = -1;
+  common::UniqueFd pidfd;      // readable when the process exits (pidfd_open(2))
+  common::UniqueFd ready_fd;   // jail only: one JSON line, then EOF; invalid for plain spawns
+  std::string status_file;     // jail only: JSON status written by the helper
+  bool is_child = true;        // false when re-adopted after a gateway restart (cannot waitpid)
+};
+
+enum class KernelSignal { kInterrupt, kTerminate, kKill };
+
+class Spawner {
+ public:
+  virtual ~Spawner() = default;
+  virtual const char* name() const = 0;
+  // Starts the kernel in its own session, detached from the gateway's life. Runs on the io thread;
+  // returns quickly (posix_spawn), errors carry the failing step.
+  virtual common::Result<ProcessHandle> spawn(const SpawnRequest& request) = 0;
+  // Interrupt = SIGINT to the kernel; terminate = SIGTERM; kill = the whole process tree, now.
+  virtual void signal(const ProcessHandle& process, KernelSignal sig) = 0;
+  // After exit: why the kernel died, in words ("" for an ordinary exit), e.g. "memory limit 512 MiB exceeded".
+  virtual std::string exit_reason(const ProcessHandle& process, int wait_status) = 0;
+};
+
+// Plain child processes: no isolation. For development and for hosts without user namespaces.
+std::unique_ptr<Spawner> make_plain_spawner();
+// Kernels jailed by the cellgate-jail helper at helper_path (see isolation/).
+std::unique_ptr<Spawner> make_jail_spawner(std::string helper_path, std::vector<std::string> extra_args);
+
+// Reaps the process if it is our child and has exited; returns its wait status, or -1 when unknown.
+int reap(const ProcessHandle& process);
+// Describes a wait status: "exit code 1", "killed by signal 9 (Killed)".
+std::string describe_wait_status(int wait_status);
+
+}  // namespace cellgate::launcher

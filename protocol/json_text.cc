@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// json_text: small checks and writers on JSON text.
+#include "protocol/json_text.h"
+
+#include <nlohmann/json.hpp>
+
+namespace cellgate::protocol::detail {
+
+void append_json_string(std::string& out, std::string_view s) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  out.push_back('"');
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    switch (c) {
+      case '"': out.append("\\\""); break;
+      case '\\': out.append("\\\\"); break;
+      case '\n': out.append("\\n"); break;
+      case '\r': out.append("\\r"); break;
+      case '\t': out.append("\\t"); break;
+      case '\b': out.append("\\b"); break;
+      case '\f': out.append("\\f"); break;
+      default:
+        if (u < 0x20) {
+          out.append("\\u00");
+          out.push_back(kDigits[u >> 4]);
+          out.push_back(kDigits[u & 0xf]);
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
+  out.push_back('"');
+}
+
+bool json_depth_within(std::string_view text, size_t limit) {
+  size_t depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return false;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return true;
+}
+
+bool is_json_object_text(std::string_view text) {
+  size_t i = text.find_first_not_of(" \t\r\n");
+  if (i == std::string_view::npos || text[i] != '{') return false;
+  // accept() runs the SAX acceptor: an explicit stack, no tree, no exceptions.
+  return nlohmann::json::accept(text);
+}
+
+}  // namespace cellgate::protocol::detail

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// zmq_codec: Jupyter multipart frames <-> Message, authenticating before anything is copied.
+#include "protocol/zmq_codec.h"
+
+#include <algorithm>
+
+namespace cellgate::protocol {
+namespace {
+
+// After the delimiter: signature, header, parent_header, metadata, content (then buffers).
+constexpr size_t kFramesAfterDelimiter = 5;
+
+common::Error bad(std::string message) { return common::make_error(common::Errc::kBadRequest, std::move(message)); }
+
+}  // namespace
+
+common::Result<Message> decode_zmq(const std::vector<std::string_view>& frames, const Signer& signer) {
+  // jupyter_client's feed_identities takes the first delimiter; identities cannot contain it.
+  auto delimiter = std::find(frames.begin(), frames.end(), kDelimiter);
+  if (delimiter == frames.end()) return bad("zmq message has no <IDS|MSG> delimiter");
+  auto n_identities = static_cast<size_t>(delimiter - frames.begin());
+  if (n_identities > kMaxIdentities) return bad("zmq message has too many identities");
+  if (frames.size() - n_identities - 1 < kFramesAfterDelimiter) return bad("zmq message has too few frames");
+
+  const std::string_view* p = frames.data() + n_identities + 1;
+  if (!signer.verify(p[0], p[1], p[2], p[3], p[4])) return bad("zmq message has a bad signature");
+
+  Message m;
+  m.identities.assign(frames.begin(), delimiter);
+  m.header.assign(p[1]);
+  m.parent_header.assign(p[2]);
+  m.metadata.assign(p[3]);
+  m.content.assign(p[4]);
+  m.buffers.assign(frames.begin() + static_cast<std::ptrdiff_t>(n_identities + 1 + kFramesAfterDelimiter),
+                   frames.end());
+  return m;
+}
+
+std::vector<std::string> encode_zmq(const Message& m, const Signer& signer) {
+  std::vector<std::string> frames;
+  frames.reserve(m.identities.size() + 1 + kFramesAfterDelimiter + m.buffers.size());
+  frames.insert(frames.end(), m.identities.begin(), m.identities.end());
+  frames.emplace_back(kDelimiter);
+  frames.push_back(signer.sign(m));
+  frames.push_back(m.header);
+  frames.push_back(m.parent_header);
+  frames.push_back(m.metadata);
+  frames.push_back(m.content);
+  frames.insert(frames.end(), m.buffers.begin(), m.buffers.end());
+  return frames;
+}
+
+}  // namespace cellgate::protocol

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// jail_options: command-line parsing, sizes, names and the help text.
+#include "isolation/jail_options.h"
+
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+using namespace cellgate::isolation;
+
+namespace {
+cellgate::common::Result<JailOptions> parse(std::vector<const char*> args) {
+  args.insert(args.begin(), "cellgate-jail");
+  return parse_options(static_cast<int>(args.size()), args.data());
+}
+}  // namespace
+
+TEST_CASE("sizes accept binary suffixes and reject junk", "[isolation]") {
+  uint64_t v = 0;
+  CHECK((parse_size("512M", v) && v == 512ULL << 20));
+  CHECK((parse_size("1G", v) && v == 1ULL << 30));
+  CHECK((parse_size("1.5GiB", v) && v == 3ULL << 29));
+  CHECK((parse_size("4096", v) && v == 4096));
+  CHECK((parse_size("2k", v) && v == 2048));
+  CHECK_FALSE(parse_size("", v));
+  CHECK_FALSE(parse_size("M", v));
+  CHECK_FALSE(parse_size("-1G", v));
+  CHECK_FALSE(parse_size("12X", v));
+  CHECK_FALSE(parse_size("0", v));
+}
+
+TEST_CASE("names follow [a-zA-Z0-9_-]{1,64}", "[isolation]") {
+  CHECK(valid_name("k-1_A"));
+  CHECK_FALSE(valid_name(""));
+  CHECK_FALSE(valid_name("a/b"));
+  CHECK_FALSE(valid_name(std::string(65, 'a')));
+  CHECK(valid_name(std::string(64, 'a')));
+}
+
+TEST_CASE("a full command line parses", "[isolation]") {
+  auto o = parse({"--name", "k1", "--memory=512M", "--pids", "64", "--cpu", "0.5", "--workspace", "/srv/ws",
+                  "--bind-same", "/run/x", "--connection-file", "/run/k/abc/c.json", "--ro-bind", "/data:/mnt/data",
+                  "--env", "A=1", "--env", "B=x=y", "--hostname", "h", "--uid-range", "300000:131072",
+                  "--ready-fd", "3", "--status-file", "/tmp/s", "--no-cgroup", "--", "python3", "-c", "pass"});
+  REQUIRE(o);
+  CHECK(o->name == "k1");
+  CHECK(*o->limits.memory == 512ULL << 20);
+  CHECK(*o->limits.pids == 64);
+  CHECK(*o->limits.cpu == Approx(0.5));
+  CHECK(o->bind_same == std::vector<std::string>{"/run/x", "/run/k/abc"});
+  CHECK(o->ro_binds.at(0).source == "/data");
+  CHECK(o->ro_binds.at(0).target == "/mnt/data");
+  CHECK(o->env.at(1).second == "x=y");
+  CHECK(o->uid_start == 300000);
+  CHECK(o->uid_count == 131072);
+  CHECK(o->ready_fd == 3);
+  CHECK(o->no_cgroup);
+  CHECK(o->command == std::vector<std::string>{"python3", "-c", "pass"});
+}
+
+TEST_CASE("bad options are refused with a message", "[isolation]") {
+  CHECK_FALSE(parse({"--", }));
+  CHECK_FALSE(parse({"--bogus", "--", "true"}));
+  CHECK_FALSE(parse({"--memory", "lots", "--", "true"}));
+  CHECK_FALSE(parse({"--name", "a b", "--", "true"}));
+  CHECK_FALSE(parse({"--uid-range", "0:65536", "--", "true"}));      // would map host root
+  CHECK_FALSE(parse({"--uid-range", "100000:1000", "--", "true"}));  // not a whole slot
+  CHECK_FALSE(parse({"--ready-fd", "1", "--", "true"}));
+  CHECK_FALSE(parse({"--workspace", "relative", "--", "true"}));
+  CHECK_FALSE(parse({"--env", "=x", "--", "true"}));
+  CHECK_FALSE(parse({"--pids"}));
+  auto e = parse({"--frobnicate", "--", "true"});
+  REQUIRE_FALSE(e);
+  CHECK(e.error().message.find("--frobnicate") != std::string::npos);
+}
+
+TEST_CASE("--help documents every option", "[isolation]") {
+  const std::string help = help_text();
+  for (const char* opt : {"--name", "--policy", "--workspace", "--bind-same", "--connection-file", "--ro-bind", "--env",
+                          "--hostname", "--memory", "--pids", "--cpu", "--nofile", "--fsize", "--tmp-size",
+                          "--uid-range", "--status-file", "--ready-fd", "--cgroup-root", "--no-cgroup", "--help"}) {
+    INFO(opt);
+    CHECK(help.find(opt) != std::string::npos);
+  }
+  auto o = parse({"--help"});
+  REQUIRE(o);
+  CHECK(o->help);
+}
