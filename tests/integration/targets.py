@@ -159,14 +159,34 @@ class Target:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+# A jupyter_server_config.py that sets TCP_NODELAY on kernel WebSockets (tornado leaves Nagle on,
+# so a reply split over several small writes waits for the client's delayed ACK).
+NODELAY_CONFIG = """
+from jupyter_server.services.kernels.handlers import ZMQChannelsHandler
+_cg_open = ZMQChannelsHandler.open
+def _cg_open_nodelay(self, *args, **kwargs):
+    self.set_nodelay(True)
+    return _cg_open(self, *args, **kwargs)
+ZMQChannelsHandler.open = _cg_open_nodelay
+"""
+
+
 class JupyterServerTarget(Target):
     name = "jupyter_server"
     unauth_status = 403
+
+    def __init__(self, config_py=None, **kw):
+        super().__init__(**kw)
+        self.config_py = config_py
 
     def start(self, timeout=90):
         port = free_port()
         root = os.path.join(self.tmp, "root")
         os.makedirs(root)
+        if self.config_py:
+            os.makedirs(os.path.join(self.tmp, "config"))
+            with open(os.path.join(self.tmp, "config", "jupyter_server_config.py"), "w") as f:
+                f.write(self.config_py)
         env = self.base_env()
         env.update(JUPYTER_PATH=self.jpath, JUPYTER_CONFIG_DIR=os.path.join(self.tmp, "config"),
                    JUPYTER_RUNTIME_DIR=os.path.join(self.tmp, "runtime"))
