@@ -317,3 +317,55 @@ def test_ping_pong(target, shared_kernel, connect, proto):
     c = connect(shared_kernel["id"], proto)
     assert ping(c, b"cg-ping-1") == b"cg-ping-1"
     assert c.execute("1+1").result_text() == "2"  # still usable after a ping
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS)
+def test_large_messages_both_ways(target, shared_kernel, connect, proto):
+    c = connect(shared_kernel["id"], proto)
+    blob = "ab" * (1 << 20)  # a 2 MiB execute_request, and 3 MiB of stdout back
+    res = c.execute("_big = %r\nprint(len(_big))\nprint('z' * (3 << 20))" % blob, timeout=120)
+    out = res.stdout()
+    assert out.startswith("%d\n" % len(blob))
+    assert out.count("z") == 3 << 20
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS)
+def test_unicode_and_rich_output(target, shared_kernel, connect, proto):
+    c = connect(shared_kernel["id"], proto)
+    res = c.execute("print('h\u00e9llo \u2713 \U0001F389')\n"
+                    "from IPython.display import display, HTML\n"
+                    "_h = display(HTML('<b>x</b>'), display_id='cg1')\n"
+                    "_h.update(HTML('<i>y</i>'))")
+    assert res.stdout() == "h\u00e9llo \u2713 \U0001F389\n"
+    shown = res.of_type("display_data")
+    assert len(shown) == 1 and shown[0]["content"]["data"]["text/html"] == "<b>x</b>"
+    assert shown[0]["content"]["transient"]["display_id"] == "cg1"
+    upd = res.of_type("update_display_data")
+    assert len(upd) == 1 and upd[0]["content"]["data"]["text/html"] == "<i>y</i>"
+
+
+def _poll_model(target, kid, pred, timeout=15):
+    deadline = time.monotonic() + timeout
+    while True:
+        m = target.get("api/kernels/" + kid).json()
+        if pred(m) or time.monotonic() > deadline:
+            return m
+        time.sleep(0.2)
+
+
+def test_model_tracks_connections_and_state(target, new_kernel, connect):
+    kid = new_kernel()["id"]
+    c = connect(kid)
+    c.request("shell", "kernel_info_request", {})
+    m = _poll_model(target, kid, lambda m: m["connections"] >= 1)
+    assert m["connections"] == 1, m
+    m = _poll_model(target, kid, lambda m: m["execution_state"] == "idle")
+    assert m["execution_state"] == "idle", m
+    msg_id = _start_sleep(c)
+    m = _poll_model(target, kid, lambda m: m["execution_state"] == "busy")
+    assert m["execution_state"] == "busy", m
+    assert target.post("api/kernels/%s/interrupt" % kid, json={}).status_code == 204
+    _assert_interrupted(c, msg_id)
+    c.close()
+    m = _poll_model(target, kid, lambda m: m["connections"] == 0)
+    assert m["connections"] == 0, m
