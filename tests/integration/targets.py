@@ -6,6 +6,7 @@ Both kinds listen on 127.0.0.1 only, use token auth and private temp directories
 extra kernelspec `cgtest` (with a logo, kernel.js and a spec env var) besides Debian's python3.
 Used by the integration tests (conftest.py) and by bench/gateway/gateway_bench.py.
 """
+import ctypes
 import os
 import re
 import shutil
@@ -25,6 +26,11 @@ SECRET_NAME, SECRET_VALUE = "CELLGATE_TEST_SECRET", "s3cret"
 URL_LINE = re.compile(r"^cellgate serving at (http://[^?\s]+)\?token=(\S+)\s*$")
 TEST_SPEC = "cgtest"
 SPEC_ENV = ("CGTEST_SPEC_ENV", "from-spec")
+
+
+def _die_with_parent():
+    """preexec_fn: PR_SET_PDEATHSIG(SIGTERM) (prctl(2)); runs in the child before exec."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
 
 
 def free_port():
@@ -86,6 +92,9 @@ class Target:
 
     # -- REST helpers
     def api(self, method, path, **kw):
+        if self.proc is not None and self.proc.poll() is not None:
+            raise RuntimeError("%s died (rc=%s):\n%s" % (self.name, self.proc.returncode,
+                                                        self.log_tail()))
         kw.setdefault("timeout", 90)
         return self.http.request(method, self.url + path.lstrip("/"), **kw)
 
@@ -125,6 +134,27 @@ class Target:
     def start(self):
         raise NotImplementedError
 
+    def _popen(self, cmd, **kw):
+        # The server gets SIGTERM if the test process dies (e.g. killed by a ctest TIMEOUT).
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True,
+                                preexec_fn=_die_with_parent, **kw)
+
+    def _kill_leftovers(self):
+        """Kill processes of this server that outlived it (kernels of a crashed gateway): its
+        process group, and any process whose command line names this target's temp dir."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        me = os.getpid()
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    if self.tmp.encode() in f.read() and int(pid) != me:
+                        os.kill(int(pid), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+
     def _wait_http(self, timeout):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -154,6 +184,7 @@ class Target:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
+        self._kill_leftovers()
         self.proc = None
         if os.environ.get("CELLGATE_TEST_KEEP_TMP") != "1":
             shutil.rmtree(self.tmp, ignore_errors=True)
@@ -196,8 +227,7 @@ class JupyterServerTarget(Target):
                "--ServerApp.open_browser=False", "--ServerApp.allow_root=True",
                "--ServerApp.root_dir=" + root] + self.extra_args
         self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log,
-                                     stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        self.proc = self._popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env)
         self.url = "http://127.0.0.1:%d/" % port
         self._wait_http(timeout)
         return self
@@ -222,8 +252,7 @@ class CellgateTarget(Target):
                "--runtime-dir", run, "--spawner", self.spawner,
                "--kernelspec-dir", self.kernels_dir] + self.extra_args
         self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=self.log, env=env, start_new_session=True)
+        self.proc = self._popen(cmd, stdout=subprocess.PIPE, stderr=self.log, env=env)
         got = {}
 
         def read_stdout():
@@ -239,9 +268,9 @@ class CellgateTarget(Target):
         deadline = time.monotonic() + timeout
         while "url" not in got:
             if self.proc.poll() is not None or time.monotonic() > deadline:
+                rc, tail = self.proc.poll(), self.log_tail()
                 self.stop()
-                raise RuntimeError("cellgate printed no URL line (rc=%s):\n%s"
-                                   % (self.proc and self.proc.returncode, self.log_tail()))
+                raise RuntimeError("cellgate printed no URL line (rc=%s):\n%s" % (rc, tail))
             time.sleep(0.05)
         if not got["url"]:
             raise RuntimeError("cellgate's first stdout line is not the URL line: %r" % got["line"])

@@ -273,3 +273,37 @@ def test_sessions(target):
     assert d.status_code == 204
     assert sid not in [x["id"] for x in target.get("api/sessions").json()]
     assert target.get("api/sessions/" + sid).status_code == 404
+
+
+# ----------------------------------------------------------------------------- kernel fds
+
+FD_PROBE = """
+import os, socket
+_held = []
+for _fd in map(int, os.listdir('/proc/self/fd')):
+    try:
+        _s = socket.socket(fileno=os.dup(_fd))
+    except OSError:
+        continue
+    try:
+        if _s.family in (socket.AF_INET, socket.AF_INET6) and _s.getsockname()[1] == %d:
+            _held.append(_fd)
+    finally:
+        _s.close()
+print(_held)
+"""
+
+
+def test_kernel_holds_no_gateway_sockets(target, new_kernel):
+    # A kernel that inherited the gateway's listening (or client) sockets could accept() the
+    # gateway's connections and read other clients' requests and tokens.
+    port = int(target.url.split(":")[2].split("/")[0])
+    new_kernel()  # one more kernel spawned while a connection is open
+    kid = new_kernel()["id"]
+    c = KernelWS(target.url, target.token, kid)
+    try:
+        res = c.execute(FD_PROBE % port)
+        assert res.reply["content"]["status"] == "ok", res.reply["content"]
+        assert res.stdout() == "[]\n", "kernel holds gateway socket fds: " + res.stdout()
+    finally:
+        c.close()
