@@ -369,3 +369,40 @@ def test_model_tracks_connections_and_state(target, new_kernel, connect):
     c.close()
     m = _poll_model(target, kid, lambda m: m["connections"] == 0)
     assert m["connections"] == 0, m
+
+
+def test_rest_restart_keeps_websocket_usable(target, new_kernel, connect):
+    kid = new_kernel()["id"]
+    c = connect(kid)
+    assert c.execute("cg_before_restart = 1").reply["content"]["status"] == "ok"
+    r = target.post("api/kernels/%s/restart" % kid, json={})
+    assert r.status_code == 200, r.text
+    # Same WebSocket, new kernel process: state is gone, execution works.
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            res = c.execute("print('cg_before_restart' in globals())", timeout=10)
+            break
+        except TimeoutError:
+            if time.monotonic() > deadline:
+                raise
+    assert res.stdout() == "False\n"
+
+
+def test_kernel_death_is_reported(target, new_kernel, connect):
+    kid = new_kernel()["id"]
+    c = connect(kid)
+    c.request("shell", "kernel_info_request", {})
+    c.send("shell", "execute_request", {"code": "import os; os._exit(1)", "silent": False,
+                                        "store_history": False, "user_expressions": {},
+                                        "allow_stdin": False, "stop_on_error": True})
+    # jupyter_server auto-restarts and synthesises iopub status "restarting"; a gateway may
+    # instead report "dead". Either way the client must be told.
+    st = c.wait_for(lambda m: is_iopub(m, "status")
+                    and m["content"]["execution_state"] in ("restarting", "dead"), timeout=60)
+    if st["content"]["execution_state"] == "dead":
+        m = _poll_model(target, kid, lambda m: m["execution_state"] == "dead")
+        assert m["execution_state"] == "dead", m
+    else:
+        c2 = connect(kid)
+        assert c2.execute("1+1", timeout=60).result_text() == "2"
