@@ -60,7 +60,8 @@ def test_error(target, shared_kernel, connect, proto):
     c = connect(shared_kernel["id"], proto)
     res = c.execute("1/0")
     errs = res.of_type("error")
-    assert len(errs) == 1 and errs[0]["content"]["ename"] == "ZeroDivisionError"
+    assert len(errs) == 1, [(msg_type(m), m["content"]) for m in res.iopub]
+    assert errs[0]["content"]["ename"] == "ZeroDivisionError"
     assert isinstance(errs[0]["content"]["traceback"], list)
     assert res.reply["content"]["status"] == "error"
     assert res.reply["content"]["ename"] == "ZeroDivisionError"
