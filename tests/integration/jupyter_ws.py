@@ -262,11 +262,16 @@ class KernelWS:
         return self.wait_for(lambda m: parent_id(m) == msg_id and msg_type(m) == want
                              and m.get("channel") == channel, timeout)
 
-    def execute(self, code, timeout=60, allow_stdin=False, stdin_handler=None, silent=False):
-        """Send execute_request; collect its iopub until status idle and the execute_reply."""
+    def execute(self, code, timeout=60, allow_stdin=False, stdin_handler=None, silent=False,
+                stop_on_error=True):
+        """Send execute_request; collect its iopub until status idle and the execute_reply.
+
+        Code that raises should pass stop_on_error=False: otherwise ipykernel aborts execute
+        requests that reach it just after the error (reply status "aborted", no output), which
+        a fast gateway makes likely for the next request."""
         msg_id = self.send("shell", "execute_request", {
             "code": code, "silent": silent, "store_history": not silent,
-            "user_expressions": {}, "allow_stdin": allow_stdin, "stop_on_error": True})
+            "user_expressions": {}, "allow_stdin": allow_stdin, "stop_on_error": stop_on_error})
         return self.collect(msg_id, timeout, stdin_handler)
 
     def collect(self, msg_id, timeout=60, stdin_handler=None):

@@ -58,9 +58,9 @@ def test_stream_output(target, shared_kernel, connect, proto):
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_error(target, shared_kernel, connect, proto):
     c = connect(shared_kernel["id"], proto)
-    res = c.execute("1/0")
+    res = c.execute("1/0", stop_on_error=False)
     errs = res.of_type("error")
-    assert len(errs) == 1, [(msg_type(m), m["content"]) for m in res.iopub]
+    assert len(errs) == 1, (res.reply["content"], [(msg_type(m), m["content"]) for m in res.iopub])
     assert errs[0]["content"]["ename"] == "ZeroDivisionError"
     assert isinstance(errs[0]["content"]["traceback"], list)
     assert res.reply["content"]["status"] == "error"
@@ -195,7 +195,7 @@ def _start_sleep(c):
     msg_id = c.send("shell", "execute_request", {"code": "import time\ntime.sleep(30)",
                                                  "silent": False, "store_history": False,
                                                  "user_expressions": {}, "allow_stdin": False,
-                                                 "stop_on_error": True})
+                                                 "stop_on_error": False})
     c.wait_for(lambda m: parent_id(m) == msg_id and is_iopub(m, "execute_input"))
     time.sleep(0.5)  # let the kernel enter sleep(); an earlier SIGINT would also interrupt it
     return msg_id
