@@ -112,6 +112,10 @@ const std::vector<Option>& options() {
        [](Config& c, const std::string& v) { c.replay_bytes = parse_size("replay-buffer", v); }},
       {"ws-ping-interval", "SECONDS", false, "WebSocket keepalive ping period (default 30)",
        [](Config& c, const std::string& v) { c.ws_ping_interval_s = static_cast<int>(parse_int("ws-ping-interval", v, 1, 3600)); }},
+      {"execute-output-limit", "SIZE", false, "agent execute API: output bytes kept per call, the rest cut and marked (default 1M)",
+       [](Config& c, const std::string& v) { c.execute_output_bytes = parse_size("execute-output-limit", v); }},
+      {"execute-limit", "SECONDS", false, "wall-clock limit per execution: interrupt, then restart (default 0 = off)",
+       [](Config& c, const std::string& v) { c.execute_limit_s = static_cast<int>(parse_int("execute-limit", v, 0, 86400 * 7)); }},
       {"log-level", "LEVEL", false, "debug, info, warn or error (default info)",
        [](Config& c, const std::string& v) { c.log_level = v; }},
   };

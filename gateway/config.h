@@ -39,6 +39,8 @@ struct Config {
   uint64_t max_ws_message_bytes = 256ull << 20;
   uint64_t ws_queue_bytes = 64ull << 20;     // per WebSocket; see README "slow clients"
   uint64_t replay_bytes = 16ull << 20;       // per offline session_id
+  uint64_t execute_output_bytes = 1ull << 20;  // agent API: outputs kept per execute
+  int execute_limit_s = 0;                    // per-execute wall-clock limit; 0 = off
   int max_kernels = 0;                       // 0 = unlimited
   int kernel_start_timeout_s = 60;
   int ws_ping_interval_s = 30;

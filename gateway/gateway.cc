@@ -161,23 +161,26 @@ awaitable<Response> Gateway::route(Request& req) {
 awaitable<void> Gateway::handle_upgrade(beast::tcp_stream stream, Request req) {
   std::string_view target(req.target().data(), req.target().size());
   std::string_view path = target_path(target);
-  auto reply = [&](Response res) -> awaitable<void> {
+  auto reply = [&](Response& res) -> awaitable<void> {
     res.keep_alive(false);
     boost::system::error_code ec;
     co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
     stream.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
   };
-  if (!authorized(req)) co_return co_await reply(error_response(req, Errc::kUnauthorized, "missing or invalid token"));
-  if (!origin_allowed(req)) co_return co_await reply(error_response(req, Errc::kForbidden, "origin not allowed"));
   auto parts = path.starts_with(config_.base_url) ? split_path(path.substr(config_.base_url.size()))
                                                   : std::vector<std::string>{};
-  if (parts.size() != 4 || parts[0] != "api" || parts[1] != "kernels" || parts[3] != "channels")
-    co_return co_await reply(error_response(req, Errc::kNotFound, "no WebSocket here"));
-  auto hub = find_kernel(parts[2]);
-  if (!hub) co_return co_await reply(error_response(req, Errc::kNotFound, "no such kernel " + parts[2]));
+  const bool is_channels = parts.size() == 4 && parts[0] == "api" && parts[1] == "kernels" && parts[3] == "channels";
+  auto hub = is_channels ? find_kernel(parts[2]) : nullptr;
   std::string session_id = query_param(target, "session_id");
   if (session_id.empty()) session_id = common::random_uuid();
-  if (session_id.size() > 256) co_return co_await reply(error_response(req, Errc::kBadRequest, "session_id too long"));
+  // Refusals are built into a named response: GCC 12 can destroy temporaries in a co_await operand twice.
+  Response refusal;
+  if (!authorized(req)) refusal = error_response(req, Errc::kUnauthorized, "missing or invalid token");
+  else if (!origin_allowed(req)) refusal = error_response(req, Errc::kForbidden, "origin not allowed");
+  else if (!is_channels) refusal = error_response(req, Errc::kNotFound, "no WebSocket here");
+  else if (!hub) refusal = error_response(req, Errc::kNotFound, "no such kernel " + parts[2]);
+  else if (session_id.size() > 256) refusal = error_response(req, Errc::kBadRequest, "session_id too long");
+  if (refusal.result() != http::status::ok) co_return co_await reply(refusal);
   auto proto = protocol::WsProtocol::kLegacy;
   std::string_view offered(req[http::field::sec_websocket_protocol].data(), req[http::field::sec_websocket_protocol].size());
   while (!offered.empty()) {
@@ -239,6 +242,7 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> Gateway::start_kernel(Star
   auto kernel = std::make_shared<launcher::Kernel>(io_, zmq_, *spawner_, std::move(ko));
   auto hub = std::make_shared<KernelHub>(kernel, config_.replay_bytes);
   kernel->set_observer(hub.get());
+  hub->set_execute_limit(std::chrono::seconds(config_.execute_limit_s));
   kernels_[kernel->id()] = hub;
   ++starting_;
   auto st = co_await kernel->start();

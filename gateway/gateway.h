@@ -31,6 +31,9 @@ class Gateway {
   boost::asio::awaitable<Response> handle(Request req);
   // Serves a WebSocket upgrade request on stream until the connection ends.
   boost::asio::awaitable<void> handle_upgrade(boost::beast::tcp_stream stream, Request req);
+  // Requests answered by writing to the stream directly (NDJSON execute streaming).
+  bool is_stream_request(const Request& req) const;
+  boost::asio::awaitable<void> handle_stream(boost::beast::tcp_stream& stream, Request req);
   // Shuts every kernel down (bounded by their shutdown deadlines).
   boost::asio::awaitable<void> shutdown_all();
 
@@ -67,6 +70,7 @@ class Gateway {
 // Route handlers, one file per resource.
 boost::asio::awaitable<Response> handle_kernels(Gateway& gw, Request& req, const std::vector<std::string>& parts);
 boost::asio::awaitable<Response> handle_kernelspecs(Gateway& gw, Request& req, const std::vector<std::string>& parts);
+boost::asio::awaitable<Response> handle_execute(Gateway& gw, Request& req, const std::string& kernel_id);
 boost::asio::awaitable<Response> handle_sessions(Gateway& gw, Request& req, const std::vector<std::string>& parts);
 
 }  // namespace cellgate::gateway

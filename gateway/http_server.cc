@@ -56,6 +56,12 @@ awaitable<void> session(tcp::socket socket, Gateway& gw) {
       co_return;
     }
     stream.expires_never();  // handlers may wait for a kernel to start
+    if (gw.is_stream_request(req)) {
+      bool keep = req.keep_alive();
+      co_await gw.handle_stream(stream, std::move(req));
+      if (!keep) break;
+      continue;
+    }
     Response res = co_await gw.handle(std::move(req));
     bool keep = res.keep_alive();
     stream.expires_after(std::chrono::seconds(60));

@@ -4,6 +4,11 @@
 
 #include <algorithm>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include "common/log.h"
@@ -105,7 +110,11 @@ void KernelHub::from_client(WsSession& session, const std::string& channel, prot
   if (!channel_from_name(channel, ch)) return;
   if (ch != Channel::kStdin) {
     auto header = protocol::peek_header(message.header);
-    if (header) remember_request(header->msg_id, session.session_id());
+    if (header) {
+      remember_request(header->msg_id, session.session_id());
+      if (execute_limit_.count() > 0 && header->msg_type == "execute_request" && limited_.size() < 1024)
+        limited_.emplace(header->msg_id, message.header);
+    }
   }
   if (!kernel_->send(ch, message))
     common::log_debug("kernel={} msg=\"client message not sent: kernel channels closed\"", kernel_->id());
@@ -130,13 +139,50 @@ void KernelHub::broadcast(const OutgoingPtr& m) {
   for (auto& [sid, r] : offline_) buffer(r, m);
 }
 
+bool KernelHub::send_watched(Channel channel, const protocol::Message& message, const std::string& msg_id,
+                             std::shared_ptr<RequestWatcher> watcher) {
+  watchers_[msg_id] = watcher;
+  return kernel_->send(channel, message);
+}
+
+void KernelHub::unwatch(const std::string& msg_id) { watchers_.erase(msg_id); }
+
 void KernelHub::on_kernel_message(Channel channel, const protocol::Message& message) {
+  if (!watchers_.empty()) {
+    // Only paid while an agent request is in flight: find the request this message answers.
+    auto it = watchers_.find(protocol::peek_parent_msg_id(message.parent_header));
+    if (it != watchers_.end()) {
+      if (auto w = it->second.lock()) {
+        auto header = protocol::peek_header(message.header);
+        w->on_reply(channel, message, header ? header->msg_type : std::string());
+      }
+      if (channel != Channel::kIopub) return;  // replies to our own requests are ours alone
+    }
+  }
+  std::string parent_id;
+  if (!limited_.empty()) {
+    parent_id = protocol::peek_parent_msg_id(message.parent_header);
+    auto it = limited_.find(parent_id);
+    if (it != limited_.end()) {
+      auto header = protocol::peek_header(message.header);
+      std::string type = header ? header->msg_type : "";
+      if (channel == Channel::kIopub && type == "status" && !limit_timers_.count(parent_id)) {
+        on_execute_started(parent_id);  // the clock runs from when the kernel starts the cell
+      } else if (channel == Channel::kShell && type == "execute_reply") {
+        if (auto t = limit_timers_.find(parent_id); t != limit_timers_.end()) {
+          t->second->cancel();
+          limit_timers_.erase(t);
+        }
+        limited_.erase(it);
+      }
+    }
+  }
   auto out = std::make_shared<Outgoing>(channel_name(channel), message);
   if (channel == Channel::kIopub) {
     broadcast(out);
     return;
   }
-  std::string parent_id = protocol::peek_parent_msg_id(message.parent_header);
+  if (parent_id.empty()) parent_id = protocol::peek_parent_msg_id(message.parent_header);
   auto it = requests_.find(parent_id);
   if (it == requests_.end()) {
     common::log_debug("kernel={} channel={} msg=\"reply to an unknown request dropped\"", kernel_->id(),
@@ -150,6 +196,9 @@ void KernelHub::on_kernel_message(Channel channel, const protocol::Message& mess
 }
 
 void KernelHub::on_kernel_state(KernelState state, const std::string& reason) {
+  auto watchers = watchers_;  // a watcher may unwatch itself from its callback
+  for (auto& [id, w] : watchers)
+    if (auto sw = w.lock()) sw->on_state(state, reason);
   const char* es = nullptr;
   if (state == KernelState::kRestarting) es = "restarting";
   else if (state == KernelState::kDead && reason != "shutdown") es = "dead";
@@ -163,6 +212,45 @@ void KernelHub::on_kernel_state(KernelState state, const std::string& reason) {
     nlohmann::json err = {{"ename", "KernelDied"}, {"evalue", reason}, {"traceback", {"Kernel died: " + reason}}};
     broadcast(std::make_shared<Outgoing>("iopub", protocol::make_message("error", synth_session_, err.dump())));
   }
+}
+
+void KernelHub::on_execute_started(const std::string& msg_id) {
+  auto timer = std::make_shared<boost::asio::steady_timer>(kernel_->executor());
+  timer->expires_after(execute_limit_);
+  limit_timers_[msg_id] = timer;
+  std::string parent = limited_[msg_id];
+  timer->async_wait([self = shared_from_this(), msg_id, parent](const boost::system::error_code& ec) {
+    if (ec || !self->limit_timers_.count(msg_id)) return;
+    boost::asio::co_spawn(self->kernel_->executor(), enforce_limit(self, msg_id, parent), boost::asio::detached);
+  });
+}
+
+void KernelHub::notify_stderr(const std::string& text, const std::string& parent_header) {
+  auto m = protocol::make_message("stream", synth_session_, nlohmann::json{{"name", "stderr"}, {"text", text}}.dump(),
+                                  parent_header);
+  broadcast(std::make_shared<Outgoing>("iopub", std::move(m)));
+}
+
+boost::asio::awaitable<void> KernelHub::enforce_limit(std::shared_ptr<KernelHub> self, std::string msg_id,
+                                                     std::string parent_header) {
+  const auto limit = self->execute_limit_.count();
+  self->notify_stderr("[cellgate] execution time limit (" + std::to_string(limit) + " s) exceeded; interrupting\n",
+                      parent_header);
+  co_await self->kernel_->interrupt();
+  boost::asio::steady_timer grace(self->kernel_->executor());
+  for (int i = 0; i < 50 && self->limited_.count(msg_id); ++i) {
+    grace.expires_after(std::chrono::milliseconds(100));
+    boost::system::error_code ec;
+    co_await grace.async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+  }
+  self->limit_timers_.erase(msg_id);
+  if (!self->limited_.count(msg_id)) co_return;  // the interrupt took
+  self->limited_.erase(msg_id);
+  self->notify_stderr("[cellgate] the interrupt did not stop the cell; restarting the kernel (its memory is lost)\n",
+                      parent_header);
+  auto st = co_await self->kernel_->restart();
+  if (!st) common::log_error("kernel={} msg=\"restart after time limit failed\" error=\"{}\"", self->kernel_->id(),
+                             st.error().message);
 }
 
 void KernelHub::close_all(const std::string& reason) {

@@ -2,6 +2,7 @@
 // kernel_hub: fans one kernel's messages out to its WebSocket clients and routes replies back.
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <map>
 #include <memory>
@@ -9,12 +10,24 @@
 #include <unordered_map>
 #include <vector>
 
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+
 #include "gateway/outgoing.h"
 #include "kernel-launcher/kernel.h"
 
 namespace cellgate::gateway {
 
 class WsSession;
+
+// A gateway-internal client of the kernel (the agent API): sees the kernel's messages whose parent is
+// the request it sent, and the kernel's state changes. Io thread only.
+class RequestWatcher {
+ public:
+  virtual ~RequestWatcher() = default;
+  virtual void on_reply(launcher::Channel channel, const protocol::Message& message, const std::string& msg_type) = 0;
+  virtual void on_state(launcher::KernelState state, const std::string& reason) = 0;
+};
 
 // Io thread only. iopub goes to every connection; shell, control and stdin replies go to the connection
 // whose request they answer (by parent msg_id). A session_id whose last connection went away gets a
@@ -24,6 +37,9 @@ class KernelHub : public launcher::KernelObserver, public std::enable_shared_fro
   KernelHub(std::shared_ptr<launcher::Kernel> kernel, size_t replay_bytes);
 
   launcher::Kernel& kernel() { return *kernel_; }
+  // A wall-clock limit per execution (0 = off): past it the cell is interrupted, and if the interrupt
+  // does not take within a grace period the kernel is restarted. Clients are told on iopub.
+  void set_execute_limit(std::chrono::seconds limit) { execute_limit_ = limit; }
   const std::shared_ptr<launcher::Kernel>& kernel_ptr() const { return kernel_; }
   int connections() const { return static_cast<int>(sessions_.size()); }
 
@@ -33,6 +49,10 @@ class KernelHub : public launcher::KernelObserver, public std::enable_shared_fro
   void detach(WsSession* session, std::vector<OutgoingPtr> unsent);
   // A message from a client, already decoded.
   void from_client(WsSession& session, const std::string& channel, protocol::Message&& message);
+  // Sends a gateway-originated request; messages whose parent is its msg_id go to watcher until unwatch().
+  bool send_watched(launcher::Channel channel, const protocol::Message& message, const std::string& msg_id,
+                    std::shared_ptr<RequestWatcher> watcher);
+  void unwatch(const std::string& msg_id);
   // Kernel deleted: close every connection with this reason and drop the buffers.
   void close_all(const std::string& reason);
 
@@ -49,6 +69,10 @@ class KernelHub : public launcher::KernelObserver, public std::enable_shared_fro
   void buffer(Replay& r, const OutgoingPtr& m);
   void broadcast(const OutgoingPtr& m);
   void remember_request(const std::string& msg_id, const std::string& session_id);
+  void on_execute_started(const std::string& msg_id);
+  void notify_stderr(const std::string& text, const std::string& parent_header);
+  static boost::asio::awaitable<void> enforce_limit(std::shared_ptr<KernelHub> self, std::string msg_id,
+                                                   std::string parent_header);
 
   std::shared_ptr<launcher::Kernel> kernel_;
   size_t replay_bytes_;
@@ -58,6 +82,10 @@ class KernelHub : public launcher::KernelObserver, public std::enable_shared_fro
   std::unordered_map<std::string, std::string> requests_;    // msg_id → session_id
   std::deque<std::string> request_order_;
   std::string synth_session_;
+  std::unordered_map<std::string, std::weak_ptr<RequestWatcher>> watchers_;  // msg_id → internal client
+  std::chrono::seconds execute_limit_{0};
+  std::unordered_map<std::string, std::string> limited_;  // execute msg_id → its header, until the reply
+  std::unordered_map<std::string, std::shared_ptr<boost::asio::steady_timer>> limit_timers_;
 };
 
 }  // namespace cellgate::gateway

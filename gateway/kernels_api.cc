@@ -81,6 +81,10 @@ awaitable<Response> handle_kernels(Gateway& gw, Request& req, const std::vector<
     if (!st) co_return error_response(req, Errc::kInternal, "restart failed: " + st.error().message);
     co_return json_response(req, http::status::ok, gw.kernel_model(*hub));
   }
+  if (parts.size() == 4 && parts[3] == "execute") {
+    if (method != http::verb::post) co_return method_not_allowed(req);
+    co_return co_await handle_execute(gw, req, parts[2]);
+  }
   if (parts.size() == 4 && parts[3] == "channels")
     co_return error_response(req, Errc::kBadRequest, "WebSocket upgrade required");
   co_return error_response(req, Errc::kNotFound, "not found");

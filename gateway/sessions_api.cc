@@ -79,7 +79,9 @@ awaitable<Response> handle_sessions(Gateway& gw, Request& req, const std::vector
         if (!gw.find_kernel(ref->id)) co_return error_response(req, Errc::kNotFound, "Kernel does not exist: " + ref->id);
         rec.kernel_id = ref->id;
       } else {
-        auto hub = co_await gw.start_kernel({ref->name, ref->env});
+        // A named argument: GCC 12 can destroy a temporary in a co_await operand twice.
+        Gateway::StartOptions start{ref->name, ref->env};
+        auto hub = co_await gw.start_kernel(std::move(start));
         if (!hub) {
           // jupyter_server answers a missing kernelspec with 501.
           if (hub.error().code == Errc::kNotFound)
@@ -119,7 +121,9 @@ awaitable<Response> handle_sessions(Gateway& gw, Request& req, const std::vector
     if (!gw.find_kernel(ref->id)) co_return error_response(req, Errc::kNotFound, "Kernel does not exist: " + ref->id);
     updated.kernel_id = ref->id;
   } else if (!ref->name.empty()) {
-    auto hub = co_await gw.start_kernel({ref->name, ref->env});
+    // A named argument: GCC 12 can destroy a temporary in a co_await operand twice.
+        Gateway::StartOptions start{ref->name, ref->env};
+        auto hub = co_await gw.start_kernel(std::move(start));
     if (!hub) co_return error_response(req, hub.error());
     updated.kernel_id = hub.value()->kernel().id();
   }

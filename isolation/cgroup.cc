@@ -9,6 +9,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <ctime>
@@ -105,70 +106,116 @@ uint64_t cpu_quota_us(double cores) {
   return static_cast<uint64_t>(std::llround(cores * static_cast<double>(kCpuPeriodUs)));
 }
 
-common::Result<Cgroup> Cgroup::create(const std::string& base, const std::string& name, const CgroupLimits& limits) {
-  CgroupLayout layout = detect_cgroup_layout(base);
-  std::vector<std::string> controllers;
-  std::vector<std::string> seen;  // "cpu" and "cpuacct" are often one hierarchy (cpu,cpuacct)
+namespace {
+
+// v1 controllers that are mounted under base, one per hierarchy ("cpu" and "cpuacct" are often
+// the same "cpu,cpuacct" hierarchy behind two symlinks).
+std::vector<std::string> v1_controllers(const std::string& base) {
+  std::vector<std::string> controllers, seen;
   for (const char* ctl : {"memory", "pids", "cpu", "cpuacct", "freezer"}) {
     std::string dir = base + "/" + ctl;
-    if (layout != CgroupLayout::kV1Hybrid || !is_fs(dir, CGROUP_SUPER_MAGIC)) continue;
     char real[4096];
-    if (::realpath(dir.c_str(), real) == nullptr) continue;
-    bool dup = false;
-    for (const auto& s : seen) dup = dup || s == real;
-    if (dup) continue;
+    if (!is_fs(dir, CGROUP_SUPER_MAGIC) || ::realpath(dir.c_str(), real) == nullptr) continue;
+    if (std::find(seen.begin(), seen.end(), real) != seen.end()) continue;
     seen.emplace_back(real);
     controllers.emplace_back(ctl);
   }
-  bool unified = layout == CgroupLayout::kV1Hybrid && is_fs(base + "/unified", CGROUP2_SUPER_MAGIC);
-  Cgroup cg;
-  cg.paths_ = plan_cgroup_paths(layout, base, name, controllers, unified);
-  cg.limits_ = limits;
-  const CgroupPaths& p = cg.paths_;
-  if (layout == CgroupLayout::kV1Hybrid && (p.memory.empty() || p.pids.empty()))
-    return make_error(Errc::kInternal, "cgroup: no v1 memory/pids hierarchy under " + base);
-  if (layout == CgroupLayout::kV2 && ::mkdir((base + "/cellgate").c_str(), 0755) < 0 && errno != EEXIST)
+  return controllers;
+}
+
+// Controllers must be enabled in every ancestor's subtree_control (cgroup-v2.rst "Enabling and
+// Disabling"); base must therefore hold no processes itself. The jail dir stays a leaf. cpu may
+// be unavailable (realtime tasks in the parent): the jail then runs without a CPU quota.
+common::Status enable_v2_controllers(const std::string& base, CgroupPaths& p) {
+  if (::mkdir((base + "/cellgate").c_str(), 0755) < 0 && errno != EEXIST)
     return fail("cgroup: mkdir " + base + "/cellgate", errno);
-  if (layout == CgroupLayout::kV2) {
-    // Controllers must be enabled in every ancestor's subtree_control (cgroup-v2.rst
-    // "Enabling and Disabling"); the jail dir stays a leaf, so it may hold processes.
-    for (const std::string& dir : {base, base + "/cellgate"}) {
-      for (const char* ctl : {"+memory", "+pids", "+cpu"}) {
-        if (int err = write_file(dir + "/cgroup.subtree_control", ctl))
-          return fail("cgroup: enable " + std::string(ctl + 1) + " in " + dir, err);
-      }
+  for (const std::string& dir : {base, base + "/cellgate"}) {
+    for (const char* ctl : {"+memory", "+pids", "+cpu"}) {
+      int err = write_file(dir + "/cgroup.subtree_control", ctl);
+      if (err != 0 && std::string_view(ctl) == "+cpu") p.cpu.clear();
+      else if (err != 0) return fail("cgroup: enable " + std::string(ctl + 1) + " in " + dir, err);
     }
   }
+  return common::ok();
+}
+
+// Creates the dirs. A leaf left by a crashed jail of the same name is removed when empty; a busy
+// one (the previous jail of a restarted kernel still shutting down) sets *busy, and the leaves
+// created so far are removed again so the caller can retry under another name.
+common::Status make_dirs(const CgroupPaths& p, bool* busy) {
+  *busy = false;
+  std::vector<std::string> created;
   for (const auto& dir : p.dirs) {
-    if (::mkdir(dir.c_str(), 0755) == 0) continue;
+    bool leaf = !dir.ends_with("/cellgate");
+    if (::mkdir(dir.c_str(), 0755) == 0) {
+      if (leaf) created.push_back(dir);
+      continue;
+    }
     if (errno != EEXIST) return fail("cgroup: mkdir " + dir, errno);
-    if (dir.ends_with("/cellgate")) continue;
-    // A stale dir of a crashed jail with the same name: empty ones can go.
-    if (::rmdir(dir.c_str()) < 0 || ::mkdir(dir.c_str(), 0755) < 0)
-      return fail("cgroup: " + dir + " exists and is busy", errno);
+    if (!leaf) continue;
+    if (::rmdir(dir.c_str()) == 0 && ::mkdir(dir.c_str(), 0755) == 0) {
+      created.push_back(dir);
+      continue;
+    }
+    int err = errno;
+    for (const auto& c : created) ::rmdir(c.c_str());
+    *busy = err == EBUSY;
+    return fail("cgroup: " + dir + " exists and is busy", err);
   }
+  return common::ok();
+}
+
+common::Status write_limits(const CgroupPaths& p, const CgroupLimits& limits) {
   auto set = [](const std::string& path, const std::string& value, bool optional) -> common::Status {
     int err = write_file(path, value);
     if (err == 0 || (optional && err == ENOENT)) return common::ok();
     return fail("cgroup: write " + value + " to " + path, err);
   };
   const std::string mem = std::to_string(limits.memory), pids = std::to_string(limits.pids);
-  const std::string quota = std::to_string(cpu_quota_us(limits.cpu));
+  const std::string quota = std::to_string(cpu_quota_us(limits.cpu)), period = std::to_string(kCpuPeriodUs);
   common::Status s = common::ok();
-  if (layout == CgroupLayout::kV2) {
+  if (p.layout == CgroupLayout::kV2) {
     if (s) s = set(p.memory + "/memory.max", mem, false);
-    if (s) s = set(p.memory + "/memory.swap.max", "0", true);
-    if (s) s = set(p.memory + "/memory.oom.group", "1", false);
+    if (s) s = set(p.memory + "/memory.swap.max", "0", true);   // absent without swap accounting
+    if (s) s = set(p.memory + "/memory.oom.group", "1", false);  // OOM kills the whole jail
     if (s) s = set(p.pids + "/pids.max", pids, false);
-    if (s) s = set(p.cpu + "/cpu.max", quota + " " + std::to_string(kCpuPeriodUs), false);
+    if (s && !p.cpu.empty()) s = set(p.cpu + "/cpu.max", quota + " " + period, false);
   } else {
     if (s) s = set(p.memory + "/memory.limit_in_bytes", mem, false);
-    if (s) s = set(p.memory + "/memory.memsw.limit_in_bytes", mem, true);  // no swap
+    if (s) s = set(p.memory + "/memory.memsw.limit_in_bytes", mem, true);  // = limit: no swap
     if (s) s = set(p.pids + "/pids.max", pids, false);
-    if (s && !p.cpu.empty()) s = set(p.cpu + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUs), false);
+    if (s && !p.cpu.empty()) s = set(p.cpu + "/cpu.cfs_period_us", period, false);
     if (s && !p.cpu.empty()) s = set(p.cpu + "/cpu.cfs_quota_us", quota, false);
   }
-  if (!s) {
+  return s;
+}
+
+}  // namespace
+
+common::Result<Cgroup> Cgroup::create(const std::string& base, const std::string& name, const CgroupLimits& limits) {
+  CgroupLayout layout = detect_cgroup_layout(base);
+  bool v1 = layout == CgroupLayout::kV1Hybrid;
+  Cgroup cg;
+  const std::vector<std::string> controllers = v1 ? v1_controllers(base) : std::vector<std::string>{};
+  const bool unified = v1 && is_fs(base + "/unified", CGROUP2_SUPER_MAGIC);
+  cg.paths_ = plan_cgroup_paths(layout, base, name, controllers, unified);
+  cg.limits_ = limits;
+  if (v1 && (cg.paths_.memory.empty() || cg.paths_.pids.empty()))
+    return make_error(Errc::kInternal, "cgroup: no v1 memory/pids hierarchy under " + base);
+  if (!v1) {
+    if (auto s = enable_v2_controllers(base, cg.paths_); !s) return s.error();
+  }
+  const bool had_cpu = !cg.paths_.cpu.empty();
+  bool busy = false;
+  auto made = make_dirs(cg.paths_, &busy);
+  if (!made && busy) {
+    // Same name still in use: this jail gets "<name>-<pid>" (the status file names the dir).
+    cg.paths_ = plan_cgroup_paths(layout, base, name + "-" + std::to_string(::getpid()), controllers, unified);
+    if (!v1 && !had_cpu) cg.paths_.cpu.clear();
+    made = make_dirs(cg.paths_, &busy);
+  }
+  if (!made) return made.error();
+  if (auto s = write_limits(cg.paths_, limits); !s) {
     cg.remove();
     return s.error();
   }

@@ -29,6 +29,7 @@ struct SetupFailure {
   std::string stage;
   int err = 0;
   std::string message;  // "<stage>: <strerror>" or a more specific text
+  int exit_code = 126;  // 125 when the options turn out invalid while planning
 };
 
 class Jail {

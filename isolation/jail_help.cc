@@ -12,14 +12,16 @@ root; no capabilities; seccomp; cgroup limits) and runs CMD in it as uid/gid 100
 with cwd and HOME /workspace. A jail init is pid 1; CMD is pid 2.
 
 Options (VALUE may also be given as --option=VALUE):
-  --name ID               jail name [a-zA-Z0-9_-]{1,64}; names the cgroup dir. Default jail-<pid>
+  --name ID               jail name [a-zA-Z0-9_-]{1,64}; names the cgroup dir (<name>-<pid> while
+                          another jail still holds <name>). Default jail-<pid>
   --policy FILE           JSON policy layered on the built-in default policy (isolation/POLICY.md)
   --workspace DIR         host dir bound read-write at /workspace (idmapped: on-disk uid/gid
                           N <-> inside N, so `sandbox` files are stored as 1000:1000; a root-owned
                           DIR is chowned to 1000:1000 first). Default: an empty tmpfs
   --bind-same DIR         bind a host dir read-write at the same path inside (repeatable)
   --connection-file FILE  same as --bind-same dirname(FILE)
-  --ro-bind SRC[:DST]     extra read-only bind (repeatable)
+  --ro-bind SRC[:DST]     extra read-only bind (repeatable); DST not under /usr, /proc, /dev,
+                          /workspace, nor /, /etc or /tmp itself
   --env K=V               kernel environment entry (repeatable). Nothing is inherited; defaults
                           PATH, HOME=/workspace, LANG=C.UTF-8, TERM=xterm-256color, USER and
                           LOGNAME=sandbox, SHELL=/bin/bash, MPLBACKEND=Agg, IPYTHONDIR=/tmp/.ipython,
@@ -34,10 +36,13 @@ Options (VALUE may also be given as --option=VALUE):
   --tmp-size BYTES        size of the /tmp and of the /dev/shm tmpfs. Default 256M
   --uid-range START:COUNT host uid range split in 65536-uid slots, one per live jail (flock on
                           /run/cellgate/uids/<slot>.lock). Default 200000:6553600
-  --status-file PATH      JSON status, replaced atomically on each change
+  --status-file PATH      JSON status, replaced atomically on each change. Keep it (and any log
+                          the gateway reads back) outside dirs the kernel can write (--bind-same,
+                          --workspace): the kernel could rewrite it. Trust pids from --ready-fd
   --ready-fd N            one JSON line on fd N once CMD is exec'd or the jail failed
   --cgroup-root PATH      cgroup mount base instead of /sys/fs/cgroup; dirs are <base>/.../cellgate/<name>
-  --no-cgroup             no cgroups (non-root development; weaker: no memory/pids/cpu limits)
+  --no-cgroup             no cgroups (hosts without a writable cgroup tree; weaker: no memory,
+                          pids or cpu limits, no cgroup.kill). The helper still needs root
   --help                  this text
 
 Signals: SIGINT and SIGTERM (and SIGHUP, SIGQUIT, SIGUSR2) go to CMD's process group;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "isolation/jail.h"
+#include "isolation/seccomp_policy.h"
 #include "isolation/status_json.h"
 
 namespace {
@@ -35,6 +36,8 @@ int main(int argc, char** argv) {
   auto policy = options->policy_file.empty() ? cellgate::isolation::default_policy()
                                              : cellgate::isolation::load_policy(options->policy_file);
   if (!policy) return bad_options(policy.error().message, ready_fd);
+  if (auto names = cellgate::isolation::check_syscall_names(*policy); !names)
+    return bad_options(names.error().message, ready_fd);
   // Its own session, so the gateway's death (and its terminal's signals) leave the jail alone;
   // EPERM when we already lead a process group, which is harmless.
   ::setsid();

@@ -80,8 +80,8 @@ void JailPlan::make_pointers() {
   exec_ptrs_.push_back(nullptr);
 }
 
-child::ChildPlan JailPlan::child_plan(int sync_fd, int report_fd, int exit_fd) const {
-  const_cast<JailPlan*>(this)->make_pointers();
+child::ChildPlan JailPlan::child_plan(int sync_fd, int report_fd, int exit_fd) {
+  make_pointers();
   child::ChildPlan c{};
   c.mounts = mounts_.ops().data();
   c.n_mounts = mounts_.ops().size();

@@ -37,7 +37,7 @@ class JailPlan {
   static common::Result<JailPlan> build(const JailOptions& options, const Policy& policy,
                                         const MountInputs& mounts, std::vector<sock_filter> filter);
   // The child's view; valid while this JailPlan lives and is not moved.
-  child::ChildPlan child_plan(int sync_fd, int report_fd, int exit_fd) const;
+  child::ChildPlan child_plan(int sync_fd, int report_fd, int exit_fd);
   const ResolvedLimits& limits() const { return limits_; }
   const std::vector<std::string>& env() const { return env_; }
   const std::vector<std::string>& exec_paths() const { return exec_paths_; }

@@ -95,6 +95,10 @@ std::vector<std::pair<std::string, std::string>> Jail::mpl_seed_files() const {
 }
 
 std::optional<SetupFailure> Jail::prepare() {
+  // A realtime launcher must not hand SCHED_FIFO/RR to a kernel (it could starve the host), and
+  // v1 cpu cgroups without rt_runtime refuse realtime tasks anyway (EINVAL on cgroup.procs).
+  sched_param normal{};
+  ::sched_setscheduler(0, SCHED_OTHER, &normal);
   for (const char* dir : {kRunDir, kNewRoot}) {
     if (::mkdir(dir, 0755) < 0 && errno != EEXIST) return sys_failure("prepare", errno, std::string("mkdir ") + dir);
   }
@@ -111,7 +115,7 @@ std::optional<SetupFailure> Jail::prepare() {
     cgroup_.emplace(std::move(cg.value()));
   }
 
-  auto filter = build_seccomp_bpf(policy_);
+  auto filter = cached_seccomp_bpf(policy_, std::string(kRunDir) + "/seccomp");
   if (!filter) return SetupFailure{"seccomp", filter.error().sys_errno, filter.error().message};
 
   // Read-write binds: a detached clone of each tree, idmapped after clone (see idmap_or_chown).
@@ -148,6 +152,8 @@ std::optional<SetupFailure> Jail::prepare() {
   in.cache_binds = policy_.cache_binds;
   in.mpl_files = mpl_seed_files();
   auto plan = JailPlan::build(options_, policy_, in, std::move(filter.value()));
+  if (!plan && plan.error().code == common::Errc::kBadRequest)
+    return SetupFailure{"options", 0, plan.error().message, 125};
   if (!plan) return SetupFailure{"plan", plan.error().sys_errno, plan.error().message};
   plan_.emplace(std::move(plan.value()));
   return std::nullopt;

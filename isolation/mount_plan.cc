@@ -36,6 +36,16 @@ bool clean_absolute(const std::string& p) {
          p.find("/./") == std::string::npos;
 }
 
+// Inside paths a bind may not land on: the mechanism owns them (and /workspace is the user's
+// tree, where setup would create root-owned mount points).
+bool reserved_target(const std::string& p) {
+  for (const char* r : {"/usr", "/proc", "/dev", "/workspace", "/tmp/.config"}) {
+    std::string_view root(r);
+    if (p == root || (p.starts_with(root) && p[root.size()] == '/')) return true;
+  }
+  return p == "/" || p == "/tmp" || p == "/etc";
+}
+
 }  // namespace
 
 HostEntry probe_host_path(const std::string& path) {
@@ -197,6 +207,7 @@ common::Result<MountPlan> MountPlan::build(const MountInputs& in, const HostProb
     p.add(t);
     MountOp b = p.op(MountOpType::kBind, std::string("/dev/") + node);
     b.source = p.keep(std::string("/dev/") + node);
+    b.optional = true;  // a host without /dev/tty (some containers) still gets a jail
     p.add(b);
   }
   for (const char* d : {"/dev/pts", "/dev/shm"}) {
@@ -264,12 +275,12 @@ common::Result<MountPlan> MountPlan::build(const MountInputs& in, const HostProb
     p.add(ws);
   }
   for (const auto& b : in.bind_same) {
-    if (!clean_absolute(b.path) || b.path == "/")
+    if (!clean_absolute(b.path) || reserved_target(b.path))
       return make_error(Errc::kBadRequest, "bad --bind-same dir \"" + b.path + "\"");
     add_rw(b, b.path);
   }
   for (const auto& b : in.ro_binds) {
-    if (!clean_absolute(b.source) || !clean_absolute(b.target) || b.target == "/")
+    if (!clean_absolute(b.source) || !clean_absolute(b.target) || reserved_target(b.target))
       return make_error(Errc::kBadRequest, "bad read-only bind \"" + b.source + ":" + b.target + "\"");
     HostEntry e = probe(b.source);
     if (e.kind == HostEntry::Kind::kMissing)

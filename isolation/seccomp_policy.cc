@@ -2,12 +2,16 @@
 // seccomp_policy: build the filter with libseccomp in the parent, export it as BPF.
 #include "isolation/seccomp_policy.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <sched.h>
 #include <sys/ioctl.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <memory>
 
@@ -154,6 +158,24 @@ common::Result<std::string> export_to_memfd(scmp_filter_ctx ctx, bool pfc) {
   return out;
 }
 
+// Bounds the cache: past kMaxCached entries (rebuilt binaries leave old keys behind), every
+// other entry goes; the next jails rebuild what they need.
+void prune_cache(const std::string& dir, const std::string& keep) {
+  constexpr size_t kMaxCached = 32;
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name.ends_with(".bpf") && names.size() <= 4 * kMaxCached) names.push_back(dir + "/" + name);
+    }
+    ::closedir(d);
+  }
+  if (names.size() <= kMaxCached) return;
+  for (const auto& n : names) {
+    if (n != keep) ::unlink(n.c_str());
+  }
+}
+
 }  // namespace
 
 std::vector<std::pair<uint32_t, uint32_t>> complement_cover(const std::vector<uint32_t>& excluded) {
@@ -189,6 +211,65 @@ common::Result<std::vector<sock_filter>> build_seccomp_bpf(const Policy& policy)
     return make_error(Errc::kInternal, "seccomp: exported program has a bad size");
   std::vector<sock_filter> prog(bytes->size() / sizeof(sock_filter));
   std::memcpy(prog.data(), bytes->data(), bytes->size());
+  return prog;
+}
+
+common::Status check_syscall_names(const Policy& policy) {
+  for (const auto& [name, allowed] : policy.seccomp_changes) {
+    if (auto r = resolve(name, true); !r) return r.error();
+  }
+  return common::ok();
+}
+
+std::string seccomp_cache_key(const Policy& policy) {
+  // Bump kRuleFormat whenever add_conditional() or build_ctx() change what they emit.
+  constexpr int kRuleFormat = 1;
+  const scmp_version* v = seccomp_version();
+  std::string text = "format " + std::to_string(kRuleFormat) + " libseccomp " + std::to_string(v->major) + "." +
+                     std::to_string(v->minor) + "." + std::to_string(v->micro) + "\n";
+  // This very binary too: another build (another worktree, an upgrade) never reads our filters.
+  struct stat exe {};
+  if (::stat("/proc/self/exe", &exe) == 0)
+    text += "exe " + std::to_string(exe.st_ino) + " " + std::to_string(exe.st_size) + " " +
+            std::to_string(exe.st_mtim.tv_sec) + "." + std::to_string(exe.st_mtim.tv_nsec) + "\n";
+  SyscallSets sets = effective_syscalls(policy);
+  for (const auto* list : {&sets.allow, &sets.deny, &sets.explicit_allow}) {
+    for (const auto& name : *list) text += name + ",";
+    text += "\n";
+  }
+  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a 64
+  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ULL;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+common::Result<std::vector<sock_filter>> cached_seccomp_bpf(const Policy& policy, const std::string& cache_dir) {
+  const std::string path = cache_dir + "/" + seccomp_cache_key(policy) + ".bpf";
+  common::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (fd) {
+    std::vector<sock_filter> prog(BPF_MAXINSNS + 1);
+    ssize_t n = ::read(fd.get(), prog.data(), prog.size() * sizeof(sock_filter));
+    if (n > 0 && n % static_cast<ssize_t>(sizeof(sock_filter)) == 0 &&
+        static_cast<size_t>(n) / sizeof(sock_filter) <= BPF_MAXINSNS) {
+      prog.resize(static_cast<size_t>(n) / sizeof(sock_filter));
+      return prog;
+    }
+  }
+  auto prog = build_seccomp_bpf(policy);
+  if (!prog) return prog;
+  if (::mkdir(cache_dir.c_str(), 0700) == 0 || errno == EEXIST) {
+    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    common::UniqueFd out(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+    const size_t bytes = prog->size() * sizeof(sock_filter);
+    if (out && ::write(out.get(), prog->data(), bytes) == static_cast<ssize_t>(bytes)) {
+      out.reset();
+      if (::rename(tmp.c_str(), path.c_str()) < 0) ::unlink(tmp.c_str());
+    } else {
+      ::unlink(tmp.c_str());
+    }
+    prune_cache(cache_dir, path);
+  }
   return prog;
 }
 

@@ -8,6 +8,8 @@
 
 #include <cstdio>
 
+#include "common/random.h"
+
 namespace cellgate::isolation {
 namespace {
 
@@ -67,8 +69,15 @@ std::string exited_json(std::optional<int> exit_code, std::optional<int> signal,
 
 bool write_status_file(const std::string& path, const std::string& json) {
   if (path.empty()) return true;
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  // In case the directory is one the kernel can write to: an unpredictable temp name, and O_EXCL
+  // so we never open something planted there (a FIFO would block us, a symlink redirect us).
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 3 && fd < 0; ++attempt) {
+    tmp = path + ".tmp." + common::random_hex(8);
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0 && errno != EEXIST) return false;
+  }
   if (fd < 0) return false;
   bool ok = write_all(fd, json + "\n");
   ::close(fd);

@@ -74,7 +74,7 @@ int Jail::fail(const SetupFailure& f) {
     ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_.get()), &info, WEXITED);
   }
   if (cgroup_) cgroup_->remove();
-  return 126;
+  return f.exit_code;
 }
 
 int Jail::run() {
@@ -94,8 +94,11 @@ int Jail::supervise() {
   const auto start = std::chrono::steady_clock::now();
   bool reporting = true;  // until EOF on the report socket (= exec done, or failure)
   std::optional<SetupFailure> failure;
+  bool init_exited = false;
   for (;;) {
-    pollfd fds[3] = {{pidfd_.get(), POLLIN, 0}, {signal_fd_.get(), POLLIN, 0}, {report_.get(), POLLIN, 0}};
+    // While reports are pending, init's exit is only noted: EOF on the report socket follows.
+    pollfd fds[3] = {{init_exited ? -1 : pidfd_.get(), POLLIN, 0}, {signal_fd_.get(), POLLIN, 0},
+                     {report_.get(), POLLIN, 0}};
     int timeout = -1;
     if (reporting) {
       auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
@@ -114,6 +117,8 @@ int Jail::supervise() {
         std::string target;
         if (rec.stage == static_cast<uint32_t>(child::Stage::kMount) && rec.detail < plan_->mounts().ops().size())
           target = plan_->mounts().ops()[rec.detail].target + std::strlen(kNewRoot);
+        if (rec.stage == static_cast<uint32_t>(child::Stage::kMount) && target.empty()) target = "/";
+        if (rec.stage == static_cast<uint32_t>(child::Stage::kExec)) target = options_.command[0];
         ChildFailure f = describe_failure(rec, target);
         failure = SetupFailure{f.stage, f.err, f.message};
       } else if (got <= 0) {
@@ -140,11 +145,8 @@ int Jail::supervise() {
         }
       }
     }
-    if ((fds[0].revents & POLLIN) != 0 && !reporting) break;
-    if ((fds[0].revents & POLLIN) != 0 && reporting) {
-      // init died while we still expect reports: drain them (EOF follows) on the next turns.
-      continue;
-    }
+    if ((fds[0].revents & POLLIN) != 0) init_exited = true;
+    if (init_exited && !reporting) break;
   }
   siginfo_t info{};
   ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_.get()), &info, WEXITED);
@@ -159,7 +161,10 @@ int Jail::supervise() {
   } else {
     sig = info.si_status;
   }
-  std::string reason = killed_ ? "killed" : (cgroup_ ? cgroup_->exit_reason() : "");
+  // A limit is the reason only for an abnormal end: a kernel that hit pids.max once and later
+  // shut down cleanly did not die of it.
+  bool clean = code && *code == 0;
+  std::string reason = killed_ ? "killed" : (cgroup_ && !clean ? cgroup_->exit_reason() : "");
   write_status_file(options_.status_file, exited_json(code, sig, reason));
   if (cgroup_) cgroup_->remove();
   return code ? *code : 128 + sig.value_or(0);

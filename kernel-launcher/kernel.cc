@@ -218,13 +218,21 @@ void Kernel::on_frames(Channel channel, const FrameViews& frames) {
     if (ready_signal_) ready_signal_->cancel();
   } else if (type == "kernel_info_reply") {
     auto parent = nlohmann::json::parse(m.parent_header, nullptr, false);
-    internal = parent.is_object() && parent.value("session", "") == session_;
+    auto ps = parent.is_object() ? parent.find("session") : parent.end();
+    internal = ps != parent.end() && *ps == session_;
     if (internal) {
       got_info_reply_ = true;
       if (ready_signal_) ready_signal_->cancel();
     }
   }
-  if (!internal && observer_) observer_->on_kernel_message(channel, m);
+  if (!internal && observer_) {
+    // The session boundary for kernel traffic: nothing a kernel sends may take the gateway down.
+    try {
+      observer_->on_kernel_message(channel, m);
+    } catch (const std::exception& e) {
+      common::log_error("kernel={} msg=\"error handling a kernel message\" error=\"{}\"", id(), e.what());
+    }
+  }
 }
 
 void Kernel::heartbeat_tick() {
@@ -267,19 +275,21 @@ void Kernel::on_process_exit() {
     return;
   }
   set_state(KernelState::kRestarting, why);
-  asio::co_spawn(io_, [self = shared_from_this()]() -> awaitable<void> {
-    // jupyter_client's restarter semantics: retry a bounded number of times, then declare it dead.
-    while (true) {
-      auto st = co_await self->launch();
-      if (st) co_return;
-      common::log_error("kernel={} msg=\"restart failed\" error=\"{}\"", self->id(), st.error().message);
-      if (self->stopping_ || ++self->rapid_restarts_ > self->options_.max_rapid_restarts) {
-        self->set_state(KernelState::kDead, st.error().message);
-        co_return;
-      }
-      self->set_state(KernelState::kRestarting, st.error().message);
+  asio::co_spawn(io_, restart_after_death(shared_from_this()), asio::detached);
+}
+
+awaitable<void> Kernel::restart_after_death(std::shared_ptr<Kernel> self) {
+  // jupyter_client's restarter semantics: retry a bounded number of times, then declare it dead.
+  while (true) {
+    auto st = co_await self->launch();
+    if (st) co_return;
+    common::log_error("kernel={} msg=\"restart failed\" error=\"{}\"", self->id(), st.error().message);
+    if (self->stopping_ || ++self->rapid_restarts_ > self->options_.max_rapid_restarts) {
+      self->set_state(KernelState::kDead, st.error().message);
+      co_return;
     }
-  }, asio::detached);
+    self->set_state(KernelState::kRestarting, st.error().message);
+  }
 }
 
 awaitable<bool> Kernel::wait_exit(std::chrono::milliseconds timeout) {

@@ -55,6 +55,7 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   common::SystemTime last_activity() const { return last_activity_; }
   void touch() { last_activity_ = std::chrono::system_clock::now(); }
   void set_observer(KernelObserver* observer) { observer_ = observer; }
+  boost::asio::any_io_executor executor() { return io_.get_executor(); }
 
   // Spawns the process, connects the channels and waits for kernel_info_reply plus one iopub message.
   boost::asio::awaitable<common::Status> start();
@@ -70,6 +71,7 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   boost::asio::awaitable<common::Status> launch();
   boost::asio::awaitable<common::Status> wait_ready();
   boost::asio::awaitable<void> stop_process(bool graceful);
+  static boost::asio::awaitable<void> restart_after_death(std::shared_ptr<Kernel> self);
   boost::asio::awaitable<bool> wait_exit(std::chrono::milliseconds timeout);
   void open_channels();
   void close_channels();

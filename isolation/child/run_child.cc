@@ -40,6 +40,8 @@ bool helper_alive(int sync_fd) noexcept {
   return !(poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)) != 0);
 }
 
+// runs in: the kernel's process (pid 2), forked from init after init dropped every privilege
+// and loaded the seccomp filter, both of which it inherits.
 [[noreturn]] void exec_kernel(const ChildPlan& plan) noexcept {
   if (setsid() < 0) fail(plan, Stage::kSetsid, errno);
   struct sigaction dfl {};
@@ -49,8 +51,6 @@ bool helper_alive(int sync_fd) noexcept {
   sigset_t none;
   sigemptyset(&none);
   if (sigprocmask(SIG_SETMASK, &none, nullptr) < 0) fail(plan, Stage::kSignals, errno);
-  Stage stage = Stage::kNone;
-  if (int err = apply_drop_privileges(plan, &stage)) fail(plan, stage, err);
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) fail(plan, Stage::kPdeathsig, errno);
   if (chdir(plan.cwd) < 0) fail(plan, Stage::kChdir, errno);
   umask(plan.umask);
@@ -58,7 +58,6 @@ bool helper_alive(int sync_fd) noexcept {
   if (int err = apply_close_fds_except(keep, 1)) fail(plan, Stage::kFds, err);
   // The helper learns our host pid from the SCM_CREDENTIALS of this record.
   report(plan.report_fd, ReportKind::kHello, Stage::kExec, 0, 0);
-  if (int err = apply_seccomp(plan, &stage)) fail(plan, stage, err);
   int err = ENOENT;
   for (const char* const* path = plan.exec_paths; *path != nullptr; ++path) {
     execve(*path, plan.argv, plan.envp);
@@ -70,17 +69,15 @@ bool helper_alive(int sync_fd) noexcept {
   fail(plan, Stage::kExec, err);
 }
 
-[[noreturn]] void become_init(const ChildPlan& plan, pid_t kernel) noexcept {
+// Init's own lockdown, before it forks the kernel: no capabilities, uid 1000, PDEATHSIG toward
+// the helper (setresuid cleared it), no_new_privs and seccomp. The kernel inherits all of it.
+void lock_down(const ChildPlan& plan) noexcept {
   Stage stage = Stage::kNone;
   if (int err = apply_drop_privileges(plan, &stage)) fail(plan, stage, err);
-  // setresuid cleared PDEATHSIG; re-arm it, then close the race with an already dead helper.
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) fail(plan, Stage::kPdeathsig, errno);
-  if (!helper_alive(plan.sync_fd)) _exit(127);
+  if (!helper_alive(plan.sync_fd)) _exit(127);  // the helper died before PDEATHSIG was re-armed
   if (chdir("/") < 0) fail(plan, Stage::kChdir, errno);
   if (int err = apply_seccomp(plan, &stage)) fail(plan, stage, err);
-  int keep[] = {plan.sync_fd, plan.exit_fd};
-  if (int err = apply_close_fds_except(keep, 2)) fail(plan, Stage::kFds, err);
-  run_init_loop(plan, kernel);
 }
 
 // One byte from the helper; false when it gave up on us (EOF) instead.
@@ -99,6 +96,9 @@ void run_child(const ChildPlan& plan) noexcept {
   if (!wait_for_helper(plan.sync_fd)) _exit(127);
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) fail(plan, Stage::kPdeathsig, errno);
   if (!helper_alive(plan.sync_fd)) _exit(127);
+  // Leave the helper's process group: jupyter_client signals the helper with killpg(), and init
+  // must get each signal once, forwarded by the helper, not a second copy straight from killpg.
+  if (setsid() < 0) fail(plan, Stage::kSetsid, errno);
   umask(0);
   // We still carry the helper's kuid 0, which the new user namespace does not map (our uid
   // reads as 65534 and file creation fails with EOVERFLOW): become the namespace's own root.
@@ -120,10 +120,14 @@ void run_child(const ChildPlan& plan) noexcept {
   if (int err = apply_loopback_up()) fail(plan, Stage::kLoopback, err);
   if (int err = apply_rlimits(plan.rlimits, plan.n_rlimits)) fail(plan, Stage::kRlimits, err);
   if (int err = install_init_signals()) fail(plan, Stage::kSignals, err);
+  lock_down(plan);
   pid_t kernel = _Fork();  // no atfork handlers: we are the only thread
   if (kernel < 0) fail(plan, Stage::kFork, errno);
   if (kernel == 0) exec_kernel(plan);
-  become_init(plan, kernel);
+  // Closing our copy of the report socket lets the helper see EOF once the kernel has exec'd.
+  int keep[] = {plan.sync_fd, plan.exit_fd};
+  if (int err = apply_close_fds_except(keep, 2)) fail(plan, Stage::kFds, err);
+  run_init_loop(plan, kernel);
 }
 
 }  // namespace cellgate::isolation::child

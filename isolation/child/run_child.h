@@ -81,13 +81,15 @@ struct ChildPlan {
   gid_t gid;
   mode_t umask;
   int last_cap;                 // /proc/sys/kernel/cap_last_cap
-  int sync_fd;                  // read end: one byte = released; EOF = helper died
+  int sync_fd;                  // read end: byte 1 = maps written, byte 2 = in our cgroups;
+                                // EOF (POLLHUP) = the helper died
   int report_fd;                // SOCK_SEQPACKET, close-on-exec: ChildReport records
   int exit_fd;                  // write end: init writes the kernel's wait status (int)
 };
 
-// runs in: child (pid 1 of the new namespaces), async-signal-safe. Never returns: becomes the
-// jail init and _exits with the kernel's status, or reports {stage, errno} and _exits(127).
+// runs in: child (pid 1 of the new namespaces), async-signal-safe. Never returns: builds the root,
+// locks itself down, forks the kernel (pid 2, which execs argv), then serves as the jail init and
+// _exits with the kernel's status; on a failure it reports {stage, errno} and _exits(127).
 [[noreturn]] void run_child(const ChildPlan& plan) noexcept;
 
 }  // namespace cellgate::isolation::child

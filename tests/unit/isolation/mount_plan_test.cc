@@ -124,6 +124,14 @@ TEST_CASE("rw binds: idmapped trees are moved, others bound; ro-binds need a sou
   auto missing = MountPlan::build(in, host({{"/usr", kDir}}));
   REQUIRE_FALSE(missing);
   CHECK(missing.error().message.find("/nope") != std::string::npos);
-  in.ro_binds = {BindSpec{"/data", "/mnt/../etc"}};
-  CHECK_FALSE(MountPlan::build(in, host({{"/usr", kDir}, {"/data", kDir}})));
+  for (const char* bad : {"/mnt/../etc", "/usr/lib/x", "/proc/x", "/dev/x", "/workspace/data", "/", "/etc", "/tmp"}) {
+    INFO(bad);
+    in.ro_binds = {BindSpec{"/data", bad}};
+    CHECK_FALSE(MountPlan::build(in, host({{"/usr", kDir}, {"/data", kDir}})));
+  }
+  in.ro_binds = {BindSpec{"/data", "/tmp/data"}};  // below /tmp is fine
+  CHECK(MountPlan::build(in, host({{"/usr", kDir}, {"/data", kDir}})));
+  in.ro_binds.clear();
+  in.bind_same = {RwBind{"/proc/self", -1}};
+  CHECK_FALSE(MountPlan::build(in, host({{"/usr", kDir}})));
 }

@@ -6,6 +6,8 @@
 
 #include <sys/ioctl.h>
 
+#include <cstring>
+#include <filesystem>
 #include <random>
 
 using namespace cellgate::isolation;
@@ -82,4 +84,40 @@ TEST_CASE("complement_cover matches exactly the values not excluded", "[isolatio
     REQUIRE(covered(v) == 1);  // exactly one rule: the cover is a partition
   }
   CHECK(complement_cover({}).size() == 1);
+}
+
+TEST_CASE("the BPF cache returns the built program and keys on the policy", "[isolation]") {
+  auto base = default_policy();
+  REQUIRE(base);
+  auto other = layer_policy(base.value(), R"({"seccomp": {"deny": ["mremap"]}})");
+  REQUIRE(other);
+  CHECK(seccomp_cache_key(*base) == seccomp_cache_key(*base));
+  CHECK(seccomp_cache_key(*base) != seccomp_cache_key(*other));
+  char tmpl[] = "/tmp/cellgate-bpf-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string dir = std::string(tmpl) + "/cache";
+  auto built = build_seccomp_bpf(*base);
+  auto first = cached_seccomp_bpf(*base, dir);  // miss: builds and stores
+  auto second = cached_seccomp_bpf(*base, dir);  // hit: reads the file
+  REQUIRE(built);
+  REQUIRE(first);
+  REQUIRE(second);
+  REQUIRE(second->size() == built->size());
+  CHECK(std::memcmp(second->data(), built->data(), built->size() * sizeof(sock_filter)) == 0);
+  auto third = cached_seccomp_bpf(*other, dir);
+  REQUIRE(third);
+  REQUIRE(third->size() == built->size());  // mremap only changes its action
+  CHECK(std::memcmp(third->data(), built->data(), built->size() * sizeof(sock_filter)) != 0);
+  std::filesystem::remove_all(tmpl);
+}
+
+TEST_CASE("check_syscall_names accepts real names and names the unknown one", "[isolation]") {
+  auto base = default_policy();
+  REQUIRE(base);
+  CHECK(check_syscall_names(*base));
+  auto bad = layer_policy(base.value(), R"({"seccomp": {"allow": ["getpid", "frobnicate"]}})");
+  REQUIRE(bad);
+  auto r = check_syscall_names(*bad);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message.find("frobnicate") != std::string::npos);
 }

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// agent_exec: execute code on a kernel and collect one structured result (POST /api/kernels/{id}/execute).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <boost/asio/awaitable.hpp>
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+
+namespace cellgate::gateway {
+
+class KernelHub;
+
+struct ExecRequest {
+  std::string code;
+  double timeout_s = 0;                     // 0 = none (the per-execute limit of the config applies)
+  std::map<std::string, std::string> env;   // set around this execution only (python kernels)
+  size_t output_limit = 1 << 20;            // bytes of outputs kept; the rest is cut and marked
+};
+
+// Parses and validates the JSON body {"code", "timeout"?, "env"?}. kBadRequest on anything malformed.
+common::Result<ExecRequest> parse_exec_request(const std::string& body, size_t output_limit);
+
+// Runs the code and resolves to {status: ok|error|timeout|dead, execution_count, outputs[], duration_ms,
+// truncated}. Streams with the same name are merged. On timeout the cell is interrupted; if the interrupt
+// does not take within a few seconds, the kernel is restarted. When on_output is given, every output is
+// passed to it as it arrives (for NDJSON streaming). Io thread only.
+boost::asio::awaitable<nlohmann::json> run_execute(std::shared_ptr<KernelHub> hub, ExecRequest request,
+                                                   std::function<void(const nlohmann::json&)> on_output = {});
+
+}  // namespace cellgate::gateway

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// workspace_records: the workspaces table and the index of their snapshots.
+#include "state/workspace_records.h"
+
+namespace cellgate::state {
+
+using common::Errc;
+using common::make_error;
+using common::Result;
+using common::Status;
+
+namespace {
+
+constexpr const char* kSnapshotColumns = "owner, workspace, snapshot_id, label, created, auto";
+
+WorkspaceRow read_workspace(const Statement& st) {
+  return WorkspaceRow{st.column_text(0), st.column_text(1), st.column_text(2), st.column_int(3) != 0};
+}
+
+SnapshotRow read_snapshot(const Statement& st) {
+  return SnapshotRow{st.column_text(0), st.column_text(1), st.column_text(2),
+                     st.column_text(3), st.column_text(4), st.column_int(5) != 0};
+}
+
+}  // namespace
+
+Status insert_workspace(Database& db, const WorkspaceRow& w) {
+  auto st = db.prepare("INSERT INTO workspaces (owner, name, created, ephemeral) VALUES (?, ?, ?, ?)");
+  if (!st) return st.error();
+  st->bind(1, w.owner).bind(2, w.name).bind(3, w.created).bind(4, w.ephemeral);
+  return st->run();
+}
+
+Result<WorkspaceRow> get_workspace(Database& db, const std::string& owner, const std::string& name) {
+  auto st = db.prepare("SELECT owner, name, created, ephemeral FROM workspaces WHERE owner = ? AND name = ?");
+  if (!st) return st.error();
+  auto row = st->bind(1, owner).bind(2, name).step();
+  if (!row) return row.error();
+  if (!row.value()) return make_error(Errc::kNotFound, "no such workspace " + name);
+  return read_workspace(*st);
+}
+
+Result<std::vector<WorkspaceRow>> list_workspaces(Database& db, const std::string& owner) {
+  auto st = db.prepare("SELECT owner, name, created, ephemeral FROM workspaces WHERE owner = ? ORDER BY name");
+  if (!st) return st.error();
+  st->bind(1, owner);
+  std::vector<WorkspaceRow> rows;
+  for (;;) {
+    auto more = st->step();
+    if (!more) return more.error();
+    if (!more.value()) return rows;
+    rows.push_back(read_workspace(*st));
+  }
+}
+
+Status delete_workspace(Database& db, const std::string& owner, const std::string& name) {
+  auto st = db.prepare("DELETE FROM workspaces WHERE owner = ? AND name = ?");
+  if (!st) return st.error();
+  if (auto s = st->bind(1, owner).bind(2, name).run(); !s) return s;
+  if (db.changes() == 0) return make_error(Errc::kNotFound, "no such workspace " + name);
+  return common::ok();
+}
+
+Status insert_snapshot(Database& db, const SnapshotRow& s) {
+  auto st = db.prepare(std::string("INSERT INTO snapshots (") + kSnapshotColumns + ") VALUES (?, ?, ?, ?, ?, ?)");
+  if (!st) return st.error();
+  st->bind(1, s.owner).bind(2, s.workspace).bind(3, s.snapshot_id).bind(4, s.label).bind(5, s.created);
+  st->bind(6, s.auto_taken);
+  return st->run();
+}
+
+Result<std::vector<SnapshotRow>> list_snapshots(Database& db, const std::string& owner, const std::string& workspace) {
+  auto st = db.prepare(std::string("SELECT ") + kSnapshotColumns +
+                       " FROM snapshots WHERE owner = ? AND workspace = ? ORDER BY created, rowid");
+  if (!st) return st.error();
+  st->bind(1, owner).bind(2, workspace);
+  std::vector<SnapshotRow> rows;
+  for (;;) {
+    auto more = st->step();
+    if (!more) return more.error();
+    if (!more.value()) return rows;
+    rows.push_back(read_snapshot(*st));
+  }
+}
+
+Result<SnapshotRow> get_snapshot(Database& db, const std::string& owner, const std::string& workspace,
+                                 const std::string& snapshot_id) {
+  auto st = db.prepare(std::string("SELECT ") + kSnapshotColumns +
+                       " FROM snapshots WHERE owner = ? AND workspace = ? AND snapshot_id = ?");
+  if (!st) return st.error();
+  auto row = st->bind(1, owner).bind(2, workspace).bind(3, snapshot_id).step();
+  if (!row) return row.error();
+  if (!row.value()) return make_error(Errc::kNotFound, "no such snapshot " + snapshot_id);
+  return read_snapshot(*st);
+}
+
+Status delete_snapshot(Database& db, const std::string& owner, const std::string& workspace,
+                       const std::string& snapshot_id) {
+  auto st = db.prepare("DELETE FROM snapshots WHERE owner = ? AND workspace = ? AND snapshot_id = ?");
+  if (!st) return st.error();
+  if (auto s = st->bind(1, owner).bind(2, workspace).bind(3, snapshot_id).run(); !s) return s;
+  if (db.changes() == 0) return make_error(Errc::kNotFound, "no such snapshot " + snapshot_id);
+  return common::ok();
+}
+
+}  // namespace cellgate::state

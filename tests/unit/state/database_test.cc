@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// database_test: opening, pragmas, migrations, concurrent opens and corrupt files.
+#include "state/database.h"
+
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "state/schema.h"
+#include "state_test_util.h"
+
+using cellgate::common::Errc;
+using cellgate::state::Database;
+using cellgate::state::Statement;
+using cellgate::state::Transaction;
+using cellgate::state::test::TempDir;
+
+namespace {
+
+std::string pragma(Database& db, const char* name) {
+  auto st = db.prepare(std::string("PRAGMA ") + name);
+  REQUIRE(st);
+  auto row = st->step();
+  REQUIRE(row);
+  REQUIRE(row.value());
+  return st->column_text(0);
+}
+
+int64_t count(Database& db, const std::string& sql) {
+  auto st = db.prepare(sql);
+  REQUIRE(st);
+  auto row = st->step();
+  REQUIRE(row);
+  REQUIRE(row.value());
+  return st->column_int(0);
+}
+
+// Builds a file the way an older cellgate left it: only the migrations up to `version`.
+void make_old_database(const std::string& path, int version) {
+  sqlite3* raw = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &raw) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(raw, "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied TEXT NOT NULL)",
+                       nullptr, nullptr, nullptr) == SQLITE_OK);
+  for (const auto& m : cellgate::state::migrations()) {
+    if (m.version > version) break;
+    REQUIRE(sqlite3_exec(raw, m.sql, nullptr, nullptr, nullptr) == SQLITE_OK);
+    std::string ins = "INSERT INTO schema_version VALUES (" + std::to_string(m.version) + ", 'then')";
+    REQUIRE(sqlite3_exec(raw, ins.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
+  }
+  REQUIRE(sqlite3_exec(raw,
+                       "INSERT INTO users (name, admin, token_hash, created) VALUES ('old', 1, 'h', 'then');"
+                       "INSERT INTO kernels (id, owner, kernelspec, workspace, runtime_dir, created, state) "
+                       "VALUES ('k1', 'old', 'python3', 'w', '/run/x', 'then', 'idle')",
+                       nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(raw);
+}
+
+}  // namespace
+
+TEST_CASE("a fresh data dir gets a migrated database with the pragmas set", "[state]") {
+  TempDir tmp;
+  const std::string dir = tmp.file("data");
+  auto db = Database::open(dir);
+  REQUIRE(db);
+  CHECK(db->path() == dir + "/cellgate.db");
+  auto version = db->schema_version();
+  REQUIRE(version);
+  CHECK(version.value() == cellgate::state::latest_schema_version());
+  CHECK(version.value() >= 2);
+  CHECK(pragma(*db, "journal_mode") == "wal");
+  CHECK(pragma(*db, "foreign_keys") == "1");
+  CHECK(pragma(*db, "synchronous") == "1");  // NORMAL
+  CHECK(pragma(*db, "busy_timeout") == "5000");
+  for (const char* table : {"users", "kernels", "sessions", "workspaces", "snapshots", "audit_log"})
+    CHECK(count(*db, std::string("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='") + table + "'") == 1);
+  CHECK(count(*db, "SELECT count(*) FROM schema_version") == cellgate::state::latest_schema_version());
+
+  struct stat st{};
+  REQUIRE(::stat(dir.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+  REQUIRE(::stat(db->path().c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+}
+
+TEST_CASE("reopening a current database applies nothing twice", "[state]") {
+  TempDir tmp;
+  { REQUIRE(Database::open(tmp.path())); }
+  auto db = Database::open(tmp.path());
+  REQUIRE(db);
+  CHECK(count(*db, "SELECT count(*) FROM schema_version") == cellgate::state::latest_schema_version());
+}
+
+TEST_CASE("an existing older database is migrated forward and keeps its rows", "[state]") {
+  TempDir tmp;
+  make_old_database(tmp.file("cellgate.db"), 1);
+  auto db = Database::open(tmp.path());
+  REQUIRE(db);
+  CHECK(db->schema_version().value() == cellgate::state::latest_schema_version());
+  CHECK(count(*db, "SELECT count(*) FROM sqlite_master WHERE type='index' AND name='kernels_by_owner'") == 1);
+  CHECK(count(*db, "SELECT count(*) FROM users WHERE name='old'") == 1);
+  CHECK(count(*db, "SELECT count(*) FROM kernels WHERE id='k1'") == 1);
+  CHECK(count(*db, "SELECT count(*) FROM schema_version WHERE applied='then'") == 1);
+}
+
+TEST_CASE("a database from a newer cellgate is refused, not downgraded", "[state]") {
+  TempDir tmp;
+  { REQUIRE(Database::open(tmp.path())); }
+  {
+    sqlite3* raw = nullptr;
+    REQUIRE(sqlite3_open(tmp.file("cellgate.db").c_str(), &raw) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(raw, "INSERT INTO schema_version VALUES (999, 'future')", nullptr, nullptr, nullptr) ==
+            SQLITE_OK);
+    sqlite3_close(raw);
+  }
+  auto db = Database::open(tmp.path());
+  REQUIRE_FALSE(db);
+  CHECK_THAT(db.error().message, Catch::Contains("schema version 999 is newer"));
+}
+
+TEST_CASE("a corrupted database file gives a clear error naming the file", "[state]") {
+  TempDir tmp;
+  {
+    std::ofstream out(tmp.file("cellgate.db"), std::ios::binary);
+    for (int i = 0; i < 512; ++i) out << "this is not an sqlite database ";
+  }
+  auto db = Database::open(tmp.path());
+  REQUIRE_FALSE(db);
+  CHECK_THAT(db.error().message, Catch::Contains(tmp.file("cellgate.db")));
+  CHECK_THAT(db.error().message, Catch::Contains("file is not a database"));
+}
+
+TEST_CASE("an unreadable data dir path is an error, not a crash", "[state]") {
+  TempDir tmp;
+  { std::ofstream(tmp.file("plainfile")) << "x"; }
+  auto db = Database::open(tmp.file("plainfile") + "/sub");
+  REQUIRE_FALSE(db);
+  CHECK_THAT(db.error().message, Catch::Contains("plainfile"));
+}
+
+TEST_CASE("two Database objects on one file see each other's writes", "[state]") {
+  TempDir tmp;
+  auto a = Database::open(tmp.path());
+  auto b = Database::open(tmp.path());
+  REQUIRE(a);
+  REQUIRE(b);
+  REQUIRE(a->exec("INSERT INTO workspaces (owner, name, created) VALUES ('u', 'w1', 't')"));
+  CHECK(count(*b, "SELECT count(*) FROM workspaces") == 1);
+  {
+    // A writer holding the lock makes the other wait (busy_timeout) rather than fail at once;
+    // committing releases it.
+    auto tx = Transaction::begin(*a);
+    REQUIRE(tx);
+    REQUIRE(a->exec("INSERT INTO workspaces (owner, name, created) VALUES ('u', 'w2', 't')"));
+    CHECK(count(*b, "SELECT count(*) FROM workspaces") == 1);  // WAL: readers see the last commit
+    REQUIRE(tx->commit());
+  }
+  REQUIRE(b->exec("INSERT INTO workspaces (owner, name, created) VALUES ('u', 'w3', 't')"));
+  CHECK(count(*a, "SELECT count(*) FROM workspaces") == 3);
+}
+
+TEST_CASE("concurrent first opens of one fresh file both succeed and migrate once", "[state]") {
+  TempDir tmp;
+  constexpr int kThreads = 4;
+  std::vector<std::thread> threads;
+  std::vector<int> ok(kThreads, 0);
+  for (int i = 0; i < kThreads; ++i)
+    threads.emplace_back([&, i] {
+      auto db = Database::open(tmp.path());
+      ok[static_cast<size_t>(i)] = db && db->schema_version().value() == cellgate::state::latest_schema_version();
+    });
+  for (auto& t : threads) t.join();
+  for (int v : ok) CHECK(v == 1);
+  auto db = Database::open(tmp.path());
+  REQUIRE(db);
+  CHECK(count(*db, "SELECT count(*) FROM schema_version") == cellgate::state::latest_schema_version());
+}
+
+TEST_CASE("a transaction rolls back unless committed", "[state]") {
+  TempDir tmp;
+  auto db = Database::open(tmp.path());
+  REQUIRE(db);
+  {
+    auto tx = Transaction::begin(*db);
+    REQUIRE(tx);
+    REQUIRE(db->exec("INSERT INTO workspaces (owner, name, created) VALUES ('u', 'gone', 't')"));
+  }
+  CHECK(count(*db, "SELECT count(*) FROM workspaces") == 0);
+}
+
+TEST_CASE("statement errors come back as Result", "[state]") {
+  TempDir tmp;
+  auto db = Database::open(tmp.path());
+  REQUIRE(db);
+  auto bad = db->prepare("SELEKT nonsense");
+  REQUIRE_FALSE(bad);
+  CHECK_THAT(bad.error().message, Catch::Contains("syntax error"));
+
+  auto st = db->prepare("INSERT INTO workspaces (owner, name, created) VALUES (?, ?, ?)");
+  REQUIRE(st);
+  st->bind(1, "u").bind(2, "w").bind(3, "t");
+  REQUIRE(st->run());
+  st->reset();
+  st->bind(1, "u").bind(2, "w").bind(3, "t");
+  auto dup = st->run();
+  REQUIRE_FALSE(dup);
+  CHECK(dup.error().code == Errc::kConflict);
+
+  st->reset();
+  st->bind(7, "out of range");
+  auto bind_error = st->run();
+  REQUIRE_FALSE(bind_error);
+  CHECK_THAT(bind_error.error().message, Catch::Contains("bind"));
+}
+
+TEST_CASE("a database with a damaged schema page is refused with a clear error", "[state]") {
+  TempDir tmp;
+  {
+    auto db = Database::open(tmp.path());
+    REQUIRE(db);
+  }
+  {
+    // Keep the 100-byte header (so SQLite recognises the file) and scribble over the rest of page 1,
+    // the root of sqlite_master.
+    std::fstream f(tmp.file("cellgate.db"), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    for (int i = 0; i < 400; ++i) f.put(static_cast<char>(0xA5));
+  }
+  auto db = Database::open(tmp.path());
+  REQUIRE_FALSE(db);
+  CHECK_THAT(db.error().message, Catch::Contains(tmp.file("cellgate.db")));
+  CHECK_THAT(db.error().message, Catch::Contains("malformed"));
+}
+
+TEST_CASE("writers on separate connections wait for each other instead of failing", "[state]") {
+  TempDir tmp;
+  REQUIRE(Database::open(tmp.path()));
+  constexpr int kThreads = 3;
+  constexpr int kRows = 100;
+  std::vector<int> failures(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      auto db = Database::open(tmp.path());
+      if (!db) {
+        failures[static_cast<size_t>(t)] = kRows;
+        return;
+      }
+      for (int i = 0; i < kRows; ++i) {
+        auto st = db->prepare("INSERT INTO workspaces (owner, name, created) VALUES (?, ?, 't')");
+        if (!st || !st->bind(1, "u" + std::to_string(t)).bind(2, "w" + std::to_string(i)).run())
+          ++failures[static_cast<size_t>(t)];
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (int f : failures) CHECK(f == 0);
+  auto db = Database::open(tmp.path());
+  REQUIRE(db);
+  CHECK(count(*db, "SELECT count(*) FROM workspaces") == kThreads * kRows);
+}

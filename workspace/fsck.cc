@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// fsck: verifies every object (rehash) and every manifest (well-formed, all objects present).
+#include "workspace/fsck.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <ostream>
+
+#include <fmt/core.h>
+
+#include "workspace/io_util.h"
+#include "workspace/layout.h"
+#include "workspace/manifest.h"
+#include "workspace/sha256.h"
+
+namespace cellgate::workspace {
+
+using common::Errc;
+
+common::Result<FsckReport> fsck(const ObjectStore& store, const std::string& data_dir) {
+  auto lock = store.lock(FileLock::Mode::kShared);
+  if (!lock) return lock.error();
+  FsckReport report;
+  std::vector<std::pair<std::string, uint64_t>> objects;
+  auto st = store.for_each_object([&](const std::string& hash, uint64_t size) { objects.emplace_back(hash, size); });
+  if (!st) return st.error();
+  for (const auto& [hash, size] : objects) {
+    ++report.objects_checked;
+    if (!is_sha256_hex(hash)) {
+      report.problems.push_back(fmt::format("stray file in object store: {:?}", hash));
+      continue;
+    }
+    auto actual = store.rehash(hash);
+    if (!actual) {
+      report.problems.push_back(fmt::format("object {} unreadable: {}", hash, actual.error().message));
+    } else if (*actual != hash) {
+      report.problems.push_back(fmt::format("object {} is corrupt (content hashes to {})", hash, *actual));
+    }
+  }
+  auto refs = enumerate_manifests(data_dir);
+  if (!refs) return refs.error();
+  for (const auto& r : *refs) {
+    std::string where = fmt::format("{}/snapshots/{}", r.workspace_dir, r.id);
+    auto text = read_file_at(AT_FDCWD, where, uint64_t{1} << 30);
+    if (!text && text.error().code == Errc::kNotFound) continue;
+    ++report.manifests_checked;
+    if (!text) {
+      report.problems.push_back(fmt::format("manifest {} unreadable: {}", where, text.error().message));
+      continue;
+    }
+    auto m = parse_manifest(*text);
+    if (!m) {
+      report.problems.push_back(fmt::format("manifest {}: {}", where, m.error().message));
+      continue;
+    }
+    if (m->id != r.id) report.problems.push_back(fmt::format("manifest {} names itself {:?}", where, m->id));
+    for (const auto& e : m->entries) {
+      if (e.type != EntryType::kFile) continue;
+      struct stat sb {};
+      std::string rel = ObjectStore::relative_path(e.hash);
+      if (::fstatat(store.objects_fd(), rel.c_str(), &sb, AT_SYMLINK_NOFOLLOW) != 0) {
+        report.problems.push_back(fmt::format("manifest {}: object {} missing (for {:?})", where, e.hash, e.path));
+      } else if (static_cast<uint64_t>(sb.st_size) != e.size) {
+        report.problems.push_back(fmt::format("manifest {}: object {} has size {} but {:?} says {}", where,
+                                              e.hash, sb.st_size, e.path, e.size));
+      }
+    }
+  }
+  return report;
+}
+
+int fsck_main(const std::string& data_dir, std::ostream& out) {
+  struct stat sb {};
+  if (::stat(store_dir(data_dir).c_str(), &sb) != 0) {
+    out << "fsck: no object store under " << data_dir << "\n";
+    return 2;
+  }
+  auto store = ObjectStore::open(store_dir(data_dir));
+  if (!store) {
+    out << "fsck: " << store.error().message << "\n";
+    return 2;
+  }
+  auto report = fsck(*store, data_dir);
+  if (!report) {
+    out << "fsck: " << report.error().message << "\n";
+    return 2;
+  }
+  for (const auto& p : report->problems) out << "fsck: " << p << "\n";
+  out << fmt::format("fsck: {} objects, {} manifests, {} problems\n", report->objects_checked,
+                     report->manifests_checked, report->problems.size());
+  return report->clean() ? 0 : 1;
+}
+
+}  // namespace cellgate::workspace

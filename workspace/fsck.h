@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// fsck: verifies every object (rehash) and every manifest (well-formed, all objects present).
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "workspace/object_store.h"
+
+namespace cellgate::workspace {
+
+struct FsckReport {
+  uint64_t objects_checked = 0;
+  uint64_t manifests_checked = 0;
+  std::vector<std::string> problems;  // one human-readable line each
+  bool clean() const { return problems.empty(); }
+};
+
+// Read-only; holds the store lock shared so GC cannot run meanwhile. Errors only when the
+// check itself cannot run (kInternal); damage is reported in problems. Thread-safe.
+common::Result<FsckReport> fsck(const ObjectStore& store, const std::string& data_dir);
+
+// `cellgate fsck <data_dir>`: prints a summary and each problem; returns 0 clean, 1 damaged,
+// 2 when the store cannot be opened or read.
+int fsck_main(const std::string& data_dir, std::ostream& out);
+
+}  // namespace cellgate::workspace

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// gc: removes objects no snapshot of any workspace references.
+#include "workspace/gc.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <unordered_set>
+
+#include <fmt/core.h>
+
+#include "workspace/io_util.h"
+#include "workspace/layout.h"
+#include "workspace/manifest.h"
+
+namespace cellgate::workspace {
+
+using common::Errc;
+using common::make_error;
+
+common::Result<GcResult> collect_garbage(ObjectStore& store, const std::string& data_dir) {
+  auto lock = store.lock(FileLock::Mode::kExclusive);
+  if (!lock) return lock.error();
+  auto refs = enumerate_manifests(data_dir);
+  if (!refs) return refs.error();
+  std::unordered_set<std::string> live;
+  for (const auto& r : *refs) {
+    auto text = read_file_at(AT_FDCWD, r.workspace_dir + "/snapshots/" + r.id, uint64_t{1} << 30);
+    if (!text && text.error().code == Errc::kNotFound) continue;  // retention removed it meanwhile
+    if (!text) return make_error(Errc::kInternal, "gc aborted: " + text.error().message);
+    auto m = parse_manifest(*text);
+    if (!m) return make_error(Errc::kInternal, fmt::format("gc aborted: {}/{}: {}", r.workspace_dir, r.id, m.error().message));
+    for (const auto& e : m->entries) {
+      if (e.type == EntryType::kFile) live.insert(e.hash);
+    }
+  }
+  GcResult result;
+  std::vector<std::pair<std::string, uint64_t>> dead;
+  auto st = store.for_each_object([&](const std::string& hash, uint64_t size) {
+    if (live.count(hash) != 0) {
+      ++result.objects_kept;
+    } else {
+      dead.emplace_back(hash, size);
+    }
+  });
+  if (!st) return st.error();
+  for (const auto& [hash, size] : dead) {
+    if (auto rs = store.remove_object(hash); !rs) return rs.error();
+    ++result.objects_removed;
+    result.bytes_freed += size;
+  }
+  // With the lock held exclusively no batch is in flight: every temp is a crash leftover.
+  auto temps = store.remove_temps();
+  if (!temps) return temps.error();
+  result.temps_removed = *temps;
+  return result;
+}
+
+}  // namespace cellgate::workspace

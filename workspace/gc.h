@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// gc: removes objects no snapshot of any workspace references.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/result.h"
+#include "workspace/object_store.h"
+
+namespace cellgate::workspace {
+
+struct GcResult {
+  uint64_t objects_kept = 0;
+  uint64_t objects_removed = 0;
+  uint64_t bytes_freed = 0;
+  uint64_t temps_removed = 0;  // staging files left by crashed snapshots
+};
+
+// Holds the store lock exclusively (snapshots and restores wait). Refuses to delete anything
+// (kInternal) if any manifest cannot be read or parsed. Thread-safe.
+common::Result<GcResult> collect_garbage(ObjectStore& store, const std::string& data_dir);
+
+}  // namespace cellgate::workspace

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// workspace: one workspace's live tree and snapshots (incremental snapshot, list, diff, restore, retention).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "workspace/manifest.h"
+#include "workspace/object_store.h"
+#include "workspace/tar_writer.h"
+
+namespace cellgate::workspace {
+
+struct WorkspaceConfig {
+  uint64_t max_bytes = uint64_t{10} << 30;  // per workspace, sum of file sizes
+  uint64_t max_files = 200'000;             // per workspace, entries of any type
+  size_t keep_auto = 20;                    // automatic unlabelled snapshots kept by retention
+  std::chrono::seconds snapshot_timeout{300};  // scan + hashing budget (kTimeout past it)
+  int tree_uid = -1;                        // owner of new workspace roots (-1: the gateway's)
+  int tree_gid = -1;
+};
+
+// Test seam: called at each point; a test child may _exit() there to simulate a crash.
+enum class FaultPoint { kObjectWritten, kBeforeManifestRename };
+using FaultHook = std::function<void(FaultPoint, size_t count)>;
+
+// Defaults are the gateway's after-execute call; a user's "save" is
+// {.automatic = false, .label = "…", .only_if_changed = false}.
+struct SnapshotOptions {
+  bool automatic = true;
+  std::string label;            // non-empty keeps it through retention (≤ 128 bytes)
+  bool only_if_changed = true;  // no new snapshot when the tree equals the head snapshot
+};
+
+struct SnapshotResult {
+  bool created = false;
+  std::string id;  // the new snapshot, or the unchanged head
+  Diff diff;       // vs the head snapshot (the last one taken or restored)
+  uint64_t files_hashed = 0, files_reused = 0, bytes_hashed = 0, objects_written = 0;
+  std::vector<std::string> skipped;  // special files and over-deep paths, not stored
+  std::vector<std::string> pruned;   // snapshots removed by retention afterwards
+};
+
+struct SnapshotInfo {
+  std::string id;
+  int64_t created_ns = 0;
+  bool automatic = false;
+  std::string label;
+  uint64_t entries = 0, bytes = 0;
+};
+
+struct RestoreResult {
+  Diff applied;  // live tree before → snapshot
+  uint64_t files_written = 0;
+};
+
+// A handle on <data>/workspaces/<owner>/<name>: tree/ (the bind-mount source, never replaced),
+// snapshots/<id>, head, index, lock. Every method is safe to call from any thread: mutating
+// ones hold the workspace flock exclusively and the object store lock shared.
+// Errors: kNotFound (no such snapshot), kTooLarge (caps), kBadRequest, kInternal (errno).
+class Workspace {
+ public:
+  Workspace(ObjectStore& store, std::string dir, const WorkspaceConfig& config)
+      : store_(&store), dir_(std::move(dir)), config_(config) {}
+
+  std::string tree_path() const { return dir_ + "/tree"; }
+  const std::string& dir() const { return dir_; }
+
+  // Scans the tree (re-hashing only files whose stat key changed), stores new objects, and
+  // publishes a manifest atomically. Past a cap: kTooLarge and nothing published.
+  common::Result<SnapshotResult> snapshot(const SnapshotOptions& options);
+  // In creation order.
+  common::Result<std::vector<SnapshotInfo>> list_snapshots() const;
+  // The snapshot the tree was last saved as or restored from ("" if none).
+  std::string head_id() const;
+  common::Result<Manifest> load_snapshot(const std::string& id) const;
+  common::Result<Diff> diff(const std::string& from_id, const std::string& to_id) const;
+  // Makes tree/ equal to the snapshot, file by file (rename into place), keeping tree/'s inode.
+  common::Result<RestoreResult> restore(const std::string& id);
+  common::Status delete_snapshot(const std::string& id);
+  // Deletes automatic, unlabelled snapshots beyond the newest keep_auto (never the head).
+  common::Result<std::vector<std::string>> apply_retention();
+  // Streams the snapshot as a POSIX pax/ustar archive into sink (fd_sink(fd) for an fd),
+  // holding the store lock shared meanwhile so GC cannot pull objects from under it.
+  common::Status write_tar(const std::string& id, const TarSink& sink) const;
+  // Copies a manifest in as this workspace's head (fork) and restores it.
+  common::Result<RestoreResult> adopt(const Manifest& manifest);
+
+  void set_fault_hook(FaultHook hook) { fault_hook_ = std::move(hook); }
+
+ private:
+  common::Result<std::vector<std::string>> retention_locked();
+  common::Result<RestoreResult> restore_locked(const Manifest& target);
+
+  ObjectStore* store_;
+  std::string dir_;
+  WorkspaceConfig config_;
+  FaultHook fault_hook_;
+};
+
+}  // namespace cellgate::workspace

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// workspace_manager: named per-owner workspaces under the gateway's data dir (create, open, fork, delete).
+#include "workspace/workspace_manager.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include <fmt/core.h>
+
+#include "common/random.h"
+#include "workspace/io_util.h"
+#include "workspace/layout.h"
+#include "workspace/safe_path.h"
+
+namespace cellgate::workspace {
+
+using common::Errc;
+using common::make_error;
+
+namespace {
+
+common::Status make_dir(const std::string& path, mode_t mode) {
+  if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST) return errno_error("mkdir " + path, errno);
+  return common::ok();
+}
+
+bool is_dir(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+}  // namespace
+
+common::Result<std::unique_ptr<WorkspaceManager>> WorkspaceManager::open(std::string data_dir,
+                                                                         WorkspaceConfig config) {
+  for (const auto& d : {data_dir, workspaces_dir(data_dir), data_tmp_dir(data_dir)}) {
+    if (auto st = make_dir(d, 0711); !st) return st.error();
+  }
+  // Leftovers of creations or removals interrupted by a crash.
+  if (auto names = list_dir_at(AT_FDCWD, data_tmp_dir(data_dir)); names) {
+    for (const auto& n : *names) (void)remove_tree_at(AT_FDCWD, data_tmp_dir(data_dir) + "/" + n);
+  }
+  auto store = ObjectStore::open(store_dir(data_dir));
+  if (!store) return store.error();
+  return std::unique_ptr<WorkspaceManager>(
+      new WorkspaceManager(std::move(data_dir), config, std::move(store.value())));
+}
+
+common::Result<std::string> WorkspaceManager::checked_dir(const WorkspaceRef& ref) const {
+  if (auto st = validate_name(ref.owner); !st) return st.error();
+  if (auto st = validate_name(ref.name); !st) return st.error();
+  return workspace_dir(data_dir_, ref.owner, ref.name);
+}
+
+common::Result<Workspace> WorkspaceManager::create(const WorkspaceRef& ref) {
+  auto dir = checked_dir(ref);
+  if (!dir) return dir.error();
+  std::string owner_dir = workspaces_dir(data_dir_) + "/" + ref.owner;
+  if (auto st = make_dir(owner_dir, 0711); !st) return st.error();
+  std::string staged = data_tmp_dir(data_dir_) + "/ws-" + common::random_hex(8);
+  for (const auto& d : {staged, staged + "/snapshots"}) {
+    if (auto st = make_dir(d, 0700); !st) return st.error();
+  }
+  // The tree is the kernel's /workspace: it belongs to the kernel's uid, not to the gateway.
+  std::string tree = staged + "/tree";
+  if (auto st = make_dir(tree, 0755); !st) return st.error();
+  if ((config_.tree_uid >= 0 || config_.tree_gid >= 0) &&
+      ::chown(tree.c_str(), static_cast<uid_t>(config_.tree_uid), static_cast<gid_t>(config_.tree_gid)) != 0) {
+    (void)remove_tree_at(AT_FDCWD, staged);
+    return errno_error("chown workspace tree", errno);
+  }
+  // The workspace dir itself must let the kernel's uid reach tree/ (the bind-mount source).
+  ::chmod(staged.c_str(), 0711);
+  if (::renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, dir->c_str(), RENAME_NOREPLACE) != 0) {
+    int err = errno;
+    (void)remove_tree_at(AT_FDCWD, staged);
+    if (err == EEXIST || err == ENOTEMPTY) return make_error(Errc::kConflict, "workspace already exists");
+    return errno_error("publish workspace", err);
+  }
+  return Workspace(store_, *dir, config_);
+}
+
+common::Result<Workspace> WorkspaceManager::open(const WorkspaceRef& ref) {
+  auto dir = checked_dir(ref);
+  if (!dir) return dir.error();
+  if (!is_dir(*dir + "/tree")) return make_error(Errc::kNotFound, "no such workspace");
+  return Workspace(store_, *dir, config_);
+}
+
+common::Result<Workspace> WorkspaceManager::ensure(const WorkspaceRef& ref) {
+  auto ws = create(ref);
+  if (ws || ws.error().code != Errc::kConflict) return ws;
+  return open(ref);
+}
+
+common::Status WorkspaceManager::remove(const WorkspaceRef& ref) {
+  auto dir = checked_dir(ref);
+  if (!dir) return dir.error();
+  if (!is_dir(*dir)) return make_error(Errc::kNotFound, "no such workspace");
+  auto lock = FileLock::acquire(*dir + "/lock", FileLock::Mode::kExclusive);
+  if (!lock) return lock.error();
+  std::string doomed = data_tmp_dir(data_dir_) + "/rm-" + common::random_hex(8);
+  if (::rename(dir->c_str(), doomed.c_str()) != 0) return errno_error("remove workspace", errno);
+  return remove_tree_at(AT_FDCWD, doomed);
+}
+
+common::Result<std::vector<std::string>> WorkspaceManager::list(const std::string& owner) const {
+  if (auto st = validate_name(owner); !st) return st.error();
+  auto names = list_dir_at(AT_FDCWD, workspaces_dir(data_dir_) + "/" + owner);
+  if (!names) {
+    if (names.error().code == Errc::kNotFound) return std::vector<std::string>{};
+    return names.error();
+  }
+  std::vector<std::string> out;
+  for (auto& n : *names) {
+    if (validate_name(n)) out.push_back(std::move(n));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+common::Result<Workspace> WorkspaceManager::fork(const WorkspaceRef& from, const std::string& id,
+                                                 const WorkspaceRef& to) {
+  auto src = open(from);
+  if (!src) return src.error();
+  auto manifest = src->load_snapshot(id);
+  if (!manifest) return manifest.error();
+  auto dst = create(to);
+  if (!dst) return dst.error();
+  auto restored = dst->adopt(*manifest);
+  if (!restored) {
+    (void)remove(to);
+    return restored.error();
+  }
+  return dst;
+}
+
+}  // namespace cellgate::workspace
