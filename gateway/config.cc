@@ -140,6 +140,8 @@ const std::vector<Option>& options() {
        [](Config& c, const std::string& v) { c.cull_connected = parse_bool("cull-connected", v); }},
       {"shutdown-kernels-on-exit", "true|false", false, "stop kernels when the gateway stops (default false: they keep running and are re-adopted)",
        [](Config& c, const std::string& v) { c.shutdown_kernels_on_exit = parse_bool("shutdown-kernels-on-exit", v); }},
+      {"auth-failures-per-minute", "N", false, "failed authentications one address may make per minute before 429 (default 100)",
+       [](Config& c, const std::string& v) { c.auth_failures_per_minute = static_cast<int>(parse_int("auth-failures-per-minute", v, 1, 1 << 20)); }},
       {"log-level", "LEVEL", false, "debug, info, warn or error (default info)",
        [](Config& c, const std::string& v) { c.log_level = v; }},
   };

@@ -41,6 +41,7 @@ struct Config {
   uint64_t replay_bytes = 16ull << 20;       // per offline session_id
   uint64_t execute_output_bytes = 1ull << 20;  // agent API: outputs kept per execute
   int execute_limit_s = 0;                    // per-execute wall-clock limit; 0 = off
+  int auth_failures_per_minute = 100;        // per client address; past it 429 for a minute
   int max_kernels = 0;
   int max_kernels_per_user = 0;               // default quota; a user's own limit overrides it
   uint64_t workspace_bytes = 10ull << 30;     // per workspace

@@ -56,7 +56,10 @@ std::string_view presented_token(const Request& req, std::string& storage) {
 
 }  // namespace
 
-Gateway::Gateway(asio::io_context& io, Config config) : io_(io), config_(std::move(config)) {
+Gateway::Gateway(asio::io_context& io, Config config)
+    : io_(io), config_(std::move(config)),
+      limiter_(state::AuthRateLimiter::Options{config_.auth_failures_per_minute, std::chrono::seconds(60),
+                                               std::chrono::seconds(60), 10000}) {
   if (config_.spawner == "plain") {
     spawner_ = launcher::make_plain_spawner();
   } else {

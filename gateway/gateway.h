@@ -99,7 +99,7 @@ class Gateway {
   std::unique_ptr<state::Database> db_;
   std::unique_ptr<state::UserStore> users_;
   std::unique_ptr<state::AuditLog> audit_;
-  state::AuthRateLimiter limiter_{state::AuthRateLimiter::Options{}};
+  state::AuthRateLimiter limiter_;
   std::unique_ptr<workspace::WorkspaceManager> workspaces_;
   std::unique_ptr<boost::asio::steady_timer> cull_timer_;
   common::SystemTime started_ = std::chrono::system_clock::now();
