@@ -92,6 +92,7 @@ asio::awaitable<common::Result<ProcessOutcome>> run_process(ProcessRun run) {
   posix_spawn_file_actions_adddup2(&fa, out.write.get(), 1);
   posix_spawn_file_actions_adddup2(&fa, err.write.get(), 2);
   if (!run.cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, run.cwd.c_str());
+  posix_spawn_file_actions_addclosefrom_np(&fa, 3);  // only stdio crosses (see spawn_util.cc)
   sigset_t all, none;
   sigfillset(&all);
   sigemptyset(&none);

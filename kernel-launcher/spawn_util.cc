@@ -63,6 +63,9 @@ common::Result<ProcessHandle> spawn_process(const std::vector<std::string>& argv
   posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
   if (extra_fd >= 0) posix_spawn_file_actions_adddup2(&fa, extra_fd, 3);
+  // Nothing else of the gateway crosses: Asio's sockets (the listener, clients' connections) are not
+  // close-on-exec, and a kernel holding them could accept() the gateway's own connections.
+  posix_spawn_file_actions_addclosefrom_np(&fa, extra_fd >= 0 ? 4 : 3);
   if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
   // A new session: the kernel must not die with the gateway's terminal or process group, and must not
   // inherit the gateway's signal dispositions or mask.
