@@ -222,7 +222,7 @@ void KernelHub::on_kernel_state(KernelState state, const std::string& reason) {
   nlohmann::json content = {{"execution_state", es}};
   if (!reason.empty()) content["reason"] = reason;
   broadcast(std::make_shared<Outgoing>("iopub", protocol::make_message("status", synth_session_, content.dump())));
-  if (state == KernelState::kDead && !reason.empty()) {
+  if ((state == KernelState::kDead || state == KernelState::kRestarting) && !reason.empty() && reason != "shutdown") {
     // Tell the person, not just the client library: a cell whose kernel died shows why.
     nlohmann::json err = {{"ename", "KernelDied"}, {"evalue", reason}, {"traceback", {"Kernel died: " + reason}}};
     broadcast(std::make_shared<Outgoing>("iopub", protocol::make_message("error", synth_session_, err.dump())));
