@@ -412,4 +412,6 @@ def test_kernel_death_is_reported(target, new_kernel, connect):
         assert m["execution_state"] == "dead", m
     else:
         c2 = connect(kid)
-        assert c2.execute("1+1", timeout=60).result_text() == "2"
+        res = c2.execute("1+1", timeout=60)
+        assert res.result_text() == "2", (res.reply["content"],
+                                          [(msg_type(m), m["content"]) for m in res.iopub])
