@@ -210,7 +210,33 @@ class FloorBackend:
                 break
         elapsed = time.perf_counter() - t0
         self.km, self.kc = km, kc
+        self._await_iopub(kc, timeout)
         return elapsed
+
+    @staticmethod
+    def _await_iopub(kc, timeout):
+        """Outside the timing: the SUB socket may not be subscribed yet (ZMQ slow joiner), and an
+        execute whose status messages are lost never completes. Nudge with kernel_info until an
+        iopub message arrives, as jupyter_server does before it relays."""
+        from queue import Empty
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            kc.kernel_info()
+            try:
+                kc.get_iopub_msg(timeout=0.5)
+            except Empty:
+                continue
+            while True:  # drain the rest of that exchange
+                try:
+                    kc.get_iopub_msg(timeout=0.2)
+                except Empty:
+                    break
+            while True:
+                try:
+                    kc.get_shell_msg(timeout=0.2)
+                except Empty:
+                    return
+        raise Measured("no iopub message from the kernel")
 
     def execute(self, code, count_stream=False, timeout=300):
         kc = self.kc
@@ -362,6 +388,7 @@ def main():
     a = p.parse_args()
     if a.quick:
         a.iterations, a.starts, a.big_mb, a.cells = 20, 1, 2, 2
+        a.timeout = min(a.timeout, 60)
     labels = [x.strip() for x in a.backends.split(",") if x.strip()]
     if "cellgate" in labels and not (a.cellgate and os.access(a.cellgate, os.X_OK)):
         if a.require_cellgate:

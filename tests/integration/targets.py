@@ -80,7 +80,7 @@ class Target:
     def __init__(self, token="cellgate-test-token", extra_args=()):
         self.token = token
         self.extra_args = list(extra_args)
-        self.tmp = tempfile.mkdtemp(prefix="cg-it-")
+        self.tmp = tempfile.mkdtemp(prefix="cgclients-it-")
         self.jpath = os.path.join(self.tmp, "jpath")
         self.kernels_dir = os.path.join(self.jpath, "kernels")
         write_test_kernelspec(self.kernels_dir)

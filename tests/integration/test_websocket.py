@@ -360,7 +360,13 @@ def test_model_tracks_connections_and_state(target, new_kernel, connect):
     c.request("shell", "kernel_info_request", {})
     m = _poll_model(target, kid, lambda m: m["connections"] >= 1)
     assert m["connections"] == 1, m
-    m = _poll_model(target, kid, lambda m: m["execution_state"] == "idle")
+    # The server learns the state from iopub status messages; its iopub subscription may miss
+    # the first ones (ZMQ slow joiner), so give it fresh ones until it reports idle.
+    for _ in range(20):
+        c.execute("1+1")
+        m = _poll_model(target, kid, lambda m: m["execution_state"] == "idle", timeout=1)
+        if m["execution_state"] == "idle":
+            break
     assert m["execution_state"] == "idle", m
     msg_id = _start_sleep(c)
     m = _poll_model(target, kid, lambda m: m["execution_state"] == "busy")
@@ -406,4 +412,6 @@ def test_kernel_death_is_reported(target, new_kernel, connect):
         assert m["execution_state"] == "dead", m
     else:
         c2 = connect(kid)
-        assert c2.execute("1+1", timeout=60).result_text() == "2"
+        res = c2.execute("1+1", timeout=60)
+        assert res.result_text() == "2", (res.reply["content"],
+                                          [(msg_type(m), m["content"]) for m in res.iopub])
