@@ -432,6 +432,20 @@ def case_exit_codes(ctx):
         check(r.returncode == 125, "a jail-building option with --join: 125")
 
 
+def case_background_reaped(ctx):
+    if ctx.nojail:
+        raise Skip("no bare form")
+    j = Jail(ctx)
+    marker = f"joinbg{os.getpid()}"
+    # The background job keeps stdout open: without the group kill the caller would wait 300 s.
+    rc, out, _ = ctx.run(j, ["/bin/bash", "-c", f"(exec -a {marker} sleep 300) & echo started"], timeout=120)
+    check(rc == 0 and "started" in out, "the command returned while its background job was running")
+    wait_until(lambda: not pids_with_marker(marker), 30, "the leftover job to be gone")
+    check(True, "the command's leftover process group was killed")
+    rc, out, _ = ctx.run(j, ["/bin/sh", "-c", "ls /proc | grep -c '^[0-9]'"])
+    check(rc == 0 and int(out.split()[0]) <= 4, "nothing of it left in the jail")
+
+
 def case_jail_end_kills(ctx):
     j = Jail(ctx)
     marker = f"joinend{os.getpid()}"
