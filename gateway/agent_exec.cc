@@ -49,6 +49,9 @@ class Collector : public RequestWatcher {
         reply_status_ = str_field(c, "status", "error");
         if (c.contains("execution_count") && c["execution_count"].is_number()) count_ = c["execution_count"];
       }
+      // The gateway's after-execute snapshot rides in the reply's metadata.
+      auto md = json::parse(m.metadata, nullptr, false);
+      if (md.is_object() && md.contains("cellgate")) workspace_ = md["cellgate"];
       got_reply_ = true;
     } else if (channel == Channel::kIopub) {
       auto c = json::parse(m.content, nullptr, false);
@@ -83,6 +86,7 @@ class Collector : public RequestWatcher {
   json outputs_ = json::array();
   std::string reply_status_ = "error";
   json count_ = nullptr;
+  json workspace_ = nullptr;
   bool got_reply_ = false, got_idle_ = false, died_ = false, truncated_ = false;
   std::string death_reason_;
 
@@ -197,6 +201,7 @@ asio::awaitable<json> run_execute(std::shared_ptr<KernelHub> hub, ExecRequest re
               {"duration_ms", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count()},
               {"truncated", c ? c->truncated_ : false}};
     if (c && c->died_) r["reason"] = c->death_reason_;
+    if (c && !c->workspace_.is_null()) r["workspace"] = c->workspace_;
     return r;
   };
   if (kernel.state() == KernelState::kDead) {

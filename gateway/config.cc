@@ -53,6 +53,12 @@ long parse_int(const std::string& name, const std::string& v, long lo, long hi) 
   return n;
 }
 
+bool parse_bool(const std::string& name, const std::string& v) {
+  if (v == "true" || v == "1" || v == "yes") return true;
+  if (v == "false" || v == "0" || v == "no") return false;
+  throw ConfigError(fmt::format("--{}: expected true or false, got '{}'", name, v));
+}
+
 const std::vector<Option>& options() {
   static const std::vector<Option> kOptions = {
       {"ip", "ADDR", false, "address to listen on (default 127.0.0.1)", [](Config& c, const std::string& v) { c.ip = v; }},
@@ -116,6 +122,24 @@ const std::vector<Option>& options() {
        [](Config& c, const std::string& v) { c.execute_output_bytes = parse_size("execute-output-limit", v); }},
       {"execute-limit", "SECONDS", false, "wall-clock limit per execution: interrupt, then restart (default 0 = off)",
        [](Config& c, const std::string& v) { c.execute_limit_s = static_cast<int>(parse_int("execute-limit", v, 0, 86400 * 7)); }},
+      {"max-kernels-per-user", "N", false, "default per-user kernel quota; 0 = none (users may have their own)",
+       [](Config& c, const std::string& v) { c.max_kernels_per_user = static_cast<int>(parse_int("max-kernels-per-user", v, 0, 1 << 20)); }},
+      {"workspace-bytes", "SIZE", false, "default cap on a workspace's bytes (default 10G)",
+       [](Config& c, const std::string& v) { c.workspace_bytes = parse_size("workspace-bytes", v); }},
+      {"workspace-files", "N", false, "default cap on a workspace's files (default 200000)",
+       [](Config& c, const std::string& v) { c.workspace_files = static_cast<uint64_t>(parse_int("workspace-files", v, 1, 1L << 40)); }},
+      {"snapshot-keep", "N", false, "automatic snapshots kept per workspace; labelled ones are always kept (default 20)",
+       [](Config& c, const std::string& v) { c.snapshot_keep = static_cast<size_t>(parse_int("snapshot-keep", v, 1, 1 << 20)); }},
+      {"cull-idle-timeout", "SECONDS", false, "shut down kernels idle this long; 0 = never (default)",
+       [](Config& c, const std::string& v) { c.cull_idle_timeout_s = static_cast<int>(parse_int("cull-idle-timeout", v, 0, 1 << 30)); }},
+      {"cull-interval", "SECONDS", false, "how often to look for idle kernels (default 60)",
+       [](Config& c, const std::string& v) { c.cull_interval_s = static_cast<int>(parse_int("cull-interval", v, 1, 86400)); }},
+      {"cull-busy", "true|false", false, "also cull busy kernels (default false)",
+       [](Config& c, const std::string& v) { c.cull_busy = parse_bool("cull-busy", v); }},
+      {"cull-connected", "true|false", false, "also cull kernels with open WebSockets (default false)",
+       [](Config& c, const std::string& v) { c.cull_connected = parse_bool("cull-connected", v); }},
+      {"shutdown-kernels-on-exit", "true|false", false, "stop kernels when the gateway stops (default false: they keep running and are re-adopted)",
+       [](Config& c, const std::string& v) { c.shutdown_kernels_on_exit = parse_bool("shutdown-kernels-on-exit", v); }},
       {"log-level", "LEVEL", false, "debug, info, warn or error (default info)",
        [](Config& c, const std::string& v) { c.log_level = v; }},
   };
@@ -152,6 +176,7 @@ void apply_config_file(Config& c, const std::string& path) {
     if (!opt) throw ConfigError(fmt::format("{}: unknown key '{}'", path, key));
     auto as_string = [&](const nlohmann::json& v) -> std::string {
       if (v.is_string()) return v.get<std::string>();
+      if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
       if (v.is_number_integer()) return std::to_string(v.get<long long>());
       if (v.is_number()) return fmt::format("{}", v.get<double>());
       throw ConfigError(fmt::format("{}: '{}' must be a string or a number", path, key));

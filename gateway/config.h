@@ -41,7 +41,16 @@ struct Config {
   uint64_t replay_bytes = 16ull << 20;       // per offline session_id
   uint64_t execute_output_bytes = 1ull << 20;  // agent API: outputs kept per execute
   int execute_limit_s = 0;                    // per-execute wall-clock limit; 0 = off
-  int max_kernels = 0;                       // 0 = unlimited
+  int max_kernels = 0;
+  int max_kernels_per_user = 0;               // default quota; a user's own limit overrides it
+  uint64_t workspace_bytes = 10ull << 30;     // per workspace
+  uint64_t workspace_files = 200000;
+  size_t snapshot_keep = 20;                  // automatic snapshots kept per workspace (labelled: all)
+  int cull_idle_timeout_s = 0;                // 0 = never cull
+  int cull_interval_s = 60;
+  bool cull_busy = false;
+  bool cull_connected = false;
+  bool shutdown_kernels_on_exit = false;      // default: kernels outlive the gateway and are re-adopted                       // 0 = unlimited
   int kernel_start_timeout_s = 60;
   int ws_ping_interval_s = 30;
   int shutdown_grace_ms = 3000;

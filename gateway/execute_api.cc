@@ -64,8 +64,8 @@ std::string kernel_id_of_execute(const Request& req, const std::string& base_url
 }
 }  // namespace
 
-awaitable<Response> handle_execute(Gateway& gw, Request& req, const std::string& kernel_id) {
-  auto hub = gw.find_kernel(kernel_id);
+awaitable<Response> handle_execute(Gateway& gw, Request& req, const Caller& caller, const std::string& kernel_id) {
+  auto hub = gw.find_kernel(kernel_id, caller);
   if (!hub) co_return error_response(req, Errc::kNotFound, "Kernel does not exist: " + kernel_id);
   auto exec = parse_exec_request(req.body(), gw.config().execute_output_bytes);
   if (!exec) co_return error_response(req, exec.error());
@@ -79,18 +79,20 @@ bool Gateway::is_stream_request(const Request& req) const {
   return req.method() == http::verb::post && wants_ndjson(req) && !kernel_id_of_execute(req, config_.base_url).empty();
 }
 
-awaitable<void> Gateway::handle_stream(beast::tcp_stream& stream, Request req) {
+awaitable<void> Gateway::handle_stream(beast::tcp_stream& stream, Request req, std::string peer_ip) {
   boost::system::error_code ec;
   auto fail = [&](Response& res) -> awaitable<void> {
     add_cors(req, res);
     co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
   };
   const std::string id = kernel_id_of_execute(req, config_.base_url);
-  auto hub = find_kernel(id);
   auto exec = parse_exec_request(req.body(), config_.execute_output_bytes);
   Response refusal;
-  if (!authorized(req)) refusal = error_response(req, Errc::kUnauthorized, "missing or invalid token");
-  else if (!hub) refusal = error_response(req, Errc::kNotFound, "Kernel does not exist: " + id);
+  auto caller = authenticate(req, peer_ip, refusal);
+  auto hub = caller ? find_kernel(id, *caller) : nullptr;
+  if (!caller) {
+    // refusal says why
+  } else if (!hub) refusal = error_response(req, Errc::kNotFound, "Kernel does not exist: " + id);
   else if (!exec) refusal = error_response(req, exec.error());
   if (refusal.result() != http::status::ok) co_return co_await fail(refusal);
 

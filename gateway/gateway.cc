@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// gateway: the server's state (kernels, sessions, kernelspecs) and the REST route table.
+// gateway: the server's state (users, kernels, sessions, workspaces) and the REST route table.
 #include "gateway/gateway.h"
 
 #include <sys/stat.h>
@@ -16,6 +16,7 @@
 #include "gateway/ws_session.h"
 #include "kernel-launcher/kernel_env.h"
 #include "protocol/signer.h"
+#include "state/kernel_records.h"
 
 namespace cellgate::gateway {
 
@@ -45,6 +46,14 @@ void make_dirs(const std::string& path, mode_t mode) {
   ::chmod(path.c_str(), mode);
 }
 
+std::string_view presented_token(const Request& req, std::string& storage) {
+  auto auth = req[http::field::authorization];
+  if (auth.starts_with("token ")) return {auth.data() + 6, auth.size() - 6};
+  if (auth.starts_with("Bearer ")) return {auth.data() + 7, auth.size() - 7};
+  storage = query_param(std::string_view(req.target().data(), req.target().size()), "token");
+  return storage;
+}
+
 }  // namespace
 
 Gateway::Gateway(asio::io_context& io, Config config) : io_(io), config_(std::move(config)) {
@@ -57,30 +66,68 @@ Gateway::Gateway(asio::io_context& io, Config config) : io_(io), config_(std::mo
   }
   kernelspec_path_ = launcher::kernelspec_search_path(config_.kernelspec_dirs);
   make_dirs(config_.data_dir, 0700);
-  // The runtime root is root-only: per-kernel dirs under it are opened up to their kernel alone.
-  make_dirs(config_.runtime_dir + "/k", 0700);
-  ::chmod(config_.runtime_dir.c_str(), 0700);
+  // Per-kernel dirs: k/<id> is handed to the kernel; s/<id> (status, log) never is.
+  make_dirs(config_.runtime_dir + "/k", 0711);
+  make_dirs(config_.runtime_dir + "/s", 0700);
+  auto db = state::Database::open(config_.data_dir);
+  if (!db) throw ConfigError("cannot open the state database: " + db.error().message);
+  db_ = std::make_unique<state::Database>(std::move(db.value()));
+  users_ = std::make_unique<state::UserStore>(*db_);
+  users_->set_single_token(config_.token);
+  auto audit = state::AuditLog::open(*db_, config_.data_dir);
+  if (!audit) throw ConfigError("cannot open the audit log: " + audit.error().message);
+  audit_ = std::make_unique<state::AuditLog>(std::move(audit.value()));
+  workspace::WorkspaceConfig wc;
+  wc.max_bytes = config_.workspace_bytes;
+  wc.max_files = config_.workspace_files;
+  wc.keep_auto = config_.snapshot_keep;
+  wc.tree_uid = 1000;  // the jail's `sandbox` user owns workspace trees on disk (idmapped into each jail)
+  wc.tree_gid = 1000;
+  auto ws = workspace::WorkspaceManager::open(config_.data_dir, wc);
+  if (!ws) throw ConfigError("cannot open the workspace store: " + ws.error().message);
+  workspaces_ = std::move(ws.value());
   if (kernelspecs().count(config_.default_kernel) == 0)
     common::log_warn("msg=\"default kernelspec not found\" name={}", config_.default_kernel);
+  schedule_cull();
 }
 
-Gateway::~Gateway() = default;
+Gateway::~Gateway() { pool_.join(); }
 
 std::map<std::string, launcher::KernelSpec> Gateway::kernelspecs() const {
   return launcher::discover_kernelspecs(kernelspec_path_);
 }
 
-bool Gateway::authorized(const Request& req) const {
-  std::string_view presented;
-  std::string from_query;
-  auto auth = req[http::field::authorization];
-  if (auth.starts_with("token ")) presented = std::string_view(auth.data() + 6, auth.size() - 6);
-  else if (auth.starts_with("Bearer ")) presented = std::string_view(auth.data() + 7, auth.size() - 7);
-  if (presented.empty()) {
-    from_query = query_param(std::string_view(req.target().data(), req.target().size()), "token");
-    presented = from_query;
+workspace::WorkspaceConfig Gateway::workspace_config(const state::User& user) const {
+  auto wc = workspaces_->config();
+  if (user.limits.workspace_bytes) wc.max_bytes = static_cast<uint64_t>(*user.limits.workspace_bytes);
+  if (user.limits.workspace_files) wc.max_files = static_cast<uint64_t>(*user.limits.workspace_files);
+  return wc;
+}
+
+void Gateway::audit(const Caller& caller, const std::string& action, const std::string& kind, const std::string& id,
+                    nlohmann::json detail, bool ok) {
+  auto st = audit_->record({caller.user.name, action, kind, id, std::move(detail), ok});
+  if (!st) common::log_error("msg=\"audit log write failed\" error=\"{}\"", st.error().message);
+}
+
+std::optional<Caller> Gateway::authenticate(const Request& req, const std::string& ip, Response& refusal) {
+  if (int wait = limiter_.retry_after(ip); wait > 0) {
+    refusal = error_response(req, Errc::kUnauthorized, "too many failed authentications; retry later");
+    refusal.result(http::status::too_many_requests);
+    refusal.body() = nlohmann::json{{"reason", "Too Many Requests"},
+                                    {"message", "too many failed authentications; retry later"}}.dump();
+    refusal.set(http::field::retry_after, std::to_string(wait));
+    refusal.prepare_payload();
+    return std::nullopt;
   }
-  return protocol::constant_time_equal(presented, config_.token);
+  std::string storage;
+  auto user = users_->authenticate(presented_token(req, storage));
+  if (!user) {
+    if (limiter_.record_failure(ip)) common::log_warn("ip={} msg=\"authentication failures; blocking\"", ip);
+    refusal = error_response(req, Errc::kUnauthorized, "missing or invalid token");
+    return std::nullopt;
+  }
+  return Caller{std::move(*user), ip};
 }
 
 bool Gateway::origin_allowed(const Request& req) const {
@@ -103,13 +150,26 @@ void Gateway::add_cors(const Request& req, Response& res) const {
   res.set(http::field::vary, "Origin");
 }
 
-awaitable<Response> Gateway::handle(Request req) {
+awaitable<Response> Gateway::handle(Request req, std::string peer_ip) {
   Response res;
   try {
-    res = co_await route(req);
+    std::string_view path = target_path(std::string_view(req.target().data(), req.target().size()));
+    common::log_debug("method={} path={}", std::string(req.method_string()), std::string(path));
+    if (req.method() == http::verb::options) {
+      // CORS preflight: browsers send it without credentials.
+      if (!origin_allowed(req) || config_.allow_origins.empty()) {
+        res = error_response(req, Errc::kForbidden, "origin not allowed");
+      } else {
+        res = empty_response(req);
+        res.set(http::field::access_control_allow_methods, "GET, POST, PATCH, PUT, DELETE, OPTIONS");
+        res.set(http::field::access_control_allow_headers, "Authorization, Content-Type, Accept, X-XSRFToken");
+        res.set(http::field::access_control_max_age, "600");
+      }
+    } else if (auto caller = authenticate(req, peer_ip, res)) {
+      res = co_await route(req, *caller);
+    }
   } catch (const std::exception& e) {
-    common::log_error("method={} path={} msg=\"unexpected error\" error=\"{}\"", std::string(req.method_string()),
-                      std::string(target_path(std::string_view(req.target().data(), req.target().size()))), e.what());
+    common::log_error("method={} msg=\"unexpected error\" error=\"{}\"", std::string(req.method_string()), e.what());
     res = error_response(req, Errc::kInternal, "internal error");
   }
   add_cors(req, res);
@@ -117,48 +177,41 @@ awaitable<Response> Gateway::handle(Request req) {
   co_return res;
 }
 
-awaitable<Response> Gateway::route(Request& req) {
-  std::string_view target(req.target().data(), req.target().size());
-  std::string_view path = target_path(target);
-  common::log_debug("method={} path={}", std::string(req.method_string()), std::string(path));
-  if (req.method() == http::verb::options) {
-    // CORS preflight: browsers send it without credentials.
-    if (!origin_allowed(req) || config_.allow_origins.empty())
-      co_return error_response(req, Errc::kForbidden, "origin not allowed");
-    Response res = empty_response(req);
-    res.set(http::field::access_control_allow_methods, "GET, POST, PATCH, PUT, DELETE, OPTIONS");
-    res.set(http::field::access_control_allow_headers, "Authorization, Content-Type, X-XSRFToken");
-    res.set(http::field::access_control_max_age, "600");
-    co_return res;
-  }
+awaitable<Response> Gateway::route(Request& req, const Caller& caller) {
+  std::string_view path = target_path(std::string_view(req.target().data(), req.target().size()));
   if (!path.starts_with(config_.base_url) && path.size() + 1 != config_.base_url.size())
     co_return error_response(req, Errc::kNotFound, "not found");
-  if (!authorized(req)) co_return error_response(req, Errc::kUnauthorized, "missing or invalid token");
   auto parts = split_path(path.size() >= config_.base_url.size() ? path.substr(config_.base_url.size()) : "");
   if (!parts.empty() && parts[0] == "kernelspecs") co_return co_await handle_kernelspecs(*this, req, parts);
   if (parts.empty() || parts[0] != "api") co_return error_response(req, Errc::kNotFound, "not found");
   if (parts.size() == 1 && req.method() == http::verb::get)
     co_return json_response(req, http::status::ok, {{"version", "2.0.0"}, {"implementation", "cellgate 0.1.0"}});
-  if (parts[1] == "status" && parts.size() == 2 && req.method() == http::verb::get) {
-    int conns = 0;
+  const std::string& what = parts[1];
+  if (what == "status" && parts.size() == 2 && req.method() == http::verb::get) {
+    int conns = 0, count = 0;
     common::SystemTime last = started_;
     for (const auto& [id, hub] : kernels_) {
+      if (!caller.sees(*hub)) continue;
+      ++count;
       conns += hub->connections();
       last = std::max(last, hub->kernel().last_activity());
     }
     co_return json_response(req, http::status::ok,
                             {{"started", common::iso8601(started_)},
                              {"last_activity", common::iso8601(last)},
-                             {"kernels", kernels_.size()},
+                             {"kernels", count},
                              {"connections", conns}});
   }
-  if (parts[1] == "kernelspecs") co_return co_await handle_kernelspecs(*this, req, parts);
-  if (parts[1] == "kernels") co_return co_await handle_kernels(*this, req, parts);
-  if (parts[1] == "sessions") co_return co_await handle_sessions(*this, req, parts);
+  if (what == "me" && parts.size() == 2)
+    co_return json_response(req, http::status::ok, {{"name", caller.user.name}, {"admin", caller.user.admin}});
+  if (what == "kernelspecs") co_return co_await handle_kernelspecs(*this, req, parts);
+  if (what == "kernels") co_return co_await handle_kernels(*this, req, caller, parts);
+  if (what == "sessions") co_return co_await handle_sessions(*this, req, caller, parts);
+  if (what == "workspaces") co_return co_await handle_workspaces(*this, req, caller, parts);
   co_return error_response(req, Errc::kNotFound, "not found");
 }
 
-awaitable<void> Gateway::handle_upgrade(beast::tcp_stream stream, Request req) {
+awaitable<void> Gateway::handle_upgrade(beast::tcp_stream stream, Request req, std::string peer_ip) {
   std::string_view target(req.target().data(), req.target().size());
   std::string_view path = target_path(target);
   auto reply = [&](Response& res) -> awaitable<void> {
@@ -170,16 +223,23 @@ awaitable<void> Gateway::handle_upgrade(beast::tcp_stream stream, Request req) {
   auto parts = path.starts_with(config_.base_url) ? split_path(path.substr(config_.base_url.size()))
                                                   : std::vector<std::string>{};
   const bool is_channels = parts.size() == 4 && parts[0] == "api" && parts[1] == "kernels" && parts[3] == "channels";
-  auto hub = is_channels ? find_kernel(parts[2]) : nullptr;
   std::string session_id = query_param(target, "session_id");
   if (session_id.empty()) session_id = common::random_uuid();
   // Refusals are built into a named response: GCC 12 can destroy temporaries in a co_await operand twice.
   Response refusal;
-  if (!authorized(req)) refusal = error_response(req, Errc::kUnauthorized, "missing or invalid token");
-  else if (!origin_allowed(req)) refusal = error_response(req, Errc::kForbidden, "origin not allowed");
-  else if (!is_channels) refusal = error_response(req, Errc::kNotFound, "no WebSocket here");
-  else if (!hub) refusal = error_response(req, Errc::kNotFound, "no such kernel " + parts[2]);
-  else if (session_id.size() > 256) refusal = error_response(req, Errc::kBadRequest, "session_id too long");
+  auto caller = authenticate(req, peer_ip, refusal);
+  auto hub = caller && is_channels ? find_kernel(parts[2], *caller) : nullptr;
+  if (!caller) {
+    // refusal already says why
+  } else if (!origin_allowed(req)) {
+    refusal = error_response(req, Errc::kForbidden, "origin not allowed");
+  } else if (!is_channels) {
+    refusal = error_response(req, Errc::kNotFound, "no WebSocket here");
+  } else if (!hub) {
+    refusal = error_response(req, Errc::kNotFound, "no such kernel " + parts[2]);
+  } else if (session_id.size() > 256) {
+    refusal = error_response(req, Errc::kBadRequest, "session_id too long");
+  }
   if (refusal.result() != http::status::ok) co_return co_await reply(refusal);
   auto proto = protocol::WsProtocol::kLegacy;
   std::string_view offered(req[http::field::sec_websocket_protocol].data(), req[http::field::sec_websocket_protocol].size());
@@ -197,9 +257,10 @@ awaitable<void> Gateway::handle_upgrade(beast::tcp_stream stream, Request req) {
   co_await session->run(std::move(req));
 }
 
-std::shared_ptr<KernelHub> Gateway::find_kernel(const std::string& id) const {
+std::shared_ptr<KernelHub> Gateway::find_kernel(const std::string& id, const Caller& caller) const {
   auto it = kernels_.find(id);
-  return it == kernels_.end() ? nullptr : it->second;
+  if (it == kernels_.end() || !caller.sees(*it->second)) return nullptr;
+  return it->second;
 }
 
 nlohmann::json Gateway::kernel_model(const KernelHub& hub) const {
@@ -208,69 +269,11 @@ nlohmann::json Gateway::kernel_model(const KernelHub& hub) const {
                       {"name", k.name()},
                       {"last_activity", common::iso8601(k.last_activity())},
                       {"execution_state", launcher::to_string(k.state())},
-                      {"connections", hub.connections()}};
+                      {"connections", hub.connections()},
+                      {"owner", hub.owner},
+                      {"workspace", hub.workspace}};
   if (!k.reason().empty() && k.reason() != "shutdown") m["reason"] = k.reason();
   return m;
-}
-
-awaitable<common::Result<std::shared_ptr<KernelHub>>> Gateway::start_kernel(StartOptions options) {
-  std::string name = options.name.empty() ? config_.default_kernel : options.name;
-  if (!launcher::valid_kernelspec_name(name)) co_return make_error(Errc::kBadRequest, "invalid kernel name");
-  auto specs = kernelspecs();
-  auto spec = specs.find(name);
-  if (spec == specs.end()) co_return make_error(Errc::kNotFound, "No such kernel named " + name);
-  if (config_.max_kernels > 0 && static_cast<int>(kernels_.size()) + starting_ >= config_.max_kernels)
-    co_return make_error(Errc::kForbidden, fmt::format("Resource Limit: max_kernels ({}) reached", config_.max_kernels));
-  auto client_env = launcher::filter_client_env(options.env, config_.allow_env);
-  if (!client_env) co_return client_env.error();
-
-  launcher::KernelOptions ko;
-  ko.kernel_id = common::random_uuid();
-  ko.spec = spec->second;
-  ko.runtime_dir = config_.runtime_dir + "/k/" + ko.kernel_id;
-  ko.workspace_dir = config_.data_dir + "/workspaces/default/default";
-  make_dirs(ko.workspace_dir, 0755);
-  std::map<std::string, std::string> forced = {{"KERNEL_ID", ko.kernel_id}};
-  if (config_.spawner == "plain") forced["HOME"] = ko.workspace_dir;
-  ko.env = launcher::build_kernel_env(ko.spec, client_env.value(), forced);
-  ko.transport = config_.transport;
-  ko.policy_file = config_.jail_policy;
-  ko.limits = config_.limits;
-  ko.start_timeout = std::chrono::seconds(config_.kernel_start_timeout_s);
-  ko.shutdown_grace = std::chrono::milliseconds(config_.shutdown_grace_ms);
-
-  auto kernel = std::make_shared<launcher::Kernel>(io_, zmq_, *spawner_, std::move(ko));
-  auto hub = std::make_shared<KernelHub>(kernel, config_.replay_bytes);
-  kernel->set_observer(hub.get());
-  hub->set_execute_limit(std::chrono::seconds(config_.execute_limit_s));
-  kernels_[kernel->id()] = hub;
-  ++starting_;
-  auto st = co_await kernel->start();
-  --starting_;
-  if (!st) {
-    kernels_.erase(kernel->id());
-    common::log_error("kernel={} msg=\"kernel failed to start\" error=\"{}\"", kernel->id(), st.error().message);
-    co_return make_error(st.error().code == Errc::kTimeout ? Errc::kTimeout : Errc::kInternal,
-                         "kernel failed to start: " + st.error().message);
-  }
-  common::log_info("kernel={} name={} msg=\"kernel started\"", kernel->id(), name);
-  co_return hub;
-}
-
-awaitable<void> Gateway::delete_kernel(const std::string& id) {
-  auto hub = find_kernel(id);
-  if (!hub) co_return;
-  kernels_.erase(id);
-  sessions_.remove_for_kernel(id);
-  hub->close_all("kernel deleted");
-  co_await hub->kernel().shutdown();
-  common::log_info("kernel={} msg=\"kernel deleted\"", id);
-}
-
-awaitable<void> Gateway::shutdown_all() {
-  auto ids = std::vector<std::string>();
-  for (const auto& [id, hub] : kernels_) ids.push_back(id);
-  for (const auto& id : ids) co_await delete_kernel(id);
 }
 
 }  // namespace cellgate::gateway

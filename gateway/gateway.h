@@ -1,26 +1,39 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// gateway: the server's state (kernels, sessions, kernelspecs) and the REST route table.
+// gateway: the server's state (users, kernels, sessions, workspaces) and the REST route table.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <zmq.hpp>
 
 #include "gateway/config.h"
 #include "gateway/http_types.h"
 #include "gateway/kernel_hub.h"
-#include "gateway/session_store.h"
 #include "kernel-launcher/kernelspec.h"
 #include "kernel-launcher/spawner.h"
+#include "state/audit_log.h"
+#include "state/database.h"
+#include "state/rate_limiter.h"
+#include "state/users.h"
+#include "workspace/workspace_manager.h"
 
 namespace cellgate::gateway {
 
-// Io thread only: every member is touched from the one thread that runs io_context.
+// Who is asking: the authenticated user and the peer address.
+struct Caller {
+  state::User user;
+  std::string ip;
+  bool sees(const KernelHub& hub) const { return user.admin || hub.owner == user.name; }
+};
+
+// Io thread only, except the thread pool, which runs blocking filesystem work (snapshots, restores).
 class Gateway {
  public:
   Gateway(boost::asio::io_context& io, Config config);
@@ -28,49 +41,83 @@ class Gateway {
 
   const Config& config() const { return config_; }
   // Serves one HTTP request (not an upgrade). Never throws: failures become JSON error responses.
-  boost::asio::awaitable<Response> handle(Request req);
+  boost::asio::awaitable<Response> handle(Request req, std::string peer_ip);
   // Serves a WebSocket upgrade request on stream until the connection ends.
-  boost::asio::awaitable<void> handle_upgrade(boost::beast::tcp_stream stream, Request req);
+  boost::asio::awaitable<void> handle_upgrade(boost::beast::tcp_stream stream, Request req, std::string peer_ip);
   // Requests answered by writing to the stream directly (NDJSON execute streaming).
   bool is_stream_request(const Request& req) const;
-  boost::asio::awaitable<void> handle_stream(boost::beast::tcp_stream& stream, Request req);
-  // Shuts every kernel down (bounded by their shutdown deadlines).
-  boost::asio::awaitable<void> shutdown_all();
+  boost::asio::awaitable<void> handle_stream(boost::beast::tcp_stream& stream, Request req, std::string peer_ip);
+  // Re-adopts the kernels the database says are running (after a gateway restart or crash).
+  boost::asio::awaitable<void> adopt_kernels();
+  // On exit: kernels keep running (they are re-adopted next start) unless config says otherwise.
+  boost::asio::awaitable<void> stop();
 
-  // --- used by the route handlers (kernels_api.cc, sessions_api.cc) ---
+  // --- used by the route handlers ---
   struct StartOptions {
-    std::string name;                          // kernelspec ("" = default)
+    std::string name;                                // kernelspec ("" = default)
     nlohmann::json env = nlohmann::json::object();
+    std::string workspace;                           // "" = KERNEL_WORKSPACE or "default"
+    bool ephemeral = false;
   };
-  boost::asio::awaitable<common::Result<std::shared_ptr<KernelHub>>> start_kernel(StartOptions options);
-  boost::asio::awaitable<void> delete_kernel(const std::string& id);
-  std::shared_ptr<KernelHub> find_kernel(const std::string& id) const;
+  boost::asio::awaitable<common::Result<std::shared_ptr<KernelHub>>> start_kernel(const Caller& caller,
+                                                                                 StartOptions options);
+  boost::asio::awaitable<void> delete_kernel(const std::string& id, const std::string& who);
+  // The kernel if it exists and the caller may see it (else null: 404, never 403, so ids are no oracle).
+  std::shared_ptr<KernelHub> find_kernel(const std::string& id, const Caller& caller) const;
   nlohmann::json kernel_model(const KernelHub& hub) const;
   std::map<std::string, launcher::KernelSpec> kernelspecs() const;
   const std::map<std::string, std::shared_ptr<KernelHub>>& kernels() const { return kernels_; }
-  SessionStore& sessions() { return sessions_; }
+  state::Database& db() { return *db_; }
+  workspace::WorkspaceManager& workspaces() { return *workspaces_; }
+  // The workspace config with the caller's caps applied.
+  workspace::WorkspaceConfig workspace_config(const state::User& user) const;
+  void audit(const Caller& caller, const std::string& action, const std::string& kind, const std::string& id,
+             nlohmann::json detail = nlohmann::json::object(), bool ok = true);
+  // Runs fn on the thread pool and resumes on the io thread with its result.
+  template <typename F>
+  auto offload(F fn) -> boost::asio::awaitable<decltype(fn())>;
 
  private:
-  boost::asio::awaitable<Response> route(Request& req);
-  bool authorized(const Request& req) const;
+  boost::asio::awaitable<Response> route(Request& req, const Caller& caller);
+  std::optional<Caller> authenticate(const Request& req, const std::string& ip, Response& refusal);
   bool origin_allowed(const Request& req) const;
   void add_cors(const Request& req, Response& res) const;
+  std::shared_ptr<KernelHub> make_hub(launcher::KernelOptions options, const std::string& owner,
+                                      const std::string& workspace, const state::User* user);
+  void snapshot_after_execute(const std::shared_ptr<KernelHub>& hub, protocol::Message reply,
+                              std::function<void(protocol::Message)> deliver);
+  void schedule_cull();
 
   boost::asio::io_context& io_;
   Config config_;
   zmq::context_t zmq_{1};
+  boost::asio::thread_pool pool_{2};
   std::unique_ptr<launcher::Spawner> spawner_;
   std::vector<std::string> kernelspec_path_;
   std::map<std::string, std::shared_ptr<KernelHub>> kernels_;
-  int starting_ = 0;
-  SessionStore sessions_;
+  std::map<std::string, int> starting_;  // owner → kernels being started
+  std::unique_ptr<state::Database> db_;
+  std::unique_ptr<state::UserStore> users_;
+  std::unique_ptr<state::AuditLog> audit_;
+  state::AuthRateLimiter limiter_{state::AuthRateLimiter::Options{}};
+  std::unique_ptr<workspace::WorkspaceManager> workspaces_;
+  std::unique_ptr<boost::asio::steady_timer> cull_timer_;
   common::SystemTime started_ = std::chrono::system_clock::now();
 };
 
 // Route handlers, one file per resource.
-boost::asio::awaitable<Response> handle_kernels(Gateway& gw, Request& req, const std::vector<std::string>& parts);
+boost::asio::awaitable<Response> handle_kernels(Gateway& gw, Request& req, const Caller& caller,
+                                                const std::vector<std::string>& parts);
 boost::asio::awaitable<Response> handle_kernelspecs(Gateway& gw, Request& req, const std::vector<std::string>& parts);
-boost::asio::awaitable<Response> handle_execute(Gateway& gw, Request& req, const std::string& kernel_id);
-boost::asio::awaitable<Response> handle_sessions(Gateway& gw, Request& req, const std::vector<std::string>& parts);
+boost::asio::awaitable<Response> handle_execute(Gateway& gw, Request& req, const Caller& caller,
+                                                const std::string& kernel_id);
+boost::asio::awaitable<Response> handle_sessions(Gateway& gw, Request& req, const Caller& caller,
+                                                 const std::vector<std::string>& parts);
+boost::asio::awaitable<Response> handle_workspaces(Gateway& gw, Request& req, const Caller& caller,
+                                                   const std::vector<std::string>& parts);
+boost::asio::awaitable<Response> handle_tools(Gateway& gw, Request& req, const Caller& caller,
+                                              const std::shared_ptr<KernelHub>& hub, const std::string& tool);
 
 }  // namespace cellgate::gateway
+
+#include "gateway/offload.h"

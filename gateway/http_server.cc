@@ -50,19 +50,20 @@ awaitable<void> session(tcp::socket socket, Gateway& gw) {
       break;
     }
     Request req = parser.release();
+    std::string peer = stream.socket().remote_endpoint(ec).address().to_string();
     if (beast::websocket::is_upgrade(req)) {
       stream.expires_never();
-      co_await gw.handle_upgrade(std::move(stream), std::move(req));
+      co_await gw.handle_upgrade(std::move(stream), std::move(req), std::move(peer));
       co_return;
     }
     stream.expires_never();  // handlers may wait for a kernel to start
     if (gw.is_stream_request(req)) {
       bool keep = req.keep_alive();
-      co_await gw.handle_stream(stream, std::move(req));
+      co_await gw.handle_stream(stream, std::move(req), std::move(peer));
       if (!keep) break;
       continue;
     }
-    Response res = co_await gw.handle(std::move(req));
+    Response res = co_await gw.handle(std::move(req), std::move(peer));
     bool keep = res.keep_alive();
     stream.expires_after(std::chrono::seconds(60));
     co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));

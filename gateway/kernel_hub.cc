@@ -148,33 +148,48 @@ bool KernelHub::send_watched(Channel channel, const protocol::Message& message, 
 void KernelHub::unwatch(const std::string& msg_id) { watchers_.erase(msg_id); }
 
 void KernelHub::on_kernel_message(Channel channel, const protocol::Message& message) {
-  if (!watchers_.empty()) {
-    // Only paid while an agent request is in flight: find the request this message answers.
-    auto it = watchers_.find(protocol::peek_parent_msg_id(message.parent_header));
-    if (it != watchers_.end()) {
-      if (auto w = it->second.lock()) {
-        auto header = protocol::peek_header(message.header);
-        w->on_reply(channel, message, header ? header->msg_type : std::string());
-      }
-      if (channel != Channel::kIopub) return;  // replies to our own requests are ours alone
-    }
-  }
   std::string parent_id;
+  bool is_execute_reply = false;
+  if (channel == Channel::kShell && (reply_hook_ || !limited_.empty())) {
+    auto header = protocol::peek_header(message.header);
+    is_execute_reply = header && header->msg_type == "execute_reply";
+  }
   if (!limited_.empty()) {
     parent_id = protocol::peek_parent_msg_id(message.parent_header);
     auto it = limited_.find(parent_id);
     if (it != limited_.end()) {
-      auto header = protocol::peek_header(message.header);
-      std::string type = header ? header->msg_type : "";
-      if (channel == Channel::kIopub && type == "status" && !limit_timers_.count(parent_id)) {
-        on_execute_started(parent_id);  // the clock runs from when the kernel starts the cell
-      } else if (channel == Channel::kShell && type == "execute_reply") {
+      if (channel == Channel::kIopub && !limit_timers_.count(parent_id)) {
+        auto header = protocol::peek_header(message.header);
+        if (header && header->msg_type == "status") on_execute_started(parent_id);  // the clock runs from here
+      } else if (is_execute_reply) {
         if (auto t = limit_timers_.find(parent_id); t != limit_timers_.end()) {
           t->second->cancel();
           limit_timers_.erase(t);
         }
         limited_.erase(it);
       }
+    }
+  }
+  if (is_execute_reply && reply_hook_) {
+    reply_hook_(message, [self = shared_from_this(), parent_id](protocol::Message reply) {
+      self->dispatch(Channel::kShell, reply, parent_id);
+    });
+    return;
+  }
+  dispatch(channel, message, std::move(parent_id));
+}
+
+void KernelHub::dispatch(Channel channel, const protocol::Message& message, std::string parent_id) {
+  if (!watchers_.empty()) {
+    // Only paid while an agent request is in flight: find the request this message answers.
+    if (parent_id.empty()) parent_id = protocol::peek_parent_msg_id(message.parent_header);
+    auto it = watchers_.find(parent_id);
+    if (it != watchers_.end()) {
+      if (auto w = it->second.lock()) {
+        auto header = protocol::peek_header(message.header);
+        w->on_reply(channel, message, header ? header->msg_type : std::string());
+      }
+      if (channel != Channel::kIopub) return;  // replies to our own requests are ours alone
     }
   }
   auto out = std::make_shared<Outgoing>(channel_name(channel), message);

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -12,6 +13,11 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <optional>
+
+#include "workspace/workspace.h"
 
 #include "gateway/outgoing.h"
 #include "kernel-launcher/kernel.h"
@@ -35,6 +41,20 @@ class RequestWatcher {
 class KernelHub : public launcher::KernelObserver, public std::enable_shared_from_this<KernelHub> {
  public:
   KernelHub(std::shared_ptr<launcher::Kernel> kernel, size_t replay_bytes);
+
+  // Who owns the kernel, and the workspace its jail mounts at /workspace.
+  std::string owner;
+  std::string workspace;
+  bool ephemeral = false;   // the workspace is deleted with the kernel
+  std::optional<workspace::WorkspaceConfig> workspace_config;  // the owner's caps
+  // Serialises this kernel's after-execute snapshots on the gateway's pool (set by the gateway).
+  std::shared_ptr<boost::asio::strand<boost::asio::thread_pool::executor_type>> snapshot_strand;
+  // Tells every client (iopub stderr stream) something about the kernel, e.g. why it is going away.
+  void notify_clients(const std::string& text) { notify_stderr("[cellgate] " + text + "\n", "{}"); }
+  // Runs on every execute_reply before anyone sees it; calls deliver (on the io thread) with the reply,
+  // possibly with metadata added (the workspace snapshot). Replies are delivered in order.
+  using ReplyHook = std::function<void(protocol::Message reply, std::function<void(protocol::Message)> deliver)>;
+  void set_execute_reply_hook(ReplyHook hook) { reply_hook_ = std::move(hook); }
 
   launcher::Kernel& kernel() { return *kernel_; }
   // A wall-clock limit per execution (0 = off): past it the cell is interrupted, and if the interrupt
@@ -68,6 +88,7 @@ class KernelHub : public launcher::KernelObserver, public std::enable_shared_fro
   void deliver_to_session(const std::string& session_id, const OutgoingPtr& m);
   void buffer(Replay& r, const OutgoingPtr& m);
   void broadcast(const OutgoingPtr& m);
+  void dispatch(launcher::Channel channel, const protocol::Message& message, std::string parent_id);
   void remember_request(const std::string& msg_id, const std::string& session_id);
   void on_execute_started(const std::string& msg_id);
   void notify_stderr(const std::string& text, const std::string& parent_header);
@@ -84,6 +105,7 @@ class KernelHub : public launcher::KernelObserver, public std::enable_shared_fro
   std::string synth_session_;
   std::unordered_map<std::string, std::weak_ptr<RequestWatcher>> watchers_;  // msg_id → internal client
   std::chrono::seconds execute_limit_{0};
+  ReplyHook reply_hook_;
   std::unordered_map<std::string, std::string> limited_;  // execute msg_id → its header, until the reply
   std::unordered_map<std::string, std::shared_ptr<boost::asio::steady_timer>> limit_timers_;
 };

@@ -37,12 +37,14 @@ std::string content_type_for(const std::string& file) {
 
 }  // namespace
 
-awaitable<Response> handle_kernels(Gateway& gw, Request& req, const std::vector<std::string>& parts) {
+awaitable<Response> handle_kernels(Gateway& gw, Request& req, const Caller& caller,
+                                   const std::vector<std::string>& parts) {
   const auto method = req.method();
   if (parts.size() == 2) {
     if (method == http::verb::get) {
       nlohmann::json list = nlohmann::json::array();
-      for (const auto& [id, hub] : gw.kernels()) list.push_back(gw.kernel_model(*hub));
+      for (const auto& [id, hub] : gw.kernels())
+        if (caller.sees(*hub)) list.push_back(gw.kernel_model(*hub));
       co_return json_response(req, http::status::ok, list);
     }
     if (method != http::verb::post) co_return method_not_allowed(req);
@@ -54,36 +56,51 @@ awaitable<Response> handle_kernels(Gateway& gw, Request& req, const std::vector<
       opts.name = n->get<std::string>();
     }
     if (auto e = body->find("env"); e != body->end()) opts.env = *e;
-    auto hub = co_await gw.start_kernel(std::move(opts));
+    if (auto w = body->find("workspace"); w != body->end() && !w->is_null()) {
+      if (!w->is_string()) co_return error_response(req, Errc::kBadRequest, "workspace must be a string");
+      opts.workspace = w->get<std::string>();
+    }
+    if (auto e = body->find("ephemeral"); e != body->end() && !e->is_null()) {
+      if (!e->is_boolean()) co_return error_response(req, Errc::kBadRequest, "ephemeral must be a boolean");
+      opts.ephemeral = e->get<bool>();
+    }
+    auto hub = co_await gw.start_kernel(caller, std::move(opts));
     if (!hub) co_return error_response(req, hub.error());
     Response res = json_response(req, http::status::created, gw.kernel_model(*hub.value()));
     res.set(http::field::location, gw.config().base_url + "api/kernels/" + hub.value()->kernel().id());
     co_return res;
   }
-  auto hub = gw.find_kernel(parts[2]);
+  auto hub = gw.find_kernel(parts[2], caller);
   if (!hub) co_return error_response(req, Errc::kNotFound, "Kernel does not exist: " + parts[2]);
   if (parts.size() == 3) {
     if (method == http::verb::get) co_return json_response(req, http::status::ok, gw.kernel_model(*hub));
     if (method == http::verb::delete_) {
-      co_await gw.delete_kernel(parts[2]);
+      co_await gw.delete_kernel(parts[2], caller.user.name);
       co_return empty_response(req);
     }
     co_return method_not_allowed(req);
   }
   if (parts.size() == 4 && parts[3] == "interrupt") {
     if (method != http::verb::post) co_return method_not_allowed(req);
+    if (hub->kernel().state() == launcher::KernelState::kDead)
+      co_return error_response(req, Errc::kConflict, "kernel is dead: " + hub->kernel().reason());
     co_await hub->kernel().interrupt();
     co_return empty_response(req);
   }
   if (parts.size() == 4 && parts[3] == "restart") {
     if (method != http::verb::post) co_return method_not_allowed(req);
     auto st = co_await hub->kernel().restart();
+    gw.audit(caller, "restart", "kernel", parts[2], nlohmann::json::object(), st.has_value());
     if (!st) co_return error_response(req, Errc::kInternal, "restart failed: " + st.error().message);
     co_return json_response(req, http::status::ok, gw.kernel_model(*hub));
   }
   if (parts.size() == 4 && parts[3] == "execute") {
     if (method != http::verb::post) co_return method_not_allowed(req);
-    co_return co_await handle_execute(gw, req, parts[2]);
+    co_return co_await handle_execute(gw, req, caller, parts[2]);
+  }
+  if (parts.size() == 5 && parts[3] == "tools") {
+    if (method != http::verb::post) co_return method_not_allowed(req);
+    co_return co_await handle_tools(gw, req, caller, hub, parts[4]);
   }
   if (parts.size() == 4 && parts[3] == "channels")
     co_return error_response(req, Errc::kBadRequest, "WebSocket upgrade required");

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 
@@ -15,13 +16,47 @@
 #include "gateway/gateway.h"
 #include "gateway/http_server.h"
 #include "state/user_cli.h"
+#include "workspace/fsck.h"
+#include "workspace/gc.h"
+#include "workspace/layout.h"
+#include "workspace/object_store.h"
 
 namespace {
 
 constexpr const char* kUsage =
     "usage: cellgate <command> [options]\n\n"
     "commands:\n"
-    "  serve    run the gateway (cellgate serve --help)\n";
+    "  serve    run the gateway (cellgate serve --help)\n"
+    "  user     manage users and their tokens (cellgate user --help)\n"
+    "  fsck     verify every snapshot object and manifest: cellgate fsck [--data-dir DIR]\n"
+    "  gc       remove snapshot objects no snapshot references: cellgate gc [--data-dir DIR]\n";
+
+// `cellgate fsck|gc [--data-dir DIR]`: DIR defaults to $CELLGATE_DATA_DIR, then ./data.
+std::string data_dir_arg(int argc, char** argv) {
+  std::string dir = std::getenv("CELLGATE_DATA_DIR") ? std::getenv("CELLGATE_DATA_DIR") : "./data";
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--data-dir" && i + 1 < argc) dir = argv[++i];
+    else if (a.rfind("--data-dir=", 0) == 0) dir = a.substr(11);
+    else throw cellgate::gateway::ConfigError("unexpected argument '" + a + "' (usage: --data-dir DIR)");
+  }
+  return dir;
+}
+
+int gc_main(const std::string& data_dir) {
+  auto store = cellgate::workspace::ObjectStore::open(cellgate::workspace::store_dir(data_dir));
+  if (!store) {
+    std::fprintf(stderr, "cellgate: cannot open the store in %s: %s\n", data_dir.c_str(), store.error().message.c_str());
+    return 2;
+  }
+  auto r = cellgate::workspace::collect_garbage(store.value(), data_dir);
+  if (!r) {
+    std::fprintf(stderr, "cellgate: gc failed: %s\n", r.error().message.c_str());
+    return 1;
+  }
+  std::printf("gc: %llu objects removed\n", static_cast<unsigned long long>(r->objects_removed));
+  return 0;
+}
 
 int serve(int argc, char** argv) {
   using namespace cellgate;
@@ -42,6 +77,7 @@ int serve(int argc, char** argv) {
   std::fflush(stdout);
   common::log_info("msg=\"listening\" address={}:{} spawner={}", host, port, config.spawner);
 
+  asio::co_spawn(io, gw.adopt_kernels(), asio::detached);
   asio::co_spawn(io, gateway::accept_loop(acceptor, gw), asio::detached);
   asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int sig) {
@@ -49,7 +85,7 @@ int serve(int argc, char** argv) {
     common::log_info("msg=\"stopping\" signal={}", sig);
     boost::system::error_code ignored;
     acceptor.close(ignored);
-    asio::co_spawn(io, gw.shutdown_all(), [&io](std::exception_ptr) { io.stop(); });
+    asio::co_spawn(io, gw.stop(), [&io](std::exception_ptr) { io.stop(); });
   });
   io.run();
   return 0;
@@ -66,6 +102,8 @@ int main(int argc, char** argv) {
   try {
     if (command == "serve") return serve(argc - 2, argv + 2);
     if (command == "user") return cellgate::state::user_main(argc - 2, argv + 2);
+    if (command == "fsck") return cellgate::workspace::fsck_main(data_dir_arg(argc - 2, argv + 2), std::cout);
+    if (command == "gc") return gc_main(data_dir_arg(argc - 2, argv + 2));
   } catch (const cellgate::gateway::ConfigError& e) {
     std::fprintf(stderr, "cellgate: %s\n", e.what());
     return 2;

@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// sessions_api: /api/sessions with jupyter_server's session model.
+// sessions_api: /api/sessions with jupyter_server's session model, kept in the state database.
+#include "common/random.h"
 #include "gateway/gateway.h"
+#include "state/kernel_records.h"
 
 namespace cellgate::gateway {
 
 using boost::asio::awaitable;
 using common::Errc;
+using state::SessionRow;
 
 namespace {
 
-nlohmann::json session_model(Gateway& gw, const SessionRecord& s) {
+nlohmann::json session_model(Gateway& gw, const Caller& caller, const SessionRow& s) {
   nlohmann::json m = {{"id", s.id}, {"path", s.path}, {"name", s.name}, {"type", s.type}, {"kernel", nullptr}};
-  if (auto hub = gw.find_kernel(s.kernel_id)) m["kernel"] = gw.kernel_model(*hub);
+  if (auto hub = gw.find_kernel(s.kernel_id, caller)) m["kernel"] = gw.kernel_model(*hub);
   // Deprecated but still read by older clients (jupyter_server keeps it for type "notebook").
   if (s.type == "notebook") m["notebook"] = {{"path", s.path}, {"name", s.name}};
   return m;
@@ -43,96 +46,113 @@ common::Result<KernelRef> kernel_ref(const nlohmann::json& body) {
   return ref;
 }
 
+// The caller's sessions (an admin's are everyone's); rows whose kernel is gone are dropped, as
+// jupyter_server drops them on read.
+std::vector<SessionRow> visible_sessions(Gateway& gw, const Caller& caller) {
+  std::optional<std::string> owner;
+  if (!caller.user.admin) owner = caller.user.name;
+  auto rows = state::list_sessions(gw.db(), owner);
+  std::vector<SessionRow> out;
+  if (!rows) return out;
+  for (auto& r : rows.value()) {
+    if (!gw.kernels().count(r.kernel_id)) {
+      (void)state::delete_session(gw.db(), r.id);
+      continue;
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 }  // namespace
 
-awaitable<Response> handle_sessions(Gateway& gw, Request& req, const std::vector<std::string>& parts) {
-  auto& store = gw.sessions();
+awaitable<Response> handle_sessions(Gateway& gw, Request& req, const Caller& caller,
+                                    const std::vector<std::string>& parts) {
   const auto method = req.method();
-  // Sessions whose kernel is gone are gone too (jupyter_server drops them on read).
-  for (auto* s : store.list())
-    if (!gw.find_kernel(s->kernel_id)) store.remove(s->id);
-
   nlohmann::json body = nlohmann::json::object();
   if (method == http::verb::post || method == http::verb::patch) {
     if (!req.body().empty()) body = nlohmann::json::parse(req.body(), nullptr, false);
     if (body.is_discarded() || !body.is_object())
       co_return error_response(req, Errc::kBadRequest, "request body must be a JSON object");
   }
+  auto sessions = visible_sessions(gw, caller);
   if (parts.size() == 2) {
     if (method == http::verb::get) {
       nlohmann::json list = nlohmann::json::array();
-      for (auto* s : store.list()) list.push_back(session_model(gw, *s));
+      for (const auto& s : sessions) list.push_back(session_model(gw, caller, s));
       co_return json_response(req, http::status::ok, list);
     }
-    if (method != http::verb::post)
-      co_return error_response(req, Errc::kBadRequest, "unsupported method on /api/sessions");
-    SessionRecord rec;
+    if (method != http::verb::post) co_return error_response(req, Errc::kBadRequest, "unsupported method on /api/sessions");
+    SessionRow rec;
     if (!optional_string(body, "path", rec.path) || !optional_string(body, "name", rec.name) ||
         !optional_string(body, "type", rec.type))
       co_return error_response(req, Errc::kBadRequest, "path, name and type must be strings");
     if (rec.path.empty()) co_return error_response(req, Errc::kBadRequest, "session path missing");
     auto ref = kernel_ref(body);
     if (!ref) co_return error_response(req, ref.error());
-    const SessionRecord* existing = store.find_by_path(rec.path);
-    if (!existing) {
-      if (!ref->id.empty()) {
-        if (!gw.find_kernel(ref->id)) co_return error_response(req, Errc::kNotFound, "Kernel does not exist: " + ref->id);
-        rec.kernel_id = ref->id;
-      } else {
-        // A named argument: GCC 12 can destroy a temporary in a co_await operand twice.
-        Gateway::StartOptions start{ref->name, ref->env};
-        auto hub = co_await gw.start_kernel(std::move(start));
-        if (!hub) {
-          // jupyter_server answers a missing kernelspec with 501.
-          if (hub.error().code == Errc::kNotFound)
-            co_return json_response(req, http::status::not_implemented,
-                                    {{"reason", "Not Implemented"},
-                                     {"message", hub.error().message},
-                                     {"short_message", "Kernel not found"}});
-          co_return error_response(req, hub.error());
-        }
-        rec.kernel_id = hub.value()->kernel().id();
+    for (const auto& s : sessions) {
+      if (s.path == rec.path && s.owner == caller.user.name) {
+        // jupyter_server returns the existing session for the same path.
+        Response res = json_response(req, http::status::created, session_model(gw, caller, s));
+        res.set(http::field::location, gw.config().base_url + "api/sessions/" + s.id);
+        co_return res;
       }
-      existing = &store.create(std::move(rec));
     }
-    Response res = json_response(req, http::status::created, session_model(gw, *existing));
-    res.set(http::field::location, gw.config().base_url + "api/sessions/" + existing->id);
+    if (!ref->id.empty()) {
+      if (!gw.find_kernel(ref->id, caller)) co_return error_response(req, Errc::kNotFound, "Kernel does not exist: " + ref->id);
+      rec.kernel_id = ref->id;
+    } else {
+      // A named argument: GCC 12 can destroy a temporary in a co_await operand twice.
+      Gateway::StartOptions start{ref->name, ref->env, "", false};
+      auto hub = co_await gw.start_kernel(caller, std::move(start));
+      if (!hub) {
+        // jupyter_server answers a missing kernelspec with 501.
+        if (hub.error().code == Errc::kNotFound)
+          co_return json_response(req, http::status::not_implemented,
+                                  {{"reason", "Not Implemented"},
+                                   {"message", hub.error().message},
+                                   {"short_message", "Kernel not found"}});
+        co_return error_response(req, hub.error());
+      }
+      rec.kernel_id = hub.value()->kernel().id();
+    }
+    rec.id = common::random_uuid();
+    rec.owner = caller.user.name;
+    if (auto st = state::insert_session(gw.db(), rec); !st) co_return error_response(req, st.error());
+    Response res = json_response(req, http::status::created, session_model(gw, caller, rec));
+    res.set(http::field::location, gw.config().base_url + "api/sessions/" + rec.id);
     co_return res;
   }
   if (parts.size() != 3) co_return error_response(req, Errc::kNotFound, "not found");
-  SessionRecord* s = store.find(parts[2]);
-  if (!s) co_return error_response(req, Errc::kNotFound, "Session not found: " + parts[2]);
-  if (method == http::verb::get) co_return json_response(req, http::status::ok, session_model(gw, *s));
+  auto found = std::find_if(sessions.begin(), sessions.end(), [&](const SessionRow& s) { return s.id == parts[2]; });
+  if (found == sessions.end()) co_return error_response(req, Errc::kNotFound, "Session not found: " + parts[2]);
+  SessionRow s = *found;
+  if (method == http::verb::get) co_return json_response(req, http::status::ok, session_model(gw, caller, s));
   if (method == http::verb::delete_) {
-    std::string kid = s->kernel_id;
-    store.remove(s->id);
-    co_await gw.delete_kernel(kid);
+    (void)state::delete_session(gw.db(), s.id);
+    co_await gw.delete_kernel(s.kernel_id, caller.user.name);
     co_return empty_response(req);
   }
   if (method != http::verb::patch) co_return error_response(req, Errc::kBadRequest, "unsupported method");
-  SessionRecord updated = *s;
+  SessionRow updated = s;
   if (!optional_string(body, "path", updated.path) || !optional_string(body, "name", updated.name) ||
       !optional_string(body, "type", updated.type))
     co_return error_response(req, Errc::kBadRequest, "path, name and type must be strings");
   auto ref = kernel_ref(body);
   if (!ref) co_return error_response(req, ref.error());
-  std::string old_kernel = updated.kernel_id;
   if (!ref->id.empty()) {
-    if (!gw.find_kernel(ref->id)) co_return error_response(req, Errc::kNotFound, "Kernel does not exist: " + ref->id);
+    if (!gw.find_kernel(ref->id, caller)) co_return error_response(req, Errc::kNotFound, "Kernel does not exist: " + ref->id);
     updated.kernel_id = ref->id;
   } else if (!ref->name.empty()) {
-    // A named argument: GCC 12 can destroy a temporary in a co_await operand twice.
-        Gateway::StartOptions start{ref->name, ref->env};
-        auto hub = co_await gw.start_kernel(std::move(start));
+    Gateway::StartOptions start{ref->name, ref->env, "", false};
+    auto hub = co_await gw.start_kernel(caller, std::move(start));
     if (!hub) co_return error_response(req, hub.error());
     updated.kernel_id = hub.value()->kernel().id();
   }
-  s = store.find(parts[2]);  // the store may have changed while the kernel started
-  if (!s) co_return error_response(req, Errc::kNotFound, "Session not found: " + parts[2]);
-  *s = updated;
+  if (auto st = state::update_session(gw.db(), updated); !st) co_return error_response(req, st.error());
   // jupyter_server shuts down the kernel a session was moved away from.
-  if (updated.kernel_id != old_kernel) co_await gw.delete_kernel(old_kernel);
-  co_return json_response(req, http::status::ok, session_model(gw, *store.find(parts[2])));
+  if (updated.kernel_id != s.kernel_id) co_await gw.delete_kernel(s.kernel_id, caller.user.name);
+  co_return json_response(req, http::status::ok, session_model(gw, caller, updated));
 }
 
 }  // namespace cellgate::gateway

@@ -28,8 +28,10 @@ class JailSpawner final : public Spawner {
 
   common::Result<ProcessHandle> spawn(const SpawnRequest& req) override {
     // The helper's own environment is empty: the kernel's comes only through --env.
+    // The status file and the log live outside the dir the kernel can write: a kernel must not be able
+    // to forge the pids the gateway signals, or swap the log for a symlink the gateway would read.
     std::vector<std::string> argv = {helper_, "--name", req.kernel_id, "--bind-same", req.runtime_dir,
-                                     "--status-file", req.runtime_dir + "/jail.json", "--ready-fd", "3"};
+                                     "--status-file", req.private_dir + "/jail.json", "--ready-fd", "3"};
     if (!req.workspace_dir.empty()) argv.insert(argv.end(), {"--workspace", req.workspace_dir});
     if (!req.policy_file.empty()) argv.insert(argv.end(), {"--policy", req.policy_file});
     const Limits& l = req.limits;
@@ -48,10 +50,10 @@ class JailSpawner final : public Spawner {
     if (::pipe2(pipefd, O_CLOEXEC) != 0) return make_error(Errc::kInternal, "pipe", errno);
     common::UniqueFd read_end(pipefd[0]), write_end(pipefd[1]);
     std::map<std::string, std::string> helper_env = {{"PATH", "/usr/sbin:/usr/bin:/sbin:/bin"}};
-    auto h = spawn_process(argv, helper_env, "/", req.runtime_dir + "/kernel.log", write_end.get());
+    auto h = spawn_process(argv, helper_env, "/", req.private_dir + "/kernel.log", write_end.get());
     if (!h) return h;
     h->ready_fd = std::move(read_end);
-    h->status_file = req.runtime_dir + "/jail.json";
+    h->status_file = req.private_dir + "/jail.json";
     return h;
   }
 

@@ -66,6 +66,34 @@ void Kernel::set_state(KernelState s, std::string reason) {
 
 awaitable<common::Status> Kernel::start() { co_return co_await launch(); }
 
+awaitable<common::Status> Kernel::adopt(ProcessHandle process) {
+  ++generation_;
+  got_info_reply_ = got_iopub_ = false;
+  launched_at_ = std::chrono::steady_clock::now();
+  set_state(KernelState::kStarting);
+  std::ifstream in(options_.private_dir + "/connection.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("key") || !j["key"].is_string())
+    co_return make_error(Errc::kInternal, "no readable connection info in " + options_.private_dir);
+  conn_.transport = j.value("transport", "ipc");
+  conn_.ip = j.value("ip", "");
+  const char* keys[5] = {"shell_port", "iopub_port", "stdin_port", "control_port", "hb_port"};
+  for (size_t i = 0; i < 5; ++i) conn_.ports[i] = j.value(keys[i], 0);
+  conn_.key = j["key"].get<std::string>();
+  signer_ = protocol::Signer(conn_.key);
+  session_ = common::random_uuid();
+  process_ = std::move(process);
+  open_channels();
+  watch_process();
+  auto ready = co_await wait_ready();
+  if (!ready) co_return ready.error();
+  set_state(KernelState::kIdle);
+  hb_last_reply_ = std::chrono::steady_clock::now();
+  heartbeat_tick();
+  co_return common::ok();
+}
+
 awaitable<common::Status> Kernel::launch() {
   ++generation_;
   got_info_reply_ = got_iopub_ = false;
@@ -74,11 +102,10 @@ awaitable<common::Status> Kernel::launch() {
 
   std::error_code fec;
   std::filesystem::remove_all(options_.runtime_dir, fec);  // stale sockets make zmq wait silently
-  if (::mkdir(options_.runtime_dir.c_str(), 0700) != 0)
-    co_return make_error(Errc::kInternal, "create runtime dir " + options_.runtime_dir, errno);
-  // The jailed kernel runs under its own host uid and must create its sockets and rewrite the
-  // connection file here (ipykernel's secure_write); the runtime root above is root-only (0700).
-  ::chmod(options_.runtime_dir.c_str(), 0777);
+  std::filesystem::remove_all(options_.private_dir, fec);
+  // 0700: the jail helper hands runtime_dir to the kernel's uid (idmapped bind); private_dir stays ours.
+  if (::mkdir(options_.runtime_dir.c_str(), 0700) != 0 || ::mkdir(options_.private_dir.c_str(), 0700) != 0)
+    co_return make_error(Errc::kInternal, "create runtime dirs for " + options_.kernel_id, errno);
 
   auto conn = options_.transport == "tcp" ? make_tcp_connection("127.0.0.1", options_.spec.name)
                                           : make_ipc_connection(options_.runtime_dir, options_.spec.name);
@@ -88,11 +115,13 @@ awaitable<common::Status> Kernel::launch() {
   session_ = common::random_uuid();
   const std::string conn_file = options_.runtime_dir + "/connection.json";
   if (auto st = write_connection_file(conn_, conn_file); !st) co_return st.error();
-  ::chmod(conn_file.c_str(), 0644);
+  // The gateway's own copy, out of the kernel's reach (the kernel may rewrite the one it was given).
+  if (auto st = write_connection_file(conn_, options_.private_dir + "/connection.json"); !st) co_return st.error();
 
   open_channels();
   SpawnRequest req{options_.kernel_id, substitute_argv(options_.spec.argv, conn_file), options_.env,
-                   options_.runtime_dir, options_.workspace_dir, options_.policy_file, options_.limits};
+                   options_.runtime_dir, options_.private_dir, options_.workspace_dir, options_.policy_file,
+                   options_.limits};
   auto proc = spawner_.spawn(req);
   if (!proc) {
     close_channels();
@@ -347,10 +376,11 @@ awaitable<void> Kernel::shutdown() {
   set_state(KernelState::kDead, "shutdown");
   std::error_code ec;
   std::filesystem::remove_all(options_.runtime_dir, ec);
+  std::filesystem::remove_all(options_.private_dir, ec);
 }
 
 std::string Kernel::log_tail() const {
-  std::ifstream in(options_.runtime_dir + "/kernel.log", std::ios::binary);
+  std::ifstream in(options_.private_dir + "/kernel.log", std::ios::binary);
   if (!in) return "";
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (text.size() > 2000) text = text.substr(text.size() - 2000);

@@ -59,6 +59,12 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
 
   // Spawns the process, connects the channels and waits for kernel_info_reply plus one iopub message.
   boost::asio::awaitable<common::Status> start();
+  // Takes over a kernel that kept running while the gateway was down: reads the gateway's own copy of its
+  // connection info from private_dir, watches the process and waits for kernel_info_reply.
+  boost::asio::awaitable<common::Status> adopt(ProcessHandle process);
+  // Records a kernel found dead at adoption: state kDead with the reason.
+  void mark_dead(std::string reason) { set_state(KernelState::kDead, std::move(reason)); }
+  const ProcessHandle& process() const { return process_; }
   // Sends a client's message (identities ignored) on shell, control or stdin, signed with this kernel's key.
   bool send(Channel channel, const protocol::Message& message);
   boost::asio::awaitable<void> interrupt();

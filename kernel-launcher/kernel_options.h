@@ -15,7 +15,8 @@ struct KernelOptions {
   std::string kernel_id;
   KernelSpec spec;
   std::map<std::string, std::string> env;  // the complete kernel environment (see kernel_env.h)
-  std::string runtime_dir;                 // per-kernel host dir; created and removed by Kernel
+  std::string runtime_dir;                 // per-kernel host dir shared with the kernel; created and removed by Kernel
+  std::string private_dir;                 // per-kernel host dir the kernel never sees (status file, log)
   std::string workspace_dir;               // the kernel's cwd
   std::string transport = "ipc";           // "ipc" (default) or "tcp"
   std::string policy_file;

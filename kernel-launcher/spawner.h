@@ -29,7 +29,8 @@ struct SpawnRequest {
   std::string kernel_id;
   std::vector<std::string> argv;            // {connection_file} already substituted
   std::map<std::string, std::string> env;   // the complete environment; nothing else is inherited
-  std::string runtime_dir;                  // per-kernel host dir: connection file, ipc sockets, logs
+  std::string runtime_dir;                  // per-kernel host dir the kernel shares: connection file, ipc sockets
+  std::string private_dir;                  // per-kernel host dir the kernel never sees: status, log
   std::string workspace_dir;                // host dir: the kernel's cwd (/workspace in a jail)
   std::string policy_file;                  // jail policy; "" = default
   Limits limits;

@@ -9,8 +9,8 @@ export DEBIAN_FRONTEND=noninteractive
 BUILD=(build-essential cmake pkg-config git
   libboost-dev libssl-dev libzmq3-dev cppzmq-dev nlohmann-json3-dev libfmt-dev
   libseccomp-dev libcap-dev libsqlite3-dev catch2
-  xeus-dev xeus-python-dev libxeus-python0 python3-dev)
-KERNELS=(python3-ipykernel python3-numpy python3-scipy python3-pandas python3-matplotlib
+  xeus-dev xeus-python-dev libxeus-python0 python3-dev pybind11-dev)
+KERNELS=(python3-ipykernel python3-xeus-python-shell python3-numpy python3-scipy python3-pandas python3-matplotlib
   fonts-dejavu-core fontconfig tree)
 TESTS=(python3-jupyter-client python3-websocket python3-jupyter-server python3-jupyter-kernel-test
   python3-nbformat python3-requests python3-pytest curl acl iproute2 procps)

@@ -5,5 +5,6 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/seed-jail-caches.sh >/dev/null
 scripts/build.sh
+scripts/install-xpython.sh "${CELLGATE_BUILD_DIR:-build}" >/dev/null
 cd "${CELLGATE_BUILD_DIR:-build}"
 ctest --output-on-failure -j"$(nproc)" "$@"

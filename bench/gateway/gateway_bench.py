@@ -1,0 +1,396 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+# Gateway benchmark: cellgate vs `jupyter server` vs a direct jupyter_client<->ipykernel ZMQ floor.
+"""Measures, in one run and on the same machine:
+
+  start          POST /api/kernels -> first kernel_info_reply over the WebSocket
+                 (floor: KernelManager.start_kernel -> first kernel_info_reply over ZMQ)
+  exec p50/p99   round trip of `1+1`: execute_request sent -> execute_reply and iopub idle received
+  iopub 1 cell   one cell printing --big-mb MB; bytes of stream text received until iopub idle
+  iopub 1MB cells  --cells cells each printing 1 MB
+  gw CPU/exec    gateway process CPU time (user+sys) per `1+1` round trip (servers only)
+  gw RSS         gateway resident set size after the run (servers only)
+
+and prints one table with the figures and the ratios to the floor and to jupyter server (as
+shipped, and "nodelay": with TCP_NODELAY set on its kernel WebSockets by a config file).
+jupyter server rate-limits iopub (1 MB/s by default) and drops data: the "received" rows report
+how much of the printed data arrived. The WebSocket client is the same lean loop for every server
+(websocket-client, binary v1 framing when the server selects it, no UTF-8 validation).
+
+A measurement is a function in METRICS; a backend is a class with start_kernel/execute/iopub;
+adding a metric or a backend (e.g. jupyter server with other settings) is one entry.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "integration"))
+
+import websocket  # noqa: E402
+from jupyter_client.manager import KernelManager  # noqa: E402
+
+import jupyter_ws as jws  # noqa: E402
+import targets as tm  # noqa: E402
+
+PRINT_CODE = ("import sys\n_l = 'x' * 1023 + '\\n'\n_w = sys.stdout.write\n"
+              "for _ in range(%d):\n    _w(_l)\nsys.stdout.flush()\n")
+MB = 1 << 20
+
+
+def percentile(xs, p):
+    xs = sorted(xs)
+    k = max(0, min(len(xs) - 1, int(round(p / 100.0 * len(xs) + 0.5)) - 1))
+    return xs[k]
+
+
+def proc_cpu_seconds(pid):
+    """CPU time of all live threads of pid, from /proc/PID/task/*/schedstat (ns, first field);
+    /proc/PID/stat's utime+stime tick at 10 ms, too coarse for a few ms per execute."""
+    total = 0
+    task_dir = "/proc/%d/task" % pid
+    for tid in os.listdir(task_dir):
+        try:
+            with open("%s/%s/schedstat" % (task_dir, tid)) as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass  # the thread exited meanwhile
+    return total / 1e9
+
+
+def proc_rss_mb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+class Measured(Exception):
+    """Raised by a measurement that could not complete; the cell shows 'fail'."""
+
+
+# ------------------------------------------------------------------------------ server backend
+
+class WsKernel:
+    """Lean client of one kernel over the channels WebSocket."""
+
+    def __init__(self, url, token, kernel_id, timeout):
+        self.session = uuid.uuid4().hex
+        self.ws = websocket.create_connection(
+            jws.ws_url(url, kernel_id, self.session),
+            header=["Authorization: token " + token], subprotocols=[jws.V1],
+            timeout=timeout, skip_utf8_validation=True)
+        self.v1 = self.ws.getsubprotocol() == jws.V1
+        self.timeout = timeout
+
+    def send(self, channel, msg_type, content):
+        msg = jws.make_msg(msg_type, content, channel, self.session)
+        if self.v1:
+            self.ws.send_binary(jws.encode_v1(msg))
+        else:
+            self.ws.send(jws.encode_legacy(msg)[0])
+        return msg["header"]["msg_id"]
+
+    def recv(self):
+        """-> (channel, msg_type, parent msg_id, content dict). Parses only what it needs."""
+        data = self.ws.recv()
+        if self.v1:
+            channel, parts = jws.decode_v1_parts(data)
+            header = json.loads(parts[0])
+            parent = json.loads(parts[1]) if parts[1] else {}
+            return channel, header["msg_type"], parent.get("msg_id"), parts[3]
+        msg = jws.decode_legacy(data)
+        return (msg["channel"], msg["header"]["msg_type"], msg["parent_header"].get("msg_id"),
+                msg["content"])
+
+    def content(self, raw):
+        return json.loads(raw) if isinstance(raw, (bytes, bytearray)) else raw
+
+    def run(self, code, count_stream=False, deadline=None):
+        """Execute; wait for execute_reply and iopub idle. Returns stream chars received."""
+        msg_id = self.send("shell", "execute_request", {
+            "code": code, "silent": False, "store_history": False, "user_expressions": {},
+            "allow_stdin": False, "stop_on_error": True})
+        got_reply = got_idle = False
+        received = 0
+        while not (got_reply and got_idle):
+            if deadline and time.monotonic() > deadline:
+                raise Measured("timeout")
+            channel, mtype, parent, raw = self.recv()
+            if parent != msg_id:
+                continue
+            if mtype == "execute_reply":
+                got_reply = True
+            elif mtype == "status":
+                got_idle = got_idle or (b'"idle"' in raw if isinstance(raw, bytes)
+                                        else raw.get("execution_state") == "idle")
+            elif count_stream and mtype == "stream":
+                c = self.content(raw)
+                if c.get("name") == "stdout":
+                    received += len(c["text"])
+        return received
+
+    def close(self):
+        self.ws.close()
+
+
+class ServerBackend:
+    def __init__(self, label, target):
+        self.label, self.target = label, target
+        self.kernel_id = None
+        self.kws = None
+
+    @property
+    def pid(self):
+        return self.target.proc.pid
+
+    def start(self):
+        self.target.start()
+
+    def start_kernel(self, timeout):
+        t0 = time.perf_counter()
+        model = self.target.start_kernel()
+        kws = WsKernel(self.target.url, self.target.token, model["id"], timeout)
+        deadline = time.monotonic() + timeout
+        msg_id = kws.send("shell", "kernel_info_request", {})
+        while True:
+            if time.monotonic() > deadline:
+                raise Measured("no kernel_info_reply")
+            _, mtype, parent, _ = kws.recv()
+            if mtype == "kernel_info_reply" and parent == msg_id:
+                break
+        elapsed = time.perf_counter() - t0
+        self.close_kernel()
+        self.kernel_id, self.kws = model["id"], kws
+        return elapsed
+
+    def execute(self, code, count_stream=False, timeout=300):
+        return self.kws.run(code, count_stream, time.monotonic() + timeout)
+
+    def close_kernel(self):
+        if self.kws:
+            self.kws.close()
+            self.target.delete_kernel(self.kernel_id)
+        self.kws = self.kernel_id = None
+
+    def stop(self):
+        self.close_kernel()
+        self.target.stop()
+
+
+# ------------------------------------------------------------------------------- floor backend
+
+class FloorBackend:
+    """jupyter_client KernelManager + BlockingKernelClient straight to ipykernel over ZMQ."""
+
+    label, pid = "floor", None
+
+    def __init__(self):
+        self.km = self.kc = None
+
+    def start(self):
+        pass
+
+    def start_kernel(self, timeout):
+        self.close_kernel()
+        t0 = time.perf_counter()
+        km = KernelManager(kernel_name="python3")
+        km.start_kernel()
+        kc = km.client()
+        kc.start_channels()
+        msg_id = kc.kernel_info()
+        while True:
+            m = kc.get_shell_msg(timeout=timeout)
+            if m["parent_header"].get("msg_id") == msg_id:
+                break
+        elapsed = time.perf_counter() - t0
+        self.km, self.kc = km, kc
+        return elapsed
+
+    def execute(self, code, count_stream=False, timeout=300):
+        kc = self.kc
+        msg_id = kc.execute(code, store_history=False)
+        deadline = time.monotonic() + timeout
+        received, idle = 0, False
+        while not idle:
+            m = kc.get_iopub_msg(timeout=max(deadline - time.monotonic(), 0.01))
+            if m["parent_header"].get("msg_id") != msg_id:
+                continue
+            t = m["msg_type"]
+            if t == "status" and m["content"]["execution_state"] == "idle":
+                idle = True
+            elif count_stream and t == "stream" and m["content"]["name"] == "stdout":
+                received += len(m["content"]["text"])
+        while kc.get_shell_msg(timeout=max(deadline - time.monotonic(), 0.01)
+                               )["parent_header"].get("msg_id") != msg_id:
+            pass
+        return received
+
+    def close_kernel(self):
+        if self.kc:
+            self.kc.stop_channels()
+            self.km.shutdown_kernel(now=True)
+        self.km = self.kc = None
+
+    def stop(self):
+        self.close_kernel()
+
+
+# ------------------------------------------------------------------------------------ metrics
+
+def m_start(b, a):
+    times = [b.start_kernel(a.timeout) for _ in range(a.starts)]
+    return {"start p50": (statistics.median(times) * 1e3, "ms", "lower")}
+
+
+def m_exec(b, a):
+    for _ in range(3):  # warm-up
+        b.execute("1+1")
+    cpu0 = proc_cpu_seconds(b.pid) if b.pid else None
+    rtts = []
+    for _ in range(a.iterations):
+        t0 = time.perf_counter()
+        b.execute("1+1")
+        rtts.append(time.perf_counter() - t0)
+    out = {"exec 1+1 p50": (percentile(rtts, 50) * 1e3, "ms", "lower"),
+           "exec 1+1 p99": (percentile(rtts, 99) * 1e3, "ms", "lower")}
+    if cpu0 is not None:
+        out["gw CPU/exec"] = ((proc_cpu_seconds(b.pid) - cpu0) / a.iterations * 1e3, "ms", "lower")
+    return out
+
+
+def iopub_rows(b, a, label, cells, mb_per_cell):
+    code = PRINT_CODE % (mb_per_cell * 1024)
+    expected = cells * mb_per_cell * MB
+    t0 = time.perf_counter()
+    got = sum(b.execute(code, count_stream=True, timeout=a.timeout) for _ in range(cells))
+    dt = time.perf_counter() - t0
+    return {label: (got / MB / dt, "MB/s", "higher"),
+            label + " recv": (100.0 * got / expected, "%", "higher")}
+
+
+def m_iopub_big(b, a):
+    return iopub_rows(b, a, "iopub %dMB cell" % a.big_mb, 1, a.big_mb)
+
+
+def m_iopub_cells(b, a):
+    return iopub_rows(b, a, "iopub %dx1MB cells" % a.cells, a.cells, 1)
+
+
+def m_rss(b, a):
+    return {"gw RSS": (proc_rss_mb(b.pid), "MB", "lower")} if b.pid else {}
+
+
+METRICS = [m_start, m_exec, m_iopub_big, m_iopub_cells, m_rss]
+
+
+# -------------------------------------------------------------------------------------- table
+
+def run_backend(b, a):
+    rows = {}
+    try:
+        b.start()
+        for metric in METRICS:
+            try:
+                rows.update(metric(b, a))
+            except Exception as e:  # one failed measurement must not hide the others
+                print("# %s: %s failed: %s: %s" % (b.label, metric.__name__, type(e).__name__, e),
+                      file=sys.stderr)
+                rows.setdefault("failed: " + metric.__name__[2:], (float("nan"), "", "lower"))
+    finally:
+        b.stop()
+    return rows
+
+
+def fmt(v):
+    if v != v:  # NaN
+        return "fail"
+    return "%.3g" % v if abs(v) < 100 else "%.0f" % v
+
+
+def print_table(results, labels):
+    names = []
+    for rows in results.values():
+        names += [n for n in rows if n not in names]
+    ratio_cols = [(x, "floor") for x in labels if x != "floor" and "floor" in labels]
+    for js in ("jupyter_server", "jupyter_server_nodelay"):
+        if "cellgate" in labels and js in labels:
+            ratio_cols.append(("cellgate", js))
+    head = ["metric", "unit"] + labels + ["%s/%s" % (x, y) for x, y in ratio_cols]
+    lines = []
+    for n in names:
+        unit = better = ""
+        cells = []
+        for lab in labels:
+            v = results.get(lab, {}).get(n)
+            if v:
+                unit, better = v[1], v[2]
+            cells.append(fmt(v[0]) if v else "-")
+        for x, y in ratio_cols:
+            vx, vy = results.get(x, {}).get(n), results.get(y, {}).get(n)
+            cells.append("%.2fx" % (vx[0] / vy[0]) if vx and vy and vy[0] and vx[0] == vx[0]
+                         and vy[0] == vy[0] else "-")
+        lines.append([n, unit + (" (%s better)" % better if better else "")] + cells)
+    widths = [max(len(str(r[i])) for r in [head] + lines) for i in range(len(head))]
+    out = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in [head] + lines]
+    print("\n".join([out[0], "-" * len(out[0])] + out[1:]))
+    return head, lines
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="small sizes: a smoke run (ctest)")
+    p.add_argument("--cellgate", default=os.environ.get("CELLGATE_BIN"),
+                   help="cellgate binary (default $CELLGATE_BIN); without it cellgate is skipped")
+    p.add_argument("--spawner", default=os.environ.get("CELLGATE_TEST_SPAWNER", "plain"))
+    p.add_argument("--backends", default="floor,cellgate,jupyter_server,jupyter_server_nodelay",
+                   help="comma list of: floor, cellgate, jupyter_server, jupyter_server_nodelay")
+    p.add_argument("--require-cellgate", action="store_true",
+                   help="fail (exit 1) when the cellgate binary is missing")
+    p.add_argument("--iterations", type=int, default=200)
+    p.add_argument("--starts", type=int, default=5)
+    p.add_argument("--big-mb", type=int, default=50)
+    p.add_argument("--cells", type=int, default=20)
+    p.add_argument("--timeout", type=float, default=300)
+    p.add_argument("--validate", action="store_true",
+                   help="exit 1 unless every backend produced every figure")
+    a = p.parse_args()
+    if a.quick:
+        a.iterations, a.starts, a.big_mb, a.cells = 20, 1, 2, 2
+    labels = [x.strip() for x in a.backends.split(",") if x.strip()]
+    if "cellgate" in labels and not (a.cellgate and os.access(a.cellgate, os.X_OK)):
+        if a.require_cellgate:
+            print("cellgate binary missing: %r" % a.cellgate, file=sys.stderr)
+            return 1
+        print("# cellgate skipped: no binary (--cellgate / CELLGATE_BIN)", file=sys.stderr)
+        labels.remove("cellgate")
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    make = {"floor": FloorBackend,
+            "cellgate": lambda: ServerBackend("cellgate", tm.CellgateTarget(
+                a.cellgate, spawner=a.spawner)),
+            "jupyter_server": lambda: ServerBackend("jupyter_server", tm.JupyterServerTarget()),
+            "jupyter_server_nodelay": lambda: ServerBackend(
+                "jupyter_server_nodelay", tm.JupyterServerTarget(config_py=tm.NODELAY_CONFIG))}
+    results = {}
+    for lab in labels:
+        print("# running %s ..." % lab, file=sys.stderr, flush=True)
+        results[lab] = run_backend(make[lab](), a)
+    print("gateway bench: %s; iterations=%d starts=%d big=%dMB cells=%dx1MB spawner=%s"
+          % (", ".join(labels), a.iterations, a.starts, a.big_mb, a.cells, a.spawner))
+    head, lines = print_table(results, labels)
+    if a.validate:
+        bad = [(r[0], lab) for r in lines for lab, c in zip(labels, r[2:]) if c in ("fail", "-")
+               and not (r[0].startswith("gw ") and lab == "floor")]
+        if bad or any(r[0].startswith("failed") for r in lines):
+            print("incomplete table: %r" % bad, file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

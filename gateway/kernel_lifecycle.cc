@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// kernel_lifecycle: starting, deleting, re-adopting and culling kernels, and the snapshot after each execute.
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <fmt/core.h>
+
+#include "common/log.h"
+#include "common/random.h"
+#include "gateway/gateway.h"
+#include "kernel-launcher/kernel_env.h"
+#include "kernel-launcher/spawn_util.h"
+#include "state/kernel_records.h"
+#include "workspace/layout.h"
+
+namespace cellgate::gateway {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+using common::Errc;
+using common::make_error;
+using nlohmann::json;
+
+namespace {
+
+// True when pid is still the process we started for kernel_id (pids are reused).
+bool is_our_process(pid_t pid, const std::string& kernel_id, const std::string& private_dir) {
+  std::ifstream in(fmt::format("/proc/{}/cmdline", pid), std::ios::binary);
+  std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return !cmd.empty() && (cmd.find(kernel_id) != std::string::npos || cmd.find(private_dir) != std::string::npos);
+}
+
+std::string status_reason(const std::string& status_file) {
+  std::ifstream in(status_file);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto j = json::parse(text, nullptr, false);
+  if (j.is_object() && j.contains("reason") && j["reason"].is_string() && !j["reason"].get<std::string>().empty())
+    return j["reason"];
+  return "";
+}
+
+}  // namespace
+
+std::shared_ptr<KernelHub> Gateway::make_hub(launcher::KernelOptions options, const std::string& owner,
+                                             const std::string& workspace, const state::User* user) {
+  auto kernel = std::make_shared<launcher::Kernel>(io_, zmq_, *spawner_, std::move(options));
+  auto hub = std::make_shared<KernelHub>(kernel, config_.replay_bytes);
+  hub->owner = owner;
+  hub->workspace = workspace;
+  kernel->set_observer(hub.get());
+  int64_t limit = config_.execute_limit_s;
+  if (user && user->limits.exec_timeout_s) limit = *user->limits.exec_timeout_s;
+  hub->set_execute_limit(std::chrono::seconds(limit));
+  std::weak_ptr<KernelHub> weak = hub;
+  hub->set_execute_reply_hook([this, weak](protocol::Message reply, std::function<void(protocol::Message)> deliver) {
+    if (auto h = weak.lock()) snapshot_after_execute(h, std::move(reply), std::move(deliver));
+  });
+  kernels_[kernel->id()] = hub;
+  return hub;
+}
+
+void Gateway::snapshot_after_execute(const std::shared_ptr<KernelHub>& hub, protocol::Message reply,
+                                     std::function<void(protocol::Message)> deliver) {
+  // One strand per kernel keeps its replies in order; different kernels snapshot in parallel.
+  if (!hub->snapshot_strand) hub->snapshot_strand = std::make_shared<asio::strand<asio::thread_pool::executor_type>>(pool_.get_executor());
+  workspace::WorkspaceRef ref{hub->owner, hub->workspace};
+  auto ws_config = workspaces_->config();
+  if (auto cfg = hub->workspace_config) ws_config = *cfg;
+  asio::post(*hub->snapshot_strand, [this, ref, ws_config, reply = std::move(reply), deliver = std::move(deliver),
+                                     id = hub->kernel().id()]() mutable {
+    json info;
+    auto ws = workspaces_->open(ref);
+    if (!ws) {
+      info = {{"error", ws.error().message}};
+    } else {
+      workspace::Workspace w(workspaces_->store(), ws->dir(), ws_config);
+      auto snap = w.snapshot({});
+      if (!snap) {
+        info = {{"error", "snapshot failed: " + snap.error().message}};
+        common::log_warn("kernel={} msg=\"snapshot after execute failed\" error=\"{}\"", id, snap.error().message);
+      } else {
+        info = {{"workspace", ref.name},
+                {"snapshot", snap->id},
+                {"new_snapshot", snap->created},
+                {"added", snap->diff.added},
+                {"changed", snap->diff.changed},
+                {"removed", snap->diff.removed}};
+      }
+    }
+    auto md = json::parse(reply.metadata, nullptr, false);
+    if (!md.is_object()) md = json::object();
+    md["cellgate"] = std::move(info);
+    reply.metadata = md.dump(-1, ' ', false, json::error_handler_t::replace);
+    asio::post(io_, [reply = std::move(reply), deliver = std::move(deliver)]() mutable { deliver(std::move(reply)); });
+  });
+}
+
+awaitable<common::Result<std::shared_ptr<KernelHub>>> Gateway::start_kernel(const Caller& caller, StartOptions options) {
+  std::string name = options.name.empty() ? config_.default_kernel : options.name;
+  if (!launcher::valid_kernelspec_name(name)) co_return make_error(Errc::kBadRequest, "invalid kernel name");
+  auto specs = kernelspecs();
+  auto spec = specs.find(name);
+  if (spec == specs.end()) co_return make_error(Errc::kNotFound, "No such kernel named " + name);
+  const state::User& user = caller.user;
+  int owned = starting_[user.name];
+  for (const auto& [id, hub] : kernels_) owned += hub->owner == user.name ? 1 : 0;
+  int64_t max_user = user.limits.max_kernels ? *user.limits.max_kernels : config_.max_kernels_per_user;
+  if (max_user > 0 && owned >= max_user)
+    co_return make_error(Errc::kForbidden, fmt::format("quota exceeded: max_kernels ({}) for user {}", max_user, user.name));
+  int total = static_cast<int>(kernels_.size());
+  for (const auto& [u, n] : starting_) total += n;
+  if (config_.max_kernels > 0 && total >= config_.max_kernels)
+    co_return make_error(Errc::kForbidden, fmt::format("Resource Limit: max_kernels ({}) reached", config_.max_kernels));
+  auto client_env = launcher::filter_client_env(options.env, config_.allow_env);
+  if (!client_env) co_return client_env.error();
+
+  launcher::KernelOptions ko;
+  ko.kernel_id = common::random_uuid();
+  std::string ws_name = options.workspace;
+  if (ws_name.empty() && client_env->count("KERNEL_WORKSPACE")) ws_name = client_env->at("KERNEL_WORKSPACE");
+  if (options.ephemeral) ws_name = "tmp-" + ko.kernel_id.substr(0, 8);
+  if (ws_name.empty()) ws_name = "default";
+  if (auto st = workspace::validate_name(ws_name); !st) co_return make_error(Errc::kBadRequest, "workspace: " + st.error().message);
+  workspace::WorkspaceRef ref{user.name, ws_name};
+  auto ws = co_await offload([&] { return workspaces_->ensure(ref); });
+  if (!ws) co_return ws.error();
+
+  ko.spec = spec->second;
+  ko.runtime_dir = config_.runtime_dir + "/k/" + ko.kernel_id;
+  ko.private_dir = config_.runtime_dir + "/s/" + ko.kernel_id;
+  ko.workspace_dir = ws->tree_path();
+  // Identity comes from the token, never from what the client says (KERNEL_USERNAME).
+  std::map<std::string, std::string> forced = {
+      {"KERNEL_ID", ko.kernel_id}, {"KERNEL_USERNAME", user.name}, {"KERNEL_WORKSPACE", ws_name}};
+  if (config_.spawner == "plain") forced["HOME"] = ko.workspace_dir;
+  ko.env = launcher::build_kernel_env(ko.spec, client_env.value(), forced);
+  ko.transport = config_.transport;
+  ko.policy_file = config_.jail_policy;
+  ko.limits = config_.limits;
+  if (user.limits.memory_bytes) ko.limits.memory_bytes = static_cast<uint64_t>(*user.limits.memory_bytes);
+  if (user.limits.cpus) ko.limits.cpus = *user.limits.cpus;
+  if (user.limits.pids) ko.limits.pids = static_cast<uint32_t>(*user.limits.pids);
+  ko.start_timeout = std::chrono::seconds(config_.kernel_start_timeout_s);
+  ko.shutdown_grace = std::chrono::milliseconds(config_.shutdown_grace_ms);
+
+  auto hub = make_hub(std::move(ko), user.name, ws_name, &user);
+  hub->ephemeral = options.ephemeral;
+  hub->workspace_config = workspace_config(user);
+  auto& kernel = hub->kernel();
+  const std::string id = kernel.id();
+  state::KernelRecord rec{id, user.name, name, ws_name, kernel.options().runtime_dir, 0, "",
+                          common::iso8601_now(), "starting"};
+  if (auto st = state::insert_kernel(*db_, rec); !st)
+    common::log_error("kernel={} msg=\"cannot record kernel\" error=\"{}\"", id, st.error().message);
+  ++starting_[user.name];
+  auto st = co_await kernel.start();
+  --starting_[user.name];
+  if (!st) {
+    kernels_.erase(id);
+    (void)state::delete_kernel(*db_, id);
+    if (options.ephemeral) co_await offload([&] { return workspaces_->remove(ref); });
+    audit(caller, "start", "kernel", id, {{"kernelspec", name}, {"error", st.error().message}}, false);
+    common::log_error("kernel={} msg=\"kernel failed to start\" error=\"{}\"", id, st.error().message);
+    co_return make_error(st.error().code == Errc::kTimeout ? Errc::kTimeout : Errc::kInternal,
+                         "kernel failed to start: " + st.error().message);
+  }
+  (void)state::set_kernel_helper(*db_, id, kernel.process().pid, kernel.process().status_file);
+  (void)state::set_kernel_state(*db_, id, "running");
+  audit(caller, "start", "kernel", id, {{"kernelspec", name}, {"workspace", ws_name}});
+  common::log_info("kernel={} name={} owner={} msg=\"kernel started\"", id, name, user.name);
+  co_return hub;
+}
+
+awaitable<void> Gateway::delete_kernel(const std::string& id, const std::string& who) {
+  auto it = kernels_.find(id);
+  if (it == kernels_.end()) co_return;
+  auto hub = it->second;
+  kernels_.erase(it);
+  (void)state::delete_kernel(*db_, id);  // its sessions go with it (foreign key)
+  hub->close_all("kernel deleted");
+  co_await hub->kernel().shutdown();
+  if (hub->ephemeral) {
+    workspace::WorkspaceRef ref{hub->owner, hub->workspace};
+    co_await offload([&] { return workspaces_->remove(ref); });
+  }
+  audit(Caller{state::User{who, false, {}, "", false}, ""}, "stop", "kernel", id, {{"owner", hub->owner}});
+  common::log_info("kernel={} by={} msg=\"kernel deleted\"", id, who);
+}
+
+awaitable<void> Gateway::adopt_kernels() {
+  auto records = state::list_kernels(*db_);
+  if (!records) {
+    common::log_error("msg=\"cannot list kernels to re-adopt\" error=\"{}\"", records.error().message);
+    co_return;
+  }
+  auto specs = kernelspecs();
+  for (const auto& rec : records.value()) {
+    launcher::KernelOptions ko;
+    ko.kernel_id = rec.id;
+    if (auto s = specs.find(rec.kernelspec); s != specs.end()) ko.spec = s->second;
+    ko.spec.name = rec.kernelspec;
+    ko.runtime_dir = rec.runtime_dir;
+    ko.private_dir = config_.runtime_dir + "/s/" + rec.id;
+    ko.workspace_dir = workspace::workspace_dir(config_.data_dir, rec.owner, rec.workspace) + "/tree";
+    // What the kernel was started with is not stored; the tools' processes get the same defaults.
+    ko.env = launcher::build_kernel_env(
+        ko.spec, {}, {{"KERNEL_ID", rec.id}, {"KERNEL_USERNAME", rec.owner}, {"KERNEL_WORKSPACE", rec.workspace}});
+    ko.shutdown_grace = std::chrono::milliseconds(config_.shutdown_grace_ms);
+    ko.start_timeout = std::chrono::seconds(10);
+    auto user = users_->get_user(rec.owner);
+    auto hub = make_hub(std::move(ko), rec.owner, rec.workspace, user ? &user.value() : nullptr);
+    if (user) hub->workspace_config = workspace_config(user.value());
+    auto& kernel = hub->kernel();
+    pid_t pid = static_cast<pid_t>(rec.helper_pid);
+    launcher::ProcessHandle proc;
+    proc.pid = pid;
+    proc.is_child = false;
+    proc.status_file = rec.jail_status_file;
+    if (pid > 0 && is_our_process(pid, rec.id, kernel.options().private_dir)) proc.pidfd = launcher::open_pidfd(pid);
+    if (!proc.pidfd) {
+      std::string why = status_reason(rec.jail_status_file);
+      kernel.mark_dead("the kernel died while the gateway was down" + (why.empty() ? "" : ": " + why));
+      common::log_warn("kernel={} msg=\"kernel found dead at start\" reason=\"{}\"", rec.id, kernel.reason());
+      continue;
+    }
+    auto st = co_await kernel.adopt(std::move(proc));
+    if (!st) {
+      kernel.mark_dead("could not re-adopt the kernel: " + st.error().message);
+      common::log_warn("kernel={} msg=\"re-adoption failed\" error=\"{}\"", rec.id, st.error().message);
+      continue;
+    }
+    common::log_info("kernel={} owner={} msg=\"kernel re-adopted\"", rec.id, rec.owner);
+  }
+}
+
+awaitable<void> Gateway::stop() {
+  if (cull_timer_) cull_timer_->cancel();
+  if (config_.shutdown_kernels_on_exit) {
+    std::vector<std::string> ids;
+    for (const auto& [id, hub] : kernels_) ids.push_back(id);
+    for (const auto& id : ids) co_await delete_kernel(id, "gateway");
+  } else {
+    // Kernels keep running in their jails; the next start re-adopts them from the database.
+    for (const auto& [id, hub] : kernels_) hub->close_all("gateway restarting; reconnect with the same session_id");
+  }
+}
+
+void Gateway::schedule_cull() {
+  if (config_.cull_idle_timeout_s <= 0) return;
+  if (!cull_timer_) cull_timer_ = std::make_unique<asio::steady_timer>(io_);
+  cull_timer_->expires_after(std::chrono::seconds(config_.cull_interval_s));
+  cull_timer_->async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    auto now = std::chrono::system_clock::now();
+    std::vector<std::string> victims;
+    for (const auto& [id, hub] : kernels_) {
+      auto& k = hub->kernel();
+      if (k.state() == launcher::KernelState::kBusy && !config_.cull_busy) continue;
+      if (hub->connections() > 0 && !config_.cull_connected) continue;
+      if (now - k.last_activity() > std::chrono::seconds(config_.cull_idle_timeout_s)) victims.push_back(id);
+    }
+    for (const auto& id : victims) {
+      auto hub = kernels_[id];
+      std::string why = fmt::format("kernel culled after {} s idle (its workspace is kept)", config_.cull_idle_timeout_s);
+      hub->notify_clients(why);
+      common::log_info("kernel={} msg=\"culling idle kernel\"", id);
+      asio::co_spawn(io_, delete_kernel(id, "culler"), asio::detached);
+    }
+    schedule_cull();
+  });
+}
+
+}  // namespace cellgate::gateway

@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// workspaces_api: /api/workspaces — workspaces, their files, snapshots, diff, restore and archives.
+#include "gateway/gateway.h"
+#include "workspace/file_api.h"
+#include "workspace/layout.h"
+
+namespace cellgate::gateway {
+
+using boost::asio::awaitable;
+using common::Errc;
+using nlohmann::json;
+
+namespace {
+
+constexpr uint64_t kMaxArchiveBytes = 512ull << 20;
+
+const char* type_name(workspace::NodeType t) {
+  switch (t) {
+    case workspace::NodeType::kFile: return "file";
+    case workspace::NodeType::kDir: return "directory";
+    case workspace::NodeType::kSymlink: return "symlink";
+    case workspace::NodeType::kOther: return "other";
+  }
+  return "other";
+}
+
+const char* type_name(workspace::EntryType t) {
+  switch (t) {
+    case workspace::EntryType::kFile: return "file";
+    case workspace::EntryType::kDir: return "directory";
+    case workspace::EntryType::kSymlink: return "symlink";
+  }
+  return "other";
+}
+
+json diff_json(const workspace::Diff& d) { return {{"added", d.added}, {"changed", d.changed}, {"removed", d.removed}}; }
+
+json snapshot_info_json(const workspace::SnapshotInfo& s) {
+  return {{"id", s.id},
+          {"created", common::iso8601(common::SystemTime(std::chrono::nanoseconds(s.created_ns)))},
+          {"automatic", s.automatic},
+          {"label", s.label},
+          {"entries", s.entries},
+          {"bytes", s.bytes}};
+}
+
+Response raw_response(const Request& req, std::string body, const char* content_type) {
+  Response res{http::status::ok, req.version()};
+  res.set(http::field::content_type, content_type);
+  res.set(http::field::cache_control, "no-store");
+  res.keep_alive(req.keep_alive());
+  res.body() = std::move(body);
+  res.prepare_payload();
+  return res;
+}
+
+}  // namespace
+
+awaitable<Response> handle_workspaces(Gateway& gw, Request& req, const Caller& caller,
+                                      const std::vector<std::string>& parts) {
+  const auto method = req.method();
+  std::string owner = caller.user.name;
+  // An admin may act on another user's workspaces with ?owner=.
+  if (std::string o = query_param(std::string_view(req.target().data(), req.target().size()), "owner");
+      !o.empty() && caller.user.admin)
+    owner = o;
+  auto& mgr = gw.workspaces();
+  auto body_json = [&]() -> json {
+    if (req.body().empty()) return json::object();
+    auto j = json::parse(req.body(), nullptr, false);
+    return j.is_object() ? j : json();
+  };
+
+  if (parts.size() == 2) {
+    if (method == http::verb::get) {
+      auto names = co_await gw.offload([&] { return mgr.list(owner); });
+      if (!names) co_return error_response(req, names.error());
+      json list = json::array();
+      for (const auto& n : names.value()) list.push_back({{"name", n}, {"owner", owner}});
+      co_return json_response(req, http::status::ok, list);
+    }
+    if (method != http::verb::post) co_return error_response(req, Errc::kBadRequest, "unsupported method");
+    json body = body_json();
+    if (!body.is_object() || !body.contains("name") || !body["name"].is_string())
+      co_return error_response(req, Errc::kBadRequest, "body must be {\"name\": string}");
+    workspace::WorkspaceRef ref{owner, body["name"].get<std::string>()};
+    auto ws = co_await gw.offload([&] { return mgr.create(ref); });
+    if (!ws) co_return error_response(req, ws.error());
+    gw.audit(caller, "create", "workspace", owner + "/" + ref.name);
+    Response res = json_response(req, http::status::created, {{"name", ref.name}, {"owner", owner}});
+    res.set(http::field::location, gw.config().base_url + "api/workspaces/" + ref.name);
+    co_return res;
+  }
+
+  workspace::WorkspaceRef ref{owner, parts[2]};
+  auto opened = co_await gw.offload([&] { return mgr.open(ref); });
+  if (!opened) co_return error_response(req, opened.error());
+  auto ws_config = gw.workspace_config(caller.user);
+  workspace::Workspace ws(mgr.store(), opened->dir(), ws_config);
+  std::vector<std::string> users_of;
+  for (const auto& [id, hub] : gw.kernels())
+    if (hub->owner == owner && hub->workspace == ref.name) users_of.push_back(id);
+
+  if (parts.size() == 3) {
+    if (method == http::verb::get) {
+      auto snaps = co_await gw.offload([&] { return ws.list_snapshots(); });
+      co_return json_response(req, http::status::ok,
+                              {{"name", ref.name}, {"owner", owner}, {"head", ws.head_id()},
+                               {"snapshots", snaps ? snaps->size() : 0}, {"kernels", users_of}});
+    }
+    if (method == http::verb::delete_) {
+      if (!users_of.empty())
+        co_return error_response(req, Errc::kConflict, "workspace is in use by kernel " + users_of.front());
+      auto st = co_await gw.offload([&] { return mgr.remove(ref); });
+      gw.audit(caller, "delete", "workspace", owner + "/" + ref.name, json::object(), st.has_value());
+      if (!st) co_return error_response(req, st.error());
+      co_return empty_response(req);
+    }
+    co_return error_response(req, Errc::kBadRequest, "unsupported method");
+  }
+
+  const std::string& what = parts[3];
+  if (what == "files") {
+    std::string path;
+    for (size_t i = 4; i < parts.size(); ++i) path += (path.empty() ? "" : "/") + parts[i];
+    workspace::FileApi files(ws.tree_path());
+    if (method == http::verb::get) {
+      auto st = co_await gw.offload([&] { return files.stat(path); });
+      if (!st) co_return error_response(req, st.error());
+      if (st->type == workspace::NodeType::kDir) {
+        auto list = co_await gw.offload([&] { return files.list_dir(path); });
+        if (!list) co_return error_response(req, list.error());
+        json entries = json::array();
+        for (const auto& n : list.value())
+          entries.push_back({{"name", n.name}, {"type", type_name(n.type)}, {"size", n.size},
+                             {"mode", n.mode}, {"mtime", common::iso8601(common::SystemTime(std::chrono::nanoseconds(n.mtime_ns)))}});
+        co_return json_response(req, http::status::ok, {{"path", path}, {"type", "directory"}, {"entries", entries}});
+      }
+      auto data = co_await gw.offload([&] { return files.read_file(path); });
+      if (!data) co_return error_response(req, data.error());
+      co_return raw_response(req, std::move(data.value()), "application/octet-stream");
+    }
+    if (method == http::verb::put) {
+      auto st = co_await gw.offload([&] { return files.write_file(path, req.body()); });
+      if (!st) co_return error_response(req, st.error());
+      co_return json_response(req, http::status::created, {{"path", path}, {"bytes", req.body().size()}});
+    }
+    if (method == http::verb::delete_) {
+      bool recursive = query_param(std::string_view(req.target().data(), req.target().size()), "recursive") == "true";
+      auto st = co_await gw.offload([&] { return files.remove(path, recursive); });
+      if (!st) co_return error_response(req, st.error());
+      co_return empty_response(req);
+    }
+    co_return error_response(req, Errc::kBadRequest, "unsupported method");
+  }
+  if (what == "diff" && parts.size() == 4 && method == http::verb::get) {
+    std::string_view target(req.target().data(), req.target().size());
+    std::string from = query_param(target, "from"), to = query_param(target, "to");
+    if (from.empty()) co_return error_response(req, Errc::kBadRequest, "from= is required");
+    if (to.empty()) to = ws.head_id();
+    auto d = co_await gw.offload([&] { return ws.diff(from, to); });
+    if (!d) co_return error_response(req, d.error());
+    json out = diff_json(d.value());
+    out["from"] = from;
+    out["to"] = to;
+    co_return json_response(req, http::status::ok, out);
+  }
+  if (what != "snapshots") co_return error_response(req, Errc::kNotFound, "not found");
+
+  if (parts.size() == 4) {
+    if (method == http::verb::get) {
+      auto snaps = co_await gw.offload([&] { return ws.list_snapshots(); });
+      if (!snaps) co_return error_response(req, snaps.error());
+      json list = json::array();
+      for (const auto& s : snaps.value()) list.push_back(snapshot_info_json(s));
+      co_return json_response(req, http::status::ok, list);
+    }
+    if (method != http::verb::post) co_return error_response(req, Errc::kBadRequest, "unsupported method");
+    json body = body_json();
+    if (body.is_null()) co_return error_response(req, Errc::kBadRequest, "body must be a JSON object");
+    workspace::SnapshotOptions opts;
+    opts.automatic = false;
+    opts.only_if_changed = false;
+    if (body.contains("label")) {
+      if (!body["label"].is_string()) co_return error_response(req, Errc::kBadRequest, "label must be a string");
+      opts.label = body["label"];
+    }
+    if (opts.label.empty()) opts.label = "manual";
+    auto snap = co_await gw.offload([&] { return ws.snapshot(opts); });
+    gw.audit(caller, "snapshot", "workspace", owner + "/" + ref.name, {{"label", opts.label}}, snap.has_value());
+    if (!snap) co_return error_response(req, snap.error());
+    json out = diff_json(snap->diff);
+    out["id"] = snap->id;
+    out["label"] = opts.label;
+    out["files_hashed"] = snap->files_hashed;
+    Response res = json_response(req, http::status::created, out);
+    res.set(http::field::location, gw.config().base_url + "api/workspaces/" + ref.name + "/snapshots/" + snap->id);
+    co_return res;
+  }
+  const std::string& snap_id = parts[4];
+  if (parts.size() == 5) {
+    if (method == http::verb::get) {
+      auto m = co_await gw.offload([&] { return ws.load_snapshot(snap_id); });
+      if (!m) co_return error_response(req, m.error());
+      json entries = json::array();
+      for (const auto& e : m->entries) {
+        json je = {{"path", e.path}, {"type", type_name(e.type)}, {"mode", e.mode},
+                   {"mtime", common::iso8601(common::SystemTime(std::chrono::nanoseconds(e.mtime_ns)))}};
+        if (e.type == workspace::EntryType::kFile) {
+          je["size"] = e.size;
+          je["hash"] = e.hash;
+        }
+        if (e.type == workspace::EntryType::kSymlink) je["target"] = e.link_target;
+        entries.push_back(std::move(je));
+      }
+      co_return json_response(req, http::status::ok,
+                              {{"id", m->id}, {"label", m->label}, {"automatic", m->automatic},
+                               {"created", common::iso8601(common::SystemTime(std::chrono::nanoseconds(m->created_ns)))},
+                               {"entries", entries}});
+    }
+    if (method == http::verb::delete_) {
+      auto st = co_await gw.offload([&] { return ws.delete_snapshot(snap_id); });
+      gw.audit(caller, "delete", "snapshot", owner + "/" + ref.name + "@" + snap_id, json::object(), st.has_value());
+      if (!st) co_return error_response(req, st.error());
+      co_return empty_response(req);
+    }
+    co_return error_response(req, Errc::kBadRequest, "unsupported method");
+  }
+  if (parts.size() == 6 && parts[5] == "restore" && method == http::verb::post) {
+    json body = body_json();
+    if (body.is_null()) co_return error_response(req, Errc::kBadRequest, "body must be a JSON object");
+    if (body.contains("to") && !body["to"].is_null()) {
+      if (!body["to"].is_string()) co_return error_response(req, Errc::kBadRequest, "to must be a workspace name");
+      workspace::WorkspaceRef to{owner, body["to"].get<std::string>()};
+      auto forked = co_await gw.offload([&] { return mgr.fork(ref, snap_id, to); });
+      gw.audit(caller, "restore", "workspace", owner + "/" + to.name, {{"from", ref.name}, {"snapshot", snap_id}},
+               forked.has_value());
+      if (!forked) co_return error_response(req, forked.error());
+      co_return json_response(req, http::status::created, {{"restored", snap_id}, {"workspace", to.name}, {"forked_from", ref.name}});
+    }
+    auto r = co_await gw.offload([&] { return ws.restore(snap_id); });
+    gw.audit(caller, "restore", "workspace", owner + "/" + ref.name, {{"snapshot", snap_id}}, r.has_value());
+    if (!r) co_return error_response(req, r.error());
+    json out = diff_json(r->applied);
+    out["restored"] = snap_id;
+    out["workspace"] = ref.name;
+    out["files_written"] = r->files_written;
+    co_return json_response(req, http::status::ok, out);
+  }
+  if (parts.size() == 6 && parts[5] == "archive" && method == http::verb::get) {
+    auto tar = co_await gw.offload([&]() -> common::Result<std::string> {
+      std::string out;
+      auto st = ws.write_tar(snap_id, [&out](std::string_view chunk) -> common::Status {
+        if (out.size() + chunk.size() > kMaxArchiveBytes)
+          return common::make_error(Errc::kTooLarge, "archive larger than 512 MiB; fork the workspace instead");
+        out.append(chunk);
+        return common::ok();
+      });
+      if (!st) return st.error();
+      return out;
+    });
+    if (!tar) co_return error_response(req, tar.error());
+    Response res = raw_response(req, std::move(tar.value()), "application/x-tar");
+    res.set(http::field::content_disposition, "attachment; filename=\"" + ref.name + "-" + snap_id + ".tar\"");
+    co_return res;
+  }
+  co_return error_response(req, Errc::kNotFound, "not found");
+}
+
+}  // namespace cellgate::gateway

@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// process_runner: run one command to completion with bounded output, optional stdin and a deadline.
+#include "kernel-launcher/process_runner.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <fmt/core.h>
+
+#include "common/unique_fd.h"
+#include "kernel-launcher/spawn_util.h"
+
+namespace cellgate::launcher {
+
+namespace asio = boost::asio;
+using common::Errc;
+using common::make_error;
+
+namespace {
+
+struct Pipe {
+  common::UniqueFd read, write;
+};
+
+bool make_pipe(Pipe& p) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return false;
+  p.read.reset(fds[0]);
+  p.write.reset(fds[1]);
+  return true;
+}
+
+asio::awaitable<void> drain(asio::posix::stream_descriptor& in, std::string& out, size_t max, bool& truncated) {
+  char buf[16384];
+  for (;;) {
+    boost::system::error_code ec;
+    size_t n = co_await in.async_read_some(asio::buffer(buf), asio::redirect_error(asio::use_awaitable, ec));
+    if (ec || n == 0) co_return;
+    size_t keep = out.size() < max ? std::min(n, max - out.size()) : 0;
+    out.append(buf, keep);
+    if (keep < n) truncated = true;
+  }
+}
+
+std::string resolve(const std::string& prog, const std::map<std::string, std::string>& env) {
+  if (prog.find('/') != std::string::npos) return prog;
+  auto it = env.find("PATH");
+  std::string path = it != env.end() ? it->second : "/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string cand = path.substr(start, end - start) + "/" + prog;
+    if (end > start && ::access(cand.c_str(), X_OK) == 0) return cand;
+    start = end + 1;
+  }
+  return prog;
+}
+
+}  // namespace
+
+asio::awaitable<common::Result<ProcessOutcome>> run_process(ProcessRun run) {
+  if (run.argv.empty()) co_return make_error(Errc::kBadRequest, "empty command");
+  Pipe in, out, err;
+  if (!make_pipe(in) || !make_pipe(out) || !make_pipe(err)) co_return make_error(Errc::kInternal, "pipe", errno);
+  std::vector<char*> argv;
+  for (auto& a : run.argv) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : run.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawnattr_init(&attr);
+  posix_spawn_file_actions_adddup2(&fa, in.read.get(), 0);
+  posix_spawn_file_actions_adddup2(&fa, out.write.get(), 1);
+  posix_spawn_file_actions_adddup2(&fa, err.write.get(), 2);
+  if (!run.cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, run.cwd.c_str());
+  sigset_t all, none;
+  sigfillset(&all);
+  sigemptyset(&none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  pid_t pid = -1;
+  const std::string program = resolve(run.argv[0], run.env);
+  int rc = ::posix_spawn(&pid, program.c_str(), &fa, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) co_return make_error(Errc::kBadRequest, fmt::format("cannot run {}: {}", run.argv[0], ::strerror(rc)), rc);
+  in.read.reset();
+  out.write.reset();
+  err.write.reset();
+
+  auto ex = co_await asio::this_coro::executor;
+  // Everything the concurrent readers and handlers touch lives in one shared block, so none of it can
+  // dangle whatever order they finish in.
+  struct Shared {
+    std::string out, err;
+    bool t_out = false, t_err = false, exited = false;
+    int readers_done = 0;
+    asio::posix::stream_descriptor out_d, err_d, exit_d;
+    asio::steady_timer timer;
+    Shared(asio::any_io_executor e, int o, int r, int x) : out_d(e, o), err_d(e, r), exit_d(e, x), timer(e) {}
+  };
+  auto sh = std::make_shared<Shared>(ex, out.read.release(), err.read.release(), open_pidfd(pid).release());
+  asio::posix::stream_descriptor in_d(ex, in.write.release());
+  ProcessOutcome result;
+  asio::co_spawn(ex, drain(sh->out_d, sh->out, run.max_output, sh->t_out), [sh](std::exception_ptr) { ++sh->readers_done; });
+  asio::co_spawn(ex, drain(sh->err_d, sh->err, run.max_output, sh->t_err), [sh](std::exception_ptr) { ++sh->readers_done; });
+  boost::system::error_code ec;
+  if (!run.stdin_data.empty())
+    co_await asio::async_write(in_d, asio::buffer(run.stdin_data), asio::redirect_error(asio::use_awaitable, ec));
+  in_d.close(ec);
+
+  sh->exit_d.async_wait(asio::posix::stream_descriptor::wait_read, [sh](const boost::system::error_code& e) {
+    if (!e) sh->exited = true;
+    sh->timer.cancel();
+  });
+  auto wait_for = [&](std::chrono::milliseconds d) -> asio::awaitable<void> {
+    sh->timer.expires_after(d);
+    boost::system::error_code wec;
+    co_await sh->timer.async_wait(asio::redirect_error(asio::use_awaitable, wec));
+  };
+  if (!sh->exited) co_await wait_for(run.timeout);
+  if (!sh->exited) {
+    result.timed_out = true;
+    ::kill(-pid, SIGTERM);
+    ::kill(pid, SIGTERM);
+    co_await wait_for(std::chrono::milliseconds(1000));
+    if (!sh->exited) {
+      ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+      co_await wait_for(std::chrono::milliseconds(5000));
+    }
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  // Output still in the pipes is read before we answer; grandchildren holding them open are cut off.
+  for (int i = 0; i < 50 && sh->readers_done < 2; ++i) co_await wait_for(std::chrono::milliseconds(10));
+  sh->out_d.close(ec);
+  sh->err_d.close(ec);
+  sh->exit_d.close(ec);
+  for (int i = 0; i < 10 && sh->readers_done < 2; ++i) co_await wait_for(std::chrono::milliseconds(10));
+  result.stdout_data = sh->out;
+  result.stderr_data = sh->err;
+  bool t1 = sh->t_out, t2 = sh->t_err;
+  result.truncated = t1 || t2;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+  co_return result;
+}
+
+}  // namespace cellgate::launcher

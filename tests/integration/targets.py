@@ -1,0 +1,303 @@
+# SPDX-License-Identifier: Apache-2.0
+# Servers under test: start/stop `cellgate serve` or Debian's `jupyter server`, and talk REST to them.
+"""A Target is a running server that speaks the Jupyter kernels REST + WebSocket API.
+
+Both kinds listen on 127.0.0.1 only, use token auth and private temp directories, and see an
+extra kernelspec `cgtest` (with a logo, kernel.js and a spec env var) besides Debian's python3.
+Used by the integration tests (conftest.py) and by bench/gateway/gateway_bench.py.
+"""
+import ctypes
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+import zlib
+
+import requests
+
+PYTHON = "/usr/bin/python3"
+SECRET_NAME, SECRET_VALUE = "CELLGATE_TEST_SECRET", "s3cret"
+URL_LINE = re.compile(r"^cellgate serving at (http://[^?\s]+)\?token=(\S+)\s*$")
+TEST_SPEC = "cgtest"
+SPEC_ENV = ("CGTEST_SPEC_ENV", "from-spec")
+
+
+def _die_with_parent():
+    """preexec_fn: PR_SET_PDEATHSIG(SIGTERM) (prctl(2)); runs in the child before exec."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _png_1x1():
+    def chunk(kind, data):
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+    ihdr = struct.pack(">IIBBBBB", 1, 1, 8, 6, 0, 0, 0)
+    idat = zlib.compress(b"\x00\xff\x00\x00\xff")
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+
+
+LOGO_BYTES = _png_1x1()
+KERNEL_JS = b"// cellgate test kernel.js\ndefine(function () { return {onload: function () {}}; });\n"
+
+
+def write_test_kernelspec(kernels_dir):
+    """kernels_dir/cgtest/{kernel.json, logo-64x64.png, kernel.js}."""
+    d = os.path.join(kernels_dir, TEST_SPEC)
+    os.makedirs(d, exist_ok=True)
+    import json
+    with open(os.path.join(d, "kernel.json"), "w") as f:
+        json.dump({"argv": [PYTHON, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                   "display_name": "cellgate test kernel", "language": "python",
+                   "env": {SPEC_ENV[0]: SPEC_ENV[1]}, "metadata": {"debugger": False}}, f)
+    with open(os.path.join(d, "logo-64x64.png"), "wb") as f:
+        f.write(LOGO_BYTES)
+    with open(os.path.join(d, "kernel.js"), "wb") as f:
+        f.write(KERNEL_JS)
+    return d
+
+
+class Target:
+    """A running server. url ends with '/', e.g. http://127.0.0.1:PORT/."""
+
+    name = "?"
+    # Status for a request without (or with a wrong) token. jupyter_server's APIHandler answers
+    # 403 (its get_current_user override); cellgate's contract says 401.
+    unauth_status = 401
+    is_cellgate = False
+
+    def __init__(self, token="cellgate-test-token", extra_args=()):
+        self.token = token
+        self.extra_args = list(extra_args)
+        self.tmp = tempfile.mkdtemp(prefix="cg-it-")
+        self.jpath = os.path.join(self.tmp, "jpath")
+        self.kernels_dir = os.path.join(self.jpath, "kernels")
+        write_test_kernelspec(self.kernels_dir)
+        self.proc = None
+        self.url = None
+        self.log_path = os.path.join(self.tmp, "server.log")
+        self.http = requests.Session()
+        self.http.headers["Authorization"] = "token " + token
+
+    # -- REST helpers
+    def api(self, method, path, **kw):
+        if self.proc is not None and self.proc.poll() is not None:
+            raise RuntimeError("%s died (rc=%s):\n%s" % (self.name, self.proc.returncode,
+                                                        self.log_tail()))
+        kw.setdefault("timeout", 90)
+        return self.http.request(method, self.url + path.lstrip("/"), **kw)
+
+    def get(self, path, **kw):
+        return self.api("GET", path, **kw)
+
+    def post(self, path, **kw):
+        return self.api("POST", path, **kw)
+
+    def start_kernel(self, name=None, env=None, expect=201):
+        body = {}
+        if name:
+            body["name"] = name
+        if env is not None:
+            body["env"] = env
+        r = self.post("api/kernels", json=body)
+        assert r.status_code == expect, (r.status_code, r.text)
+        return r.json()
+
+    def delete_kernel(self, kernel_id):
+        return self.api("DELETE", "api/kernels/" + kernel_id)
+
+    def log_tail(self, n=60):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return ""
+
+    def base_env(self):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CELLGATE_")}
+        env[SECRET_NAME] = SECRET_VALUE
+        env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
+        return env
+
+    # -- lifecycle
+    def start(self):
+        raise NotImplementedError
+
+    def _popen(self, cmd, **kw):
+        # The server gets SIGTERM if the test process dies (e.g. killed by a ctest TIMEOUT).
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True,
+                                preexec_fn=_die_with_parent, **kw)
+
+    def _kill_leftovers(self):
+        """Kill processes of this server that outlived it (kernels of a crashed gateway): its
+        process group, and any process whose command line names this target's temp dir."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        me = os.getpid()
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    if self.tmp.encode() in f.read() and int(pid) != me:
+                        os.kill(int(pid), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+
+    def _wait_http(self, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("%s exited with %s:\n%s" % (self.name, self.proc.returncode,
+                                                                self.log_tail()))
+            try:
+                if self.get("api/kernelspecs", timeout=2).status_code == 200:
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError("%s not answering after %ss:\n%s" % (self.name, timeout, self.log_tail()))
+
+    def stop(self):
+        if self.proc is None:
+            return
+        if self.proc.poll() is None and self.url:
+            try:  # tests DELETE their kernels; this catches the ones a failed test left behind
+                for k in self.get("api/kernels", timeout=10).json():
+                    self.delete_kernel(k["id"])
+            except Exception:
+                pass
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._kill_leftovers()
+        self.proc = None
+        if os.environ.get("CELLGATE_TEST_KEEP_TMP") != "1":
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+# A jupyter_server_config.py that sets TCP_NODELAY on kernel WebSockets (tornado leaves Nagle on,
+# so a reply split over several small writes waits for the client's delayed ACK).
+NODELAY_CONFIG = """
+from jupyter_server.services.kernels.handlers import ZMQChannelsHandler
+_cg_open = ZMQChannelsHandler.open
+def _cg_open_nodelay(self, *args, **kwargs):
+    self.set_nodelay(True)
+    return _cg_open(self, *args, **kwargs)
+ZMQChannelsHandler.open = _cg_open_nodelay
+"""
+
+
+class JupyterServerTarget(Target):
+    name = "jupyter_server"
+    unauth_status = 403
+
+    def __init__(self, config_py=None, **kw):
+        super().__init__(**kw)
+        self.config_py = config_py
+
+    def start(self, timeout=90):
+        port = free_port()
+        root = os.path.join(self.tmp, "root")
+        os.makedirs(root)
+        if self.config_py:
+            os.makedirs(os.path.join(self.tmp, "config"))
+            with open(os.path.join(self.tmp, "config", "jupyter_server_config.py"), "w") as f:
+                f.write(self.config_py)
+        env = self.base_env()
+        env.update(JUPYTER_PATH=self.jpath, JUPYTER_CONFIG_DIR=os.path.join(self.tmp, "config"),
+                   JUPYTER_RUNTIME_DIR=os.path.join(self.tmp, "runtime"))
+        cmd = [PYTHON, "-m", "jupyter_server", "--ServerApp.ip=127.0.0.1",
+               "--ServerApp.port=%d" % port, "--ServerApp.port_retries=0",
+               "--ServerApp.token=" + self.token, "--ServerApp.password=",
+               "--ServerApp.open_browser=False", "--ServerApp.allow_root=True",
+               "--ServerApp.root_dir=" + root] + self.extra_args
+        self.log = open(self.log_path, "wb")
+        self.proc = self._popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        self.url = "http://127.0.0.1:%d/" % port
+        self._wait_http(timeout)
+        return self
+
+
+class CellgateTarget(Target):
+    name = "cellgate"
+    unauth_status = 401
+    is_cellgate = True
+
+    def __init__(self, binary, spawner="plain", **kw):
+        super().__init__(**kw)
+        self.binary = binary
+        self.spawner = spawner
+
+    def start(self, timeout=60):
+        env = self.base_env()
+        data = os.path.join(self.tmp, "data")
+        run = os.path.join(self.tmp, "run")
+        os.makedirs(run)
+        cmd = [self.binary, "serve", "--port", "0", "--token", self.token, "--data-dir", data,
+               "--runtime-dir", run, "--spawner", self.spawner,
+               "--kernelspec-dir", self.kernels_dir] + self.extra_args
+        self.log = open(self.log_path, "wb")
+        self.proc = self._popen(cmd, stdout=subprocess.PIPE, stderr=self.log, env=env)
+        got = {}
+
+        def read_stdout():
+            for raw in self.proc.stdout:
+                line = raw.decode("utf-8", "replace")
+                if "url" not in got:
+                    got["line"] = line
+                    m = URL_LINE.match(line)
+                    got["url"] = m.group(1) if m else None
+                    got["token"] = m.group(2) if m else None
+        reader = threading.Thread(target=read_stdout, daemon=True)
+        reader.start()
+        deadline = time.monotonic() + timeout
+        while "url" not in got:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                rc, tail = self.proc.poll(), self.log_tail()
+                self.stop()
+                raise RuntimeError("cellgate printed no URL line (rc=%s):\n%s" % (rc, tail))
+            time.sleep(0.05)
+        if not got["url"]:
+            raise RuntimeError("cellgate's first stdout line is not the URL line: %r" % got["line"])
+        if got["token"] != self.token:
+            raise RuntimeError("URL line token %r != --token %r" % (got["token"], self.token))
+        self.url = got["url"] if got["url"].endswith("/") else got["url"] + "/"
+        self._wait_http(timeout)
+        return self
+
+
+def cellgate_binary():
+    """(path or None, reason). CELLGATE_BIN must name an existing executable."""
+    path = os.environ.get("CELLGATE_BIN")
+    if not path:
+        return None, "CELLGATE_BIN not set"
+    if not os.access(path, os.X_OK):
+        return None, "CELLGATE_BIN=%s is not an executable file" % path
+    return path, ""
+
+
+def make_target(name, **kw):
+    if name == "jupyter_server":
+        return JupyterServerTarget(**kw)
+    if name == "cellgate":
+        path, why = cellgate_binary()
+        if not path:
+            raise FileNotFoundError(why)
+        spawner = kw.pop("spawner", None) or os.environ.get("CELLGATE_TEST_SPAWNER", "plain")
+        return CellgateTarget(path, spawner=spawner, **kw)
+    raise ValueError("unknown target %r" % name)

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// probe: shared verdict plumbing for the escape probes (exit 77 = held, as nsjail's tests do).
+#pragma once
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { PROBE_HELD = 77, PROBE_ESCAPED = 1, PROBE_ERROR = 2 };
+
+static int probe_escaped_count __attribute__((unused)) = 0;
+
+// One line per attempt so a failing ctest log says exactly which door was open.
+static inline void probe_report(int escaped, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline void probe_report(int escaped, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  printf("%s: ", escaped ? "ESCAPED" : "held");
+  vprintf(fmt, ap);
+  printf("\n");
+  fflush(stdout);
+  va_end(ap);
+  if (escaped) ++probe_escaped_count;
+}
+
+// For calls that return -1/errno on failure: failure means the door held.
+static inline void probe_attempt(const char* what, long rc) {
+  if (rc < 0) {
+    probe_report(0, "%s: %s", what, strerror(errno));
+  } else {
+    probe_report(1, "%s succeeded (rc=%ld)", what, rc);
+  }
+}
+
+static inline int probe_verdict(void) {
+  return probe_escaped_count > 0 ? PROBE_ESCAPED : PROBE_HELD;
+}
+
+static inline void probe_usage(const char* msg) {
+  fprintf(stderr, "probe usage: %s\n", msg);
+  exit(PROBE_ERROR);
+}
+
+#include <sched.h>
+#include <sys/mount.h>
+
+// Probes that try destructive mount operations (umount of /, pivot_root) first move into a private
+// mount namespace when they can: jailed, that unshare is itself an escape and is reported; run bare
+// on a host (to prove the probe can fail), it keeps the host's mount table untouched.
+static inline void probe_private_mounts(void) {
+  if (unshare(CLONE_NEWNS) == 0) {
+    probe_report(1, "unshare(CLONE_NEWNS) allowed; continuing in a private mount namespace");
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+      fprintf(stderr, "cannot make mounts private: %s\n", strerror(errno));
+      exit(PROBE_ERROR);
+    }
+  } else {
+    probe_report(0, "unshare(CLONE_NEWNS): %s", strerror(errno));
+  }
+}
