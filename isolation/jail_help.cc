@@ -62,8 +62,9 @@ own session. Before joining, init_pid must be that jail's init: its parent is he
 cellgate-jail), it is pid 1 of its own pid namespace, runs as host_uid and sits in the status
 file's cgroup; a stale or forged file is refused. SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGUSR2
 go to CMD's process group, SIGUSR1 sends it SIGKILL; SIGKILL to the join helper kills CMD
-(PDEATHSIG); CMD dies with the jail. Exit status: CMD's, or 128+signal; 125 bad options (other
-options than --env/--policy with --join); 126 joining failed (`cellgate-jail: <stage>: <message>`).
+(PDEATHSIG); CMD dies with the jail; what CMD leaves in its process group is killed when CMD
+exits. Exit status: CMD's, or 128+signal; 125 bad options (other options than --env/--policy
+with --join); 126 joining failed (`cellgate-jail: <stage>: <message>`).
 )";
 }
 

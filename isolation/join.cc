@@ -176,6 +176,11 @@ int Join::supervise() {
     if ((fds[0].revents & POLLIN) != 0) break;
   }
   siginfo_t info{};
+  // While the command is a zombie its pid, and so its process-group id, cannot be reused: end
+  // what it left behind in its group (`cmd &` would otherwise keep our caller's stdout pipe open
+  // and live on in the jail). Daemons that called setsid(2) themselves are not touched.
+  ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_.get()), &info, WEXITED | WNOWAIT);
+  ::kill(-child_pid_, SIGKILL);
   ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_.get()), &info, WEXITED);
   // A failure record from the child (it never exec'd): joining failed.
   char data[64];

@@ -118,7 +118,8 @@ class Context:
         self.tmp = tempfile.mkdtemp(prefix="join-", dir=os.path.abspath(args.work))
         self.jails = []
         self.procs = []
-        self.cleanup_pids = []  # joined commands that might outlive their helper (bare self-test)
+        self.cleanup_pids = []  # joined commands that must not outlive their helper: a leftover fails
+        self.kill_pids = []     # joined commands to kill at the end
 
     def require(self):
         if os.geteuid() != 0:
@@ -160,6 +161,12 @@ class Context:
             if pid_alive(pid):
                 problems.append(f"process {pid}")
                 os.kill(pid, signal.SIGKILL)
+        for pid in self.kill_pids:
+            if pid_alive(pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
         for j in self.jails:
             j.stop()
             problems += [f"cgroup dir {d}" for d in j.cgroup_dirs()] if j.status.get("cgroup") else []
@@ -213,15 +220,17 @@ def case_lockdown(ctx):
     check(set(fds) <= {"0", "1", "2", "3"} and len(fds) <= 4, f"only stdio (and ls's own dir fd) open: {fds}")
 
 
-def host_pid_of(marker):
-    return wait_until(lambda: (pids_with_marker(marker) or [None])[0], 30, f"process {marker}")
+def host_pid_of(ctx, marker):
+    pid = wait_until(lambda: (pids_with_marker(marker) or [None])[0], 30, f"process {marker}")
+    ctx.kill_pids.append(pid)  # never left running, whatever the verdict (stderr is ctest's pipe)
+    return pid
 
 
 def case_cgroups(ctx):
     j = Jail(ctx)
     marker = f"joincg{os.getpid()}"
     p = ctx.spawn(j, ["/bin/bash", "-c", f"exec -a {marker} sleep 300"])
-    pid = host_pid_of(marker)
+    pid = host_pid_of(ctx, marker)
     dirs = j.cgroup_dirs()
     check(len(dirs) >= 2, f"the jail has cgroup dirs {dirs}")
     for d in dirs:
@@ -395,7 +404,7 @@ def case_sigkill_helper(ctx):
     j = Jail(ctx)
     marker = f"joinkill{os.getpid()}"
     p = ctx.spawn(j, ["/bin/bash", "-c", f"exec -a {marker} sleep 300"])
-    pid = host_pid_of(marker)
+    pid = host_pid_of(ctx, marker)
     ctx.cleanup_pids.append(pid)
     p.kill()
     p.wait()
@@ -432,11 +441,23 @@ def case_exit_codes(ctx):
         check(r.returncode == 125, "a jail-building option with --join: 125")
 
 
+def case_background_reaped(ctx):
+    if ctx.nojail:
+        raise Skip("no bare form")
+    j = Jail(ctx)
+    marker = f"joinbg{os.getpid()}"
+    # The background job keeps stdout open: without the group kill the caller would wait 300 s.
+    rc, out, _ = ctx.run(j, ["/bin/bash", "-c", f"(exec -a {marker} sleep 300) & echo started"], timeout=120)
+    check(rc == 0 and "started" in out, "the command returned while its background job was running")
+    wait_until(lambda: not pids_with_marker(marker), 30, "the leftover job to be gone")
+    check(True, "the command's leftover process group was killed (no process of it left in the jail)")
+
+
 def case_jail_end_kills(ctx):
     j = Jail(ctx)
     marker = f"joinend{os.getpid()}"
     p = ctx.spawn(j, ["/bin/bash", "-c", f"exec -a {marker} sleep 300"])
-    pid = host_pid_of(marker)
+    pid = host_pid_of(ctx, marker)
     j.proc.send_signal(signal.SIGUSR1)  # the jail ends at once
     j.proc.wait(60)
     p.wait(60)
