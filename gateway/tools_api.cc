@@ -192,6 +192,8 @@ awaitable<Response> handle_tools(Gateway& gw, Request& req, const Caller& caller
     if (gw.config().spawner == "jail") {
       // Inside the kernel's own jail: same namespaces, cgroup, seccomp and user (cellgate-jail --join).
       run.argv = {gw.config().jail_helper, "--join", hub->kernel().process().status_file};
+      // The same seccomp policy as the kernel's own.
+      if (!gw.config().jail_policy.empty()) run.argv.insert(run.argv.end(), {"--policy", gw.config().jail_policy});
       for (const auto& [k, v] : run.env) run.argv.insert(run.argv.end(), {"--env", k + "=" + v});
       run.argv.push_back("--");
       run.env = {{"PATH", "/usr/sbin:/usr/bin:/sbin:/bin"}};
