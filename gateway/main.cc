@@ -14,6 +14,7 @@
 #include "gateway/config.h"
 #include "gateway/gateway.h"
 #include "gateway/http_server.h"
+#include "mcp/stdio_transport.h"
 #include "state/user_cli.h"
 
 namespace {
@@ -66,6 +67,7 @@ int main(int argc, char** argv) {
   try {
     if (command == "serve") return serve(argc - 2, argv + 2);
     if (command == "user") return cellgate::state::user_main(argc - 2, argv + 2);
+    if (command == "mcp") return cellgate::mcp::mcp_main(argc - 2, argv + 2);
   } catch (const cellgate::gateway::ConfigError& e) {
     std::fprintf(stderr, "cellgate: %s\n", e.what());
     return 2;
