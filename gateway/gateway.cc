@@ -15,6 +15,8 @@
 #include "common/random.h"
 #include "gateway/ws_session.h"
 #include "kernel-launcher/kernel_env.h"
+#include "mcp/http_backend.h"
+#include "mcp/server.h"
 #include "protocol/signer.h"
 
 namespace cellgate::gateway {
@@ -64,7 +66,11 @@ Gateway::Gateway(asio::io_context& io, Config config) : io_(io), config_(std::mo
     common::log_warn("msg=\"default kernelspec not found\" name={}", config_.default_kernel);
 }
 
-Gateway::~Gateway() = default;
+Gateway::~Gateway() {
+  // MCP calls in flight wait on this gateway's own (now stopped) server: fail them so the pool can join.
+  if (mcp_backend_) mcp_backend_->stop();
+  if (mcp_pool_) mcp_pool_->join();
+}
 
 std::map<std::string, launcher::KernelSpec> Gateway::kernelspecs() const {
   return launcher::discover_kernelspecs(kernelspec_path_);
@@ -127,7 +133,7 @@ awaitable<Response> Gateway::route(Request& req) {
       co_return error_response(req, Errc::kForbidden, "origin not allowed");
     Response res = empty_response(req);
     res.set(http::field::access_control_allow_methods, "GET, POST, PATCH, PUT, DELETE, OPTIONS");
-    res.set(http::field::access_control_allow_headers, "Authorization, Content-Type, X-XSRFToken");
+    res.set(http::field::access_control_allow_headers, "Authorization, Content-Type, X-XSRFToken, Mcp-Session-Id");
     res.set(http::field::access_control_max_age, "600");
     co_return res;
   }
@@ -136,6 +142,7 @@ awaitable<Response> Gateway::route(Request& req) {
   if (!authorized(req)) co_return error_response(req, Errc::kUnauthorized, "missing or invalid token");
   auto parts = split_path(path.size() >= config_.base_url.size() ? path.substr(config_.base_url.size()) : "");
   if (!parts.empty() && parts[0] == "kernelspecs") co_return co_await handle_kernelspecs(*this, req, parts);
+  if (parts.size() == 1 && parts[0] == "mcp") co_return co_await handle_mcp(req);
   if (parts.empty() || parts[0] != "api") co_return error_response(req, Errc::kNotFound, "not found");
   if (parts.size() == 1 && req.method() == http::verb::get)
     co_return json_response(req, http::status::ok, {{"version", "2.0.0"}, {"implementation", "cellgate 0.1.0"}});

@@ -8,6 +8,7 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <zmq.hpp>
 
@@ -17,6 +18,11 @@
 #include "gateway/session_store.h"
 #include "kernel-launcher/kernelspec.h"
 #include "kernel-launcher/spawner.h"
+
+namespace cellgate::mcp {
+class HttpBackend;
+class McpServer;
+}  // namespace cellgate::mcp
 
 namespace cellgate::gateway {
 
@@ -36,6 +42,8 @@ class Gateway {
   boost::asio::awaitable<void> handle_stream(boost::beast::tcp_stream& stream, Request req);
   // Shuts every kernel down (bounded by their shutdown deadlines).
   boost::asio::awaitable<void> shutdown_all();
+  // The port the gateway listens on, for the MCP endpoint's loopback calls to the REST API.
+  void set_local_port(int port) { local_port_ = port; }
 
   // --- used by the route handlers (kernels_api.cc, sessions_api.cc) ---
   struct StartOptions {
@@ -52,6 +60,7 @@ class Gateway {
 
  private:
   boost::asio::awaitable<Response> route(Request& req);
+  boost::asio::awaitable<Response> handle_mcp(Request& req);  // mcp_api.cc
   bool authorized(const Request& req) const;
   bool origin_allowed(const Request& req) const;
   void add_cors(const Request& req, Response& res) const;
@@ -65,6 +74,13 @@ class Gateway {
   int starting_ = 0;
   SessionStore sessions_;
   common::SystemTime started_ = std::chrono::system_clock::now();
+  // MCP over streamable HTTP (/mcp): tools call this gateway's REST API over loopback with the caller's
+  // token, from worker threads (the calls block, and this io thread must stay free to serve them).
+  int local_port_ = 0;
+  int mcp_in_flight_ = 0;
+  std::shared_ptr<mcp::HttpBackend> mcp_backend_;
+  std::unique_ptr<mcp::McpServer> mcp_;
+  std::unique_ptr<boost::asio::thread_pool> mcp_pool_;  // joined in ~Gateway, after the backend is stopped
 };
 
 // Route handlers, one file per resource.

@@ -32,6 +32,8 @@ class Exchange {
     parser_.body_limit(HttpBackend::kMaxReplyBytes);
   }
 
+  asio::io_context& io() { return io_; }
+
   common::Result<RestReply> run() {
     stream_.expires_after(timeout_);
     resolver_.async_resolve(url_.host, url_.port, [this](beast::error_code ec, tcp::resolver::results_type r) {
@@ -50,7 +52,7 @@ class Exchange {
     io_.run();
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    if (!done_) return common::make_error(Errc::kUnavailable, error_);
+    if (!done_) return common::make_error(Errc::kUnavailable, error_.empty() ? "call cancelled" : error_);
     const auto& res = parser_.get();
     RestReply reply;
     reply.status = static_cast<int>(res.result_int());
@@ -148,7 +150,21 @@ common::Result<RestReply> HttpBackend::call(const RestCall& call, const std::str
   req.keep_alive(false);
   req.prepare_payload();
   Exchange exchange(url_, std::move(req), call.timeout);
-  return exchange.run();
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_) return common::make_error(Errc::kUnavailable, "cellgate is shutting down");
+    active_.insert(&exchange.io());
+  }
+  auto result = exchange.run();
+  std::lock_guard lock(mu_);
+  active_.erase(&exchange.io());
+  return result;
+}
+
+void HttpBackend::stop() {
+  std::lock_guard lock(mu_);
+  stopped_ = true;
+  for (auto* io : active_) io->stop();  // io_context::stop is thread-safe; run() then returns unfinished
 }
 
 }  // namespace cellgate::mcp

@@ -3,7 +3,11 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
+
+#include <boost/asio/io_context.hpp>
 
 #include "common/result.h"
 #include "mcp/backend.h"
@@ -29,9 +33,15 @@ class HttpBackend : public Backend {
   static constexpr size_t kMaxReplyBytes = 64u << 20;
   explicit HttpBackend(BaseUrl url) : url_(std::move(url)) {}
   common::Result<RestReply> call(const RestCall& call, const std::string& token) override;
+  // Makes calls in flight fail now, and later calls fail at once (kUnavailable): lets a server that calls
+  // itself through this backend shut down without waiting for their timeouts. Thread-safe.
+  void stop();
 
  private:
   BaseUrl url_;
+  std::mutex mu_;
+  bool stopped_ = false;
+  std::set<boost::asio::io_context*> active_;  // one private io_context per call in flight
 };
 
 }  // namespace cellgate::mcp
