@@ -3,6 +3,7 @@
 #include "mcp/stdio_transport.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -108,6 +109,8 @@ int mcp_main(int argc, char** argv) {
   if (url.empty()) return std::fprintf(stderr, "cellgate mcp: --url is required\n%s", kUsage), 2;
   auto base = parse_base_url(url);
   if (!base) return std::fprintf(stderr, "cellgate mcp: --url: %s\n", base.error().message.c_str()), 2;
+  // A client that goes away must end us through a failed write (exit 1), not a signal.
+  ::signal(SIGPIPE, SIG_IGN);
   McpServer server(std::make_shared<HttpBackend>(base.value()));
   common::log_info("msg=\"mcp serving on stdio\" url={}", url);
   return run_stdio(server, STDIN_FILENO, STDOUT_FILENO, token);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # mcp_sdk_test: starts `cellgate serve --spawner plain --port 0` and drives its MCP server with the official
 # TypeScript SDK client over stdio (`cellgate mcp`) and streamable HTTP (/mcp).
-# usage: mcp_sdk_test.sh CELLGATE_BINARY CLIENT_DIR SOURCE_DIR stdio|http
+# usage: mcp_sdk_test.sh CELLGATE_BINARY CLIENT_DIR SOURCE_DIR stdio|http|tools
 set -euo pipefail
 cellgate=$1 client_dir=$2 src=$3 mode=$4
 [ -d "$client_dir/node_modules/@modelcontextprotocol/sdk" ] ||
@@ -29,8 +29,8 @@ done
 [ -n "$url" ] || { echo "mcp_sdk_test: cellgate did not print its URL" >&2; cat "$work/err.log" >&2; exit 1; }
 
 status=0
-if [ "$mode" = stdio ]; then
-  node "$client_dir/sdk_client.mjs" stdio "$cellgate" "$url" "$token" || status=$?
+if [ "$mode" != http ]; then
+  node "$client_dir/sdk_client.mjs" "$mode" "$cellgate" "$url" "$token" || status=$?
 else
   node "$client_dir/sdk_client.mjs" http "${url}mcp" "$token" || status=$?
 fi

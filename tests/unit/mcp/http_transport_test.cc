@@ -37,7 +37,7 @@ struct Fixture {
   }
 };
 
-TEST_CASE("initialize issues a session id; later requests use it", "[mcp]") {
+TEST_CASE("initialize issues a session id and later requests use it", "[mcp]") {
   Fixture f;
   auto init = f.post(kInit);
   CHECK(init.status == 200);

@@ -66,7 +66,7 @@ TEST_CASE("read says when more lines exist", "[mcp]") {
   CHECK(page["content"][0]["text"] == "b\n[showing lines 2-2 of 5; next offset 2]");
 }
 
-TEST_CASE("process: a timeout is an error; a failing exit code is not", "[mcp]") {
+TEST_CASE("process: a timeout is an error but a failing exit code is not", "[mcp]") {
   json killed = render_process({{"exit_code", nullptr}, {"stdout", ""}, {"stderr", ""}, {"timed_out", true}});
   CHECK(killed["isError"] == true);
   CHECK(killed["content"][0]["text"].get<std::string>().find("timed out") != std::string::npos);

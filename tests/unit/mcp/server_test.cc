@@ -50,7 +50,7 @@ TEST_CASE("initialize negotiates the protocol version", "[mcp]") {
   CHECK(future.send(init_message("2099-01-01"))["result"]["protocolVersion"] == "2025-03-26");
 }
 
-TEST_CASE("lifecycle: only ping and initialize before initialize; initialize once", "[mcp]") {
+TEST_CASE("lifecycle: only ping and initialize before initialize, and initialize once", "[mcp]") {
   Fixture f;
   CHECK(f.send(R"({"jsonrpc":"2.0","id":"p","method":"ping"})")["result"] == json::object());
   json early = f.send(R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})");
