@@ -64,10 +64,17 @@ void render_bundle(const json& output, ContentBuilder& out) {
   auto data = output.find("data");
   if (data == output.end() || !data->is_object()) return;
   bool shown = false;
-  if (auto png = data->find("image/png"); png != data->end()) {
-    std::string b64 = bundle_text(*png);
+  // Raster images travel base64-encoded in the bundle, which is what MCP image content carries.
+  for (const char* mime : {"image/png", "image/jpeg", "image/gif", "image/webp"}) {
+    auto image = data->find(mime);
+    if (image == data->end()) continue;
+    std::string b64 = bundle_text(*image);
     b64.erase(std::remove(b64.begin(), b64.end(), '\n'), b64.end());
-    if (!b64.empty()) out.image(std::move(b64), "image/png"), shown = true;
+    if (!b64.empty()) {
+      out.image(std::move(b64), mime);
+      shown = true;
+      break;
+    }
   }
   for (const char* mime : {"text/markdown", "text/plain"}) {
     if (auto t = data->find(mime); t != data->end()) {

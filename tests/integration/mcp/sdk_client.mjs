@@ -117,6 +117,17 @@ async function main() {
   assert.equal(printed.isError, false, text(printed));
   assert.equal(text(printed).trim(), '42', 'state persists between execute calls');
 
+  const plot = await call(client, 'execute', {
+    kernel_id: kernelId,
+    code: 'import matplotlib\nmatplotlib.use("module://matplotlib_inline.backend_inline")\n' +
+          'import matplotlib.pyplot as plt\nplt.plot([1, 2, 3]); plt.show()',
+  });
+  assert.equal(plot.isError, false, text(plot));
+  const image = plot.content.find((c) => c.type === 'image');
+  assert.ok(image, 'a plot comes back as image content');
+  assert.equal(image.mimeType, 'image/png');
+  assert.equal(Buffer.from(image.data, 'base64').subarray(1, 4).toString(), 'PNG');
+
   const failed = await call(client, 'execute', { kernel_id: kernelId, code: '1/0' });
   assert.equal(failed.isError, true);
   assert.match(text(failed), /^ZeroDivisionError: division by zero/);

@@ -34,6 +34,16 @@ TEST_CASE("execute: streams merge, PNG becomes an image, its repr is dropped", "
   CHECK(r["content"][2] == json{{"type", "text"}, {"text", "42"}});
 }
 
+TEST_CASE("execute: JPEG is an image too, and markdown wins over plain text", "[mcp]") {
+  json r = render_execute({{"status", "ok"},
+                           {"outputs", {{{"type", "display_data"}, {"data", {{"image/jpeg", {"/9j/", "4AAQ"}}}}},
+                                        {{"type", "execute_result"},
+                                         {"data", {{"text/markdown", "**x**"}, {"text/plain", "x"}}}}}}});
+  REQUIRE(r["content"].size() == 2);
+  CHECK(r["content"][0] == json{{"type", "image"}, {"data", "/9j/4AAQ"}, {"mimeType", "image/jpeg"}});
+  CHECK(r["content"][1]["text"] == "**x**");
+}
+
 TEST_CASE("execute: errors carry ename, evalue and a plain traceback", "[mcp]") {
   json answer = {{"status", "error"},
                  {"outputs",
