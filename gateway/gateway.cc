@@ -15,6 +15,8 @@
 #include "common/random.h"
 #include "gateway/ws_session.h"
 #include "kernel-launcher/kernel_env.h"
+#include "mcp/http_backend.h"
+#include "mcp/server.h"
 #include "protocol/signer.h"
 #include "state/kernel_records.h"
 
@@ -94,7 +96,12 @@ Gateway::Gateway(asio::io_context& io, Config config)
   schedule_cull();
 }
 
-Gateway::~Gateway() { pool_.join(); }
+Gateway::~Gateway() {
+  // MCP calls in flight wait on this gateway's own (now stopped) server: fail them so the pool can join.
+  if (mcp_backend_) mcp_backend_->stop();
+  if (mcp_pool_) mcp_pool_->join();
+  pool_.join();
+}
 
 std::map<std::string, launcher::KernelSpec> Gateway::kernelspecs() const {
   return launcher::discover_kernelspecs(kernelspec_path_);
@@ -165,7 +172,7 @@ awaitable<Response> Gateway::handle(Request req, std::string peer_ip) {
       } else {
         res = empty_response(req);
         res.set(http::field::access_control_allow_methods, "GET, POST, PATCH, PUT, DELETE, OPTIONS");
-        res.set(http::field::access_control_allow_headers, "Authorization, Content-Type, Accept, X-XSRFToken");
+        res.set(http::field::access_control_allow_headers, "Authorization, Content-Type, Accept, X-XSRFToken, Mcp-Session-Id");
         res.set(http::field::access_control_max_age, "600");
       }
     } else if (auto caller = authenticate(req, peer_ip, res)) {
@@ -186,6 +193,7 @@ awaitable<Response> Gateway::route(Request& req, const Caller& caller) {
     co_return error_response(req, Errc::kNotFound, "not found");
   auto parts = split_path(path.size() >= config_.base_url.size() ? path.substr(config_.base_url.size()) : "");
   if (!parts.empty() && parts[0] == "kernelspecs") co_return co_await handle_kernelspecs(*this, req, parts);
+  if (parts.size() == 1 && parts[0] == "mcp") co_return co_await handle_mcp(req);
   if (parts.empty() || parts[0] != "api") co_return error_response(req, Errc::kNotFound, "not found");
   if (parts.size() == 1 && req.method() == http::verb::get)
     co_return json_response(req, http::status::ok, {{"version", "2.0.0"}, {"implementation", "cellgate 0.1.0"}});

@@ -24,6 +24,11 @@
 #include "state/users.h"
 #include "workspace/workspace_manager.h"
 
+namespace cellgate::mcp {
+class HttpBackend;
+class McpServer;
+}  // namespace cellgate::mcp
+
 namespace cellgate::gateway {
 
 // Who is asking: the authenticated user and the peer address.
@@ -49,6 +54,8 @@ class Gateway {
   boost::asio::awaitable<void> handle_stream(boost::beast::tcp_stream& stream, Request req, std::string peer_ip);
   // Re-adopts the kernels the database says are running (after a gateway restart or crash).
   boost::asio::awaitable<void> adopt_kernels();
+  // The port the gateway listens on, for the MCP endpoint's loopback calls to the REST API.
+  void set_local_port(int port) { local_port_ = port; }
   // On exit: kernels keep running (they are re-adopted next start) unless config says otherwise.
   boost::asio::awaitable<void> stop();
 
@@ -79,6 +86,7 @@ class Gateway {
 
  private:
   boost::asio::awaitable<Response> route(Request& req, const Caller& caller);
+  boost::asio::awaitable<Response> handle_mcp(Request& req);  // mcp_api.cc
   std::optional<Caller> authenticate(const Request& req, const std::string& ip, Response& refusal);
   bool origin_allowed(const Request& req) const;
   void add_cors(const Request& req, Response& res) const;
@@ -103,6 +111,13 @@ class Gateway {
   std::unique_ptr<workspace::WorkspaceManager> workspaces_;
   std::unique_ptr<boost::asio::steady_timer> cull_timer_;
   common::SystemTime started_ = std::chrono::system_clock::now();
+  // MCP over streamable HTTP (/mcp): tools call this gateway's REST API over loopback with the caller's
+  // token, from worker threads (the calls block, and this io thread must stay free to serve them).
+  int local_port_ = 0;
+  int mcp_in_flight_ = 0;
+  std::shared_ptr<mcp::HttpBackend> mcp_backend_;
+  std::unique_ptr<mcp::McpServer> mcp_;
+  std::unique_ptr<boost::asio::thread_pool> mcp_pool_;  // joined in ~Gateway, after the backend is stopped
 };
 
 // Route handlers, one file per resource.

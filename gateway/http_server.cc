@@ -89,6 +89,7 @@ tcp::acceptor make_acceptor(asio::io_context& io, const std::string& ip, int por
 }
 
 awaitable<void> accept_loop(tcp::acceptor& acceptor, Gateway& gw) {
+  gw.set_local_port(acceptor.local_endpoint().port());
   for (;;) {
     boost::system::error_code ec;
     tcp::socket socket = co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));

@@ -15,6 +15,7 @@
 #include "gateway/config.h"
 #include "gateway/gateway.h"
 #include "gateway/http_server.h"
+#include "mcp/stdio_transport.h"
 #include "state/user_cli.h"
 #include "workspace/fsck.h"
 #include "workspace/gc.h"
@@ -28,6 +29,7 @@ constexpr const char* kUsage =
     "commands:\n"
     "  serve    run the gateway (cellgate serve --help)\n"
     "  user     manage users and their tokens (cellgate user --help)\n"
+    "  mcp      an MCP server over stdio for a running gateway: cellgate mcp --url URL --token T\n"
     "  fsck     verify every snapshot object and manifest: cellgate fsck [--data-dir DIR]\n"
     "  gc       remove snapshot objects no snapshot references: cellgate gc [--data-dir DIR]\n";
 
@@ -102,6 +104,7 @@ int main(int argc, char** argv) {
   try {
     if (command == "serve") return serve(argc - 2, argv + 2);
     if (command == "user") return cellgate::state::user_main(argc - 2, argv + 2);
+    if (command == "mcp") return cellgate::mcp::mcp_main(argc - 2, argv + 2);
     if (command == "fsck") return cellgate::workspace::fsck_main(data_dir_arg(argc - 2, argv + 2), std::cout);
     if (command == "gc") return gc_main(data_dir_arg(argc - 2, argv + 2));
   } catch (const cellgate::gateway::ConfigError& e) {
