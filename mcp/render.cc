@@ -91,10 +91,13 @@ void render_bundle(const json& output, ContentBuilder& out) {
   }
 }
 
+// The after-execute snapshot the gateway reports as "workspace": {workspace, snapshot, added, changed,
+// removed} (or {error}); "changes" is accepted as well for a bare {added, changed, removed}.
 void render_changes(const json& answer, ContentBuilder& out) {
-  for (const char* key : {"changes", "workspace_changes"}) {
+  for (const char* key : {"workspace", "changes"}) {
     auto c = answer.find(key);
     if (c == answer.end() || !c->is_object()) continue;
+    if (std::string err = str_field(*c, "error"); !err.empty()) return out.text("[workspace: " + err + "]");
     std::string line;
     for (const char* kind : {"added", "changed", "removed"}) {
       auto list = c->find(kind);
@@ -104,7 +107,10 @@ void render_changes(const json& answer, ContentBuilder& out) {
         if (n.is_string()) names += (names.empty() ? "" : ", ") + n.get<std::string>();
       line += fmt::format("{}{}: {}", line.empty() ? "" : "; ", kind, names);
     }
-    if (!line.empty()) out.text("[workspace " + line + "]");
+    if (line.empty()) return;
+    std::string name = str_field(*c, "workspace"), snapshot = str_field(*c, "snapshot");
+    out.text("[workspace" + (name.empty() ? "" : " " + name) + " " + line +
+             (snapshot.empty() ? "" : " (snapshot " + snapshot + ")") + "]");
     return;
   }
 }

@@ -16,7 +16,7 @@ std::string dump_text(const nlohmann::json& j);
 // IPython colours its tracebacks, and the escapes are noise to a model.
 std::string strip_ansi(std::string_view text);
 
-// An execute answer ({status, execution_count, outputs[], truncated, changes?}) as a CallToolResult:
+// An execute answer ({status, execution_count, outputs[], truncated, workspace?}) as a CallToolResult:
 // streams and text/plain as text, PNG/JPEG/GIF/WebP as image content, errors as "ename: evalue" plus the plain
 // traceback, workspace changes as a summary line. isError when the status is not "ok".
 nlohmann::json render_execute(const nlohmann::json& answer);

@@ -10,7 +10,16 @@ cp "$src/sdk_client.mjs" "$client_dir/"
 
 work=$(mktemp -d /tmp/cellgate-mcp-test.XXXXXX)
 server_pid=
+url=
+token=
 cleanup() {
+  # Kernels outlive a stopped gateway when it re-adopts them on restart, so delete them first.
+  if [ -n "$server_pid" ] && [ -n "${url:-}" ]; then
+    for id in $(curl -s -m 10 -H "Authorization: token $token" "${url}api/kernels" |
+                grep -o '"id":"[0-9a-f-]*"' | cut -d'"' -f4); do
+      curl -s -m 30 -o /dev/null -X DELETE -H "Authorization: token $token" "${url}api/kernels/$id" || true
+    done
+  fi
   if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
   rm -rf "$work"
 }

@@ -46,7 +46,9 @@ async function checkFileTools(client) {
   assert.equal(patched.isError, false, text(patched));
 
   const seen = await call(client, 'execute', { kernel_id: k, code: "print(open('notes/a.txt').read(), end='')" });
-  assert.equal(text(seen), 'one\nTWO\n3\n');
+  assert.equal(text(seen).split('[workspace')[0], 'one\nTWO\n3\n');
+  const made = await call(client, 'execute', { kernel_id: k, code: "open('made.txt', 'w').write('x')" });
+  assert.match(text(made), /\[workspace mcp-e2e added: [^\]]*\bmade\.txt\b[^\]]*\(snapshot \S+\)\]/);
   const proc = await call(client, 'process',
                           { kernel_id: k, command: 'sh', args: ['-c', 'cat notes/a.txt; cat >&2; exit 3'], stdin: 'err' });
   assert.equal(proc.isError, false);

@@ -64,6 +64,16 @@ TEST_CASE("execute: timeout, dead kernel, truncation, workspace changes, no outp
   json changes = render_execute(
       {{"status", "ok"}, {"changes", {{"added", {"out.csv"}}, {"changed", json::array()}, {"removed", {"x", "y"}}}}});
   CHECK(changes["content"][0]["text"] == "[workspace added: out.csv; removed: x, y]");
+  json snapped = render_execute({{"status", "ok"},
+                                 {"workspace",
+                                  {{"workspace", "default"}, {"snapshot", "00000007-3fa1c2d0"}, {"new_snapshot", true},
+                                   {"added", {"plot.png"}}, {"changed", {"data.csv"}}, {"removed", json::array()}}}});
+  CHECK(snapped["content"][0]["text"] ==
+        "[workspace default added: plot.png; changed: data.csv (snapshot 00000007-3fa1c2d0)]");
+  json unchanged = render_execute({{"status", "ok"}, {"workspace", {{"workspace", "w"}, {"added", json::array()}}}});
+  CHECK(unchanged["content"][0]["text"] == "[ok, no output]");
+  CHECK(render_execute({{"status", "ok"}, {"workspace", {{"error", "snapshot failed: disk full"}}}})["content"][0]["text"] ==
+        "[workspace: snapshot failed: disk full]");
   CHECK(render_execute({{"status", "ok"}, {"outputs", json::array()}})["content"][0]["text"] == "[ok, no output]");
   json garbage = render_execute({{"status", "ok"}, {"outputs", {1, "x", {{"type", 3}}}}});
   CHECK(garbage["isError"] == false);
