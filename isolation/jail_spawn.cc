@@ -7,11 +7,13 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/personality.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "isolation/jail.h"
@@ -72,6 +74,16 @@ void chown_tree_top(int dir_fd, bool entries, std::initializer_list<uid_t> from,
   ::closedir(d);
 }
 
+// Per-process state survives clone and execve, so a caller's would reach the kernel (bug 10):
+// ADDR_NO_RANDOMIZE / READ_IMPLIES_EXEC (personality(2)) and a negative oom_score_adj, which
+// would shield the kernel from its memory cgroup's OOM killer (proc(5)); raising it needs no privilege.
+void shed_inherited_state() {
+  (void)::personality(PER_LINUX);
+  common::UniqueFd fd(::open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC));
+  char buf[32] = {};
+  if (fd && ::read(fd.get(), buf, sizeof buf - 1) > 0 && std::atoi(buf) < 0) (void)write_text("/proc/self/oom_score_adj", "0");
+}
+
 }  // namespace
 
 Jail::Jail(JailOptions options, Policy policy) : options_(std::move(options)), policy_(std::move(policy)) {
@@ -99,6 +111,7 @@ std::optional<SetupFailure> Jail::prepare() {
   // v1 cpu cgroups without rt_runtime refuse realtime tasks anyway (EINVAL on cgroup.procs).
   sched_param normal{};
   ::sched_setscheduler(0, SCHED_OTHER, &normal);
+  shed_inherited_state();
   for (const char* dir : {kRunDir, kNewRoot}) {
     if (::mkdir(dir, 0755) < 0 && errno != EEXIST) return sys_failure("prepare", errno, std::string("mkdir ") + dir);
   }
