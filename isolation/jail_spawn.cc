@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/personality.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -84,6 +85,17 @@ void shed_inherited_state() {
   if (fd && ::read(fd.get(), buf, sizeof buf - 1) > 0 && std::atoi(buf) < 0) (void)write_text("/proc/self/oom_score_adj", "0");
 }
 
+// Nice values and the I/O class also survive clone and execve (setpriority(2), ioprio_set(2)), and the
+// kernel cannot raise a negative nice or leave the real-time I/O class by itself (bug 9).
+void shed_inherited_priority() {
+  errno = 0;
+  int nice = ::getpriority(PRIO_PROCESS, 0);
+  if (errno == 0 && nice < 0) (void)::setpriority(PRIO_PROCESS, 0, 0);
+  constexpr int kWhoProcess = 1, kClassShift = 13, kClassRt = 1, kClassNone = 0;
+  long io = ::syscall(SYS_ioprio_get, kWhoProcess, 0);
+  if (io >= 0 && (io >> kClassShift) == kClassRt) (void)::syscall(SYS_ioprio_set, kWhoProcess, 0, kClassNone);
+}
+
 }  // namespace
 
 Jail::Jail(JailOptions options, Policy policy) : options_(std::move(options)), policy_(std::move(policy)) {
@@ -112,6 +124,7 @@ std::optional<SetupFailure> Jail::prepare() {
   sched_param normal{};
   ::sched_setscheduler(0, SCHED_OTHER, &normal);
   shed_inherited_state();
+  shed_inherited_priority();
   for (const char* dir : {kRunDir, kNewRoot}) {
     if (::mkdir(dir, 0755) < 0 && errno != EEXIST) return sys_failure("prepare", errno, std::string("mkdir ") + dir);
   }
