@@ -50,6 +50,30 @@ bool read_small_file(const std::string& path, std::string& out) {
   }
 }
 
+// A root-owned dir is handed to uid 1000 only if it looks freshly made for this jail: not shared
+// (sticky or world-writable, a /tmp look-alike) and, for a workspace, still empty. Handing a
+// shared or populated host dir to uid 1000 gives that uid its entries (bug 8).
+bool may_hand_over(int dir_fd, bool entries) {
+  struct stat st {};
+  if (::fstat(dir_fd, &st) < 0 || (st.st_mode & (S_ISVTX | S_IWOTH)) != 0) return false;
+  if (entries) return true;  // bind-same ipc dirs hold the launcher's connection file
+  int dup = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
+  DIR* d = dup >= 0 ? ::fdopendir(dup) : nullptr;
+  if (d == nullptr) {
+    if (dup >= 0) ::close(dup);
+    return false;
+  }
+  bool empty = true;
+  while (dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+      empty = false;
+      break;
+    }
+  }
+  ::closedir(d);
+  return empty;
+}
+
 // Chowns `dir` (and, with entries, the regular files directly in it) from one of `from` to owner.
 void chown_tree_top(int dir_fd, bool entries, std::initializer_list<uid_t> from, uid_t owner) {
   auto wanted = [&](uid_t uid) {
@@ -154,7 +178,7 @@ std::optional<SetupFailure> Jail::prepare() {
   auto add_rw = [&](const std::string& path, bool entries) -> std::optional<SetupFailure> {
     common::UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!dir) return sys_failure("workspace", errno, "open " + path);
-    chown_tree_top(dir.get(), entries, {0}, kSandboxId);
+    if (may_hand_over(dir.get(), entries)) chown_tree_top(dir.get(), entries, {0}, kSandboxId);
     RwDir rw{path, entries, common::UniqueFd(static_cast<int>(
                                 ::open_tree(AT_FDCWD, path.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE)))};
     rw_dirs_.push_back(std::move(rw));
@@ -198,9 +222,10 @@ void Jail::idmap_or_chown() {
       mapped = ::mount_setattr(rw.tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) == 0;
     }
     if (mapped) continue;
-    // Fallback (file system without idmapped mounts): hand the dir to this slot's host uid.
+    // Fallback (file system without idmapped mounts): hand the dir to this slot's host uid
+    // (only what prepare() gave to 1000: a root-owned dir it refused stays root's).
     common::UniqueFd dir(::open(rw.path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (dir) chown_tree_top(dir.get(), rw.entries, {0, kSandboxId}, static_cast<uid_t>(slot_.base + kSandboxId));
+    if (dir) chown_tree_top(dir.get(), rw.entries, {kSandboxId}, static_cast<uid_t>(slot_.base + kSandboxId));
   }
 }
 
