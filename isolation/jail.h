@@ -44,6 +44,7 @@ class Jail {
     std::string path;
     bool entries = false;  // also chown root-owned files directly inside (bind-same dirs)
     common::UniqueFd tree;
+    common::UniqueFd dir;  // the source dir, opened without symlinks; chowns go through it
   };
 
   std::optional<SetupFailure> prepare();

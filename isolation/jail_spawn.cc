@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
@@ -48,6 +49,29 @@ bool read_small_file(const std::string& path, std::string& out) {
     out.append(buf, static_cast<size_t>(n));
     if (out.size() > kMaxMplFileBytes) return false;
   }
+}
+
+// Opens a read-write bind source without following a symlink in any component: a kernel can plant
+// `link -> /` in its own workspace, and a path through it must not make us chown or bind the target
+// (bug 5). openat2(2) RESOLVE_NO_SYMLINKS; kernels before 5.6 get an O_NOFOLLOW component walk.
+common::UniqueFd open_dir_no_symlinks(const std::string& path) {
+  open_how how{};
+  how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  common::UniqueFd fd(static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how)));
+  if (fd || errno != ENOSYS) return fd;
+  fd.reset(::open(path.starts_with('/') ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  size_t pos = 0;
+  while (fd && pos < path.size()) {
+    size_t end = path.find('/', pos);
+    if (end == std::string::npos) end = path.size();
+    std::string part = path.substr(pos, end - pos);
+    pos = end + 1;
+    if (part.empty() || part == ".") continue;
+    fd.reset(::openat(fd.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd && errno == ENOTDIR) errno = ELOOP;  // O_NOFOLLOW|O_DIRECTORY on a symlink gives ENOTDIR
+  }
+  return fd;
 }
 
 // A root-owned dir is handed to uid 1000 only if it looks freshly made for this jail: not shared
@@ -176,11 +200,15 @@ std::optional<SetupFailure> Jail::prepare() {
   in.hostname = options_.hostname.value_or(policy_.hostname);
   in.tmp_size = limits_.tmp_size;
   auto add_rw = [&](const std::string& path, bool entries) -> std::optional<SetupFailure> {
-    common::UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    common::UniqueFd dir = open_dir_no_symlinks(path);
+    if (!dir && errno == ELOOP)
+      return SetupFailure{"workspace", ELOOP, "workspace: " + path + " passes through a symlink (refused)"};
     if (!dir) return sys_failure("workspace", errno, "open " + path);
     if (may_hand_over(dir.get(), entries)) chown_tree_top(dir.get(), entries, {0}, kSandboxId);
-    RwDir rw{path, entries, common::UniqueFd(static_cast<int>(
-                                ::open_tree(AT_FDCWD, path.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE)))};
+    // Clone the tree from the fd just checked, not from the path: a swap after the check cannot redirect it.
+    common::UniqueFd tree(static_cast<int>(
+        ::open_tree(dir.get(), "", AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE)));
+    RwDir rw{path, entries, std::move(tree), std::move(dir)};
     rw_dirs_.push_back(std::move(rw));
     return std::nullopt;
   };
@@ -224,8 +252,7 @@ void Jail::idmap_or_chown() {
     if (mapped) continue;
     // Fallback (file system without idmapped mounts): hand the dir to this slot's host uid
     // (only what prepare() gave to 1000: a root-owned dir it refused stays root's).
-    common::UniqueFd dir(::open(rw.path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (dir) chown_tree_top(dir.get(), rw.entries, {kSandboxId}, static_cast<uid_t>(slot_.base + kSandboxId));
+    if (rw.dir) chown_tree_top(rw.dir.get(), rw.entries, {kSandboxId}, static_cast<uid_t>(slot_.base + kSandboxId));
   }
 }
 
@@ -279,7 +306,10 @@ std::optional<SetupFailure> Jail::spawn() {
   if (int err = write_text(proc + "/uid_map", map)) return sys_failure("uid_map", err);
   if (int err = write_text(proc + "/gid_map", map)) return sys_failure("gid_map", err);
   idmap_or_chown();
-  for (auto& rw : rw_dirs_) rw.tree.reset();
+  for (auto& rw : rw_dirs_) {
+    rw.tree.reset();
+    rw.dir.reset();
+  }
   char go = 1;
   if (::write(sync_.get(), &go, 1) != 1) return sys_failure("sync", errno);
   // The child builds its root meanwhile; it waits for the second byte before it can fork or exec.
