@@ -75,11 +75,12 @@ common::UniqueFd open_dir_no_symlinks(const std::string& path) {
 }
 
 // A root-owned dir is handed to uid 1000 only if it looks freshly made for this jail: not shared
-// (sticky or world-writable, a /tmp look-alike) and, for a workspace, still empty. Handing a
-// shared or populated host dir to uid 1000 gives that uid its entries (bug 8).
+// (world-writable, a /tmp look-alike) and, for a workspace, still empty. Handing a shared or
+// populated host dir to uid 1000 gives that uid its entries (bug 8). The sticky bit alone is no
+// sign of sharing: Jupyter leaves its private runtime dirs 0700 with the sticky bit (drwx-----T).
 bool may_hand_over(int dir_fd, bool entries) {
   struct stat st {};
-  if (::fstat(dir_fd, &st) < 0 || (st.st_mode & (S_ISVTX | S_IWOTH)) != 0) return false;
+  if (::fstat(dir_fd, &st) < 0 || (st.st_mode & S_IWOTH) != 0) return false;
   if (entries) return true;  // bind-same ipc dirs hold the launcher's connection file
   int dup = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
   DIR* d = dup >= 0 ? ::fdopendir(dup) : nullptr;
