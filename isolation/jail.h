@@ -13,6 +13,7 @@
 #include "isolation/jail_options.h"
 #include "isolation/jail_plan.h"
 #include "isolation/policy_file.h"
+#include "isolation/stdio_relay.h"
 #include "isolation/uid_slots.h"
 
 namespace cellgate::isolation {
@@ -60,6 +61,7 @@ class Jail {
   UidSlot slot_;
   std::optional<Cgroup> cgroup_;
   std::vector<RwDir> rw_dirs_;
+  std::vector<StdioRelay> relays_;  // stdout/stderr when they are host files
   std::optional<JailPlan> plan_;
   common::UniqueFd pidfd_, report_, sync_, exit_, signal_fd_;
   pid_t init_pid_ = -1;

@@ -285,11 +285,19 @@ std::optional<SetupFailure> Jail::spawn() {
     args.flags |= CLONE_INTO_CGROUP;
     args.cgroup = static_cast<uint64_t>(v2_dir.get());
   }
+  for (int fd : {1, 2}) {
+    if (auto relay = StdioRelay::wrap(fd)) relays_.push_back(std::move(*relay));
+  }
   long pid = ::syscall(SYS_clone3, &args, sizeof args);
   bool placed_v2 = pid >= 0 && v2_dir;
   if (pid < 0 && v2_dir) {  // a kernel without CLONE_INTO_CGROUP: place it by writing cgroup.procs
     args.flags &= ~static_cast<uint64_t>(CLONE_INTO_CGROUP);
     pid = ::syscall(SYS_clone3, &args, sizeof args);
+  }
+  if (pid != 0) {
+    int err = errno;
+    for (auto& relay : relays_) relay.restore();
+    errno = err;
   }
   if (pid < 0) return sys_failure("clone", errno);
   if (pid == 0) {
