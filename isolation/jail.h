@@ -13,6 +13,7 @@
 #include "isolation/jail_options.h"
 #include "isolation/jail_plan.h"
 #include "isolation/policy_file.h"
+#include "isolation/stdio_relay.h"
 #include "isolation/uid_slots.h"
 
 namespace cellgate::isolation {
@@ -44,6 +45,7 @@ class Jail {
     std::string path;
     bool entries = false;  // also chown root-owned files directly inside (bind-same dirs)
     common::UniqueFd tree;
+    common::UniqueFd dir;  // the source dir, opened without symlinks; chowns go through it
   };
 
   std::optional<SetupFailure> prepare();
@@ -59,6 +61,7 @@ class Jail {
   UidSlot slot_;
   std::optional<Cgroup> cgroup_;
   std::vector<RwDir> rw_dirs_;
+  std::vector<StdioRelay> relays_;  // stdout/stderr when they are host files
   std::optional<JailPlan> plan_;
   common::UniqueFd pidfd_, report_, sync_, exit_, signal_fd_;
   pid_t init_pid_ = -1;

@@ -17,8 +17,9 @@ Options (VALUE may also be given as --option=VALUE):
   --policy FILE           JSON policy layered on the built-in default policy (isolation/POLICY.md)
   --workspace DIR         host dir bound read-write at /workspace (idmapped: on-disk uid/gid
                           N <-> inside N, so `sandbox` files are stored as 1000:1000; a root-owned
-                          DIR is chowned to 1000:1000 first). Default: an empty tmpfs
-  --bind-same DIR         bind a host dir read-write at the same path inside (repeatable)
+                          DIR is chowned to 1000:1000 first only when empty and not world-writable).
+                          Default: an empty tmpfs. A symlink anywhere in DIR's path is refused (126)
+  --bind-same DIR         bind a host dir read-write at the same path inside (repeatable; no symlinks)
   --connection-file FILE  same as --bind-same dirname(FILE)
   --ro-bind SRC[:DST]     extra read-only bind (repeatable); DST not under /usr, /proc, /dev,
                           /workspace, nor /, /etc or /tmp itself

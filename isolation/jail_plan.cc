@@ -42,6 +42,10 @@ std::vector<child::Rlimit> plan_rlimits(const ResolvedLimits& limits, uint64_t h
       {RLIMIT_CORE, {0, 0}},
       {RLIMIT_NOFILE, {nofile, nofile}},
       {RLIMIT_FSIZE, {limits.fsize, limits.fsize}},
+      // A caller's RLIMIT_RTPRIO / RLIMIT_NICE would let the unprivileged kernel take SCHED_FIFO or
+      // a negative nice itself (sched(7), setpriority(2)); nothing inside needs either.
+      {RLIMIT_RTPRIO, {0, 0}},
+      {RLIMIT_NICE, {0, 0}},
   };
 }
 

@@ -3,15 +3,19 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/personality.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "isolation/jail.h"
@@ -47,6 +51,54 @@ bool read_small_file(const std::string& path, std::string& out) {
   }
 }
 
+// Opens a read-write bind source without following a symlink in any component: a kernel can plant
+// `link -> /` in its own workspace, and a path through it must not make us chown or bind the target
+// (bug 5). openat2(2) RESOLVE_NO_SYMLINKS; kernels before 5.6 get an O_NOFOLLOW component walk.
+common::UniqueFd open_dir_no_symlinks(const std::string& path) {
+  open_how how{};
+  how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  common::UniqueFd fd(static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how)));
+  if (fd || errno != ENOSYS) return fd;
+  fd.reset(::open(path.starts_with('/') ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  size_t pos = 0;
+  while (fd && pos < path.size()) {
+    size_t end = path.find('/', pos);
+    if (end == std::string::npos) end = path.size();
+    std::string part = path.substr(pos, end - pos);
+    pos = end + 1;
+    if (part.empty() || part == ".") continue;
+    fd.reset(::openat(fd.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd && errno == ENOTDIR) errno = ELOOP;  // O_NOFOLLOW|O_DIRECTORY on a symlink gives ENOTDIR
+  }
+  return fd;
+}
+
+// A root-owned dir is handed to uid 1000 only if it looks freshly made for this jail: not shared
+// (world-writable, a /tmp look-alike) and, for a workspace, still empty. Handing a shared or
+// populated host dir to uid 1000 gives that uid its entries (bug 8). The sticky bit alone is no
+// sign of sharing: Jupyter leaves its private runtime dirs 0700 with the sticky bit (drwx-----T).
+bool may_hand_over(int dir_fd, bool entries) {
+  struct stat st {};
+  if (::fstat(dir_fd, &st) < 0 || (st.st_mode & S_IWOTH) != 0) return false;
+  if (entries) return true;  // bind-same ipc dirs hold the launcher's connection file
+  int dup = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
+  DIR* d = dup >= 0 ? ::fdopendir(dup) : nullptr;
+  if (d == nullptr) {
+    if (dup >= 0) ::close(dup);
+    return false;
+  }
+  bool empty = true;
+  while (dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+      empty = false;
+      break;
+    }
+  }
+  ::closedir(d);
+  return empty;
+}
+
 // Chowns `dir` (and, with entries, the regular files directly in it) from one of `from` to owner.
 void chown_tree_top(int dir_fd, bool entries, std::initializer_list<uid_t> from, uid_t owner) {
   auto wanted = [&](uid_t uid) {
@@ -70,6 +122,27 @@ void chown_tree_top(int dir_fd, bool entries, std::initializer_list<uid_t> from,
       (void)::fchownat(dir_fd, e->d_name, owner, owner, AT_SYMLINK_NOFOLLOW);
   }
   ::closedir(d);
+}
+
+// Per-process state survives clone and execve, so a caller's would reach the kernel (bug 10):
+// ADDR_NO_RANDOMIZE / READ_IMPLIES_EXEC (personality(2)) and a negative oom_score_adj, which
+// would shield the kernel from its memory cgroup's OOM killer (proc(5)); raising it needs no privilege.
+void shed_inherited_state() {
+  (void)::personality(PER_LINUX);
+  common::UniqueFd fd(::open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC));
+  char buf[32] = {};
+  if (fd && ::read(fd.get(), buf, sizeof buf - 1) > 0 && std::atoi(buf) < 0) (void)write_text("/proc/self/oom_score_adj", "0");
+}
+
+// Nice values and the I/O class also survive clone and execve (setpriority(2), ioprio_set(2)), and the
+// kernel cannot raise a negative nice or leave the real-time I/O class by itself (bug 9).
+void shed_inherited_priority() {
+  errno = 0;
+  int nice = ::getpriority(PRIO_PROCESS, 0);
+  if (errno == 0 && nice < 0) (void)::setpriority(PRIO_PROCESS, 0, 0);
+  constexpr int kWhoProcess = 1, kClassShift = 13, kClassRt = 1, kClassNone = 0;
+  long io = ::syscall(SYS_ioprio_get, kWhoProcess, 0);
+  if (io >= 0 && (io >> kClassShift) == kClassRt) (void)::syscall(SYS_ioprio_set, kWhoProcess, 0, kClassNone);
 }
 
 }  // namespace
@@ -99,6 +172,8 @@ std::optional<SetupFailure> Jail::prepare() {
   // v1 cpu cgroups without rt_runtime refuse realtime tasks anyway (EINVAL on cgroup.procs).
   sched_param normal{};
   ::sched_setscheduler(0, SCHED_OTHER, &normal);
+  shed_inherited_state();
+  shed_inherited_priority();
   for (const char* dir : {kRunDir, kNewRoot}) {
     if (::mkdir(dir, 0755) < 0 && errno != EEXIST) return sys_failure("prepare", errno, std::string("mkdir ") + dir);
   }
@@ -126,11 +201,15 @@ std::optional<SetupFailure> Jail::prepare() {
   in.hostname = options_.hostname.value_or(policy_.hostname);
   in.tmp_size = limits_.tmp_size;
   auto add_rw = [&](const std::string& path, bool entries) -> std::optional<SetupFailure> {
-    common::UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    common::UniqueFd dir = open_dir_no_symlinks(path);
+    if (!dir && errno == ELOOP)
+      return SetupFailure{"workspace", ELOOP, "workspace: " + path + " passes through a symlink (refused)"};
     if (!dir) return sys_failure("workspace", errno, "open " + path);
-    chown_tree_top(dir.get(), entries, {0}, kSandboxId);
-    RwDir rw{path, entries, common::UniqueFd(static_cast<int>(
-                                ::open_tree(AT_FDCWD, path.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE)))};
+    if (may_hand_over(dir.get(), entries)) chown_tree_top(dir.get(), entries, {0}, kSandboxId);
+    // Clone the tree from the fd just checked, not from the path: a swap after the check cannot redirect it.
+    common::UniqueFd tree(static_cast<int>(
+        ::open_tree(dir.get(), "", AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE)));
+    RwDir rw{path, entries, std::move(tree), std::move(dir)};
     rw_dirs_.push_back(std::move(rw));
     return std::nullopt;
   };
@@ -172,9 +251,9 @@ void Jail::idmap_or_chown() {
       mapped = ::mount_setattr(rw.tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) == 0;
     }
     if (mapped) continue;
-    // Fallback (file system without idmapped mounts): hand the dir to this slot's host uid.
-    common::UniqueFd dir(::open(rw.path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (dir) chown_tree_top(dir.get(), rw.entries, {0, kSandboxId}, static_cast<uid_t>(slot_.base + kSandboxId));
+    // Fallback (file system without idmapped mounts): hand the dir to this slot's host uid
+    // (only what prepare() gave to 1000: a root-owned dir it refused stays root's).
+    if (rw.dir) chown_tree_top(rw.dir.get(), rw.entries, {kSandboxId}, static_cast<uid_t>(slot_.base + kSandboxId));
   }
 }
 
@@ -206,11 +285,19 @@ std::optional<SetupFailure> Jail::spawn() {
     args.flags |= CLONE_INTO_CGROUP;
     args.cgroup = static_cast<uint64_t>(v2_dir.get());
   }
+  for (int fd : {1, 2}) {
+    if (auto relay = StdioRelay::wrap(fd)) relays_.push_back(std::move(*relay));
+  }
   long pid = ::syscall(SYS_clone3, &args, sizeof args);
   bool placed_v2 = pid >= 0 && v2_dir;
   if (pid < 0 && v2_dir) {  // a kernel without CLONE_INTO_CGROUP: place it by writing cgroup.procs
     args.flags &= ~static_cast<uint64_t>(CLONE_INTO_CGROUP);
     pid = ::syscall(SYS_clone3, &args, sizeof args);
+  }
+  if (pid != 0) {
+    int err = errno;
+    for (auto& relay : relays_) relay.restore();
+    errno = err;
   }
   if (pid < 0) return sys_failure("clone", errno);
   if (pid == 0) {
@@ -228,7 +315,10 @@ std::optional<SetupFailure> Jail::spawn() {
   if (int err = write_text(proc + "/uid_map", map)) return sys_failure("uid_map", err);
   if (int err = write_text(proc + "/gid_map", map)) return sys_failure("gid_map", err);
   idmap_or_chown();
-  for (auto& rw : rw_dirs_) rw.tree.reset();
+  for (auto& rw : rw_dirs_) {
+    rw.tree.reset();
+    rw.dir.reset();
+  }
   char go = 1;
   if (::write(sync_.get(), &go, 1) != 1) return sys_failure("sync", errno);
   // The child builds its root meanwhile; it waits for the second byte before it can fork or exec.

@@ -21,6 +21,7 @@ namespace cellgate::isolation {
 namespace {
 
 constexpr int kSetupTimeoutMs = 30000;
+constexpr int kRelayDrainMs = 2000;  // per idle wait after the jail ended (its writers are dead)
 
 int pidfd_signal(int pidfd, int sig) { return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0)); }
 
@@ -97,14 +98,15 @@ int Jail::supervise() {
   bool init_exited = false;
   for (;;) {
     // While reports are pending, init's exit is only noted: EOF on the report socket follows.
-    pollfd fds[3] = {{init_exited ? -1 : pidfd_.get(), POLLIN, 0}, {signal_fd_.get(), POLLIN, 0},
-                     {report_.get(), POLLIN, 0}};
+    pollfd fds[5] = {{init_exited ? -1 : pidfd_.get(), POLLIN, 0}, {signal_fd_.get(), POLLIN, 0},
+                     {reporting ? report_.get() : -1, POLLIN, 0}, {-1, POLLIN, 0}, {-1, POLLIN, 0}};
+    for (size_t r = 0; r < relays_.size() && r < 2; ++r) fds[3 + r].fd = relays_[r].read_fd();
     int timeout = -1;
     if (reporting) {
       auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
       timeout = std::max(0, kSetupTimeoutMs - static_cast<int>(spent.count()));
     }
-    int n = ::poll(fds, reporting ? 3 : 2, timeout);
+    int n = ::poll(fds, 5, timeout);
     if (n < 0 && errno == EINTR) continue;
     if (n == 0) return fail(SetupFailure{"timeout", ETIMEDOUT, "setup did not finish within 30 s"});
     if (reporting && (fds[2].revents & (POLLIN | POLLHUP)) != 0) {
@@ -145,11 +147,16 @@ int Jail::supervise() {
         }
       }
     }
+    for (size_t r = 0; r < relays_.size() && r < 2; ++r) {
+      if ((fds[3 + r].revents & (POLLIN | POLLHUP | POLLERR)) != 0) relays_[r].pump();
+    }
     if ((fds[0].revents & POLLIN) != 0) init_exited = true;
     if (init_exited && !reporting) break;
   }
   siginfo_t info{};
   ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_.get()), &info, WEXITED);
+  // init's death kills the rest of its pid namespace, so the pipes reach EOF promptly.
+  for (auto& relay : relays_) relay.drain(kRelayDrainMs);
   int status = 0;
   bool have_kernel_status = ::read(exit_.get(), &status, sizeof status) == sizeof status;
   std::optional<int> code, sig;

@@ -22,17 +22,21 @@ TEST_CASE("command line beats policy beats built-in limits", "[isolation]") {
   CHECK(r.tmp_size == 256ULL << 20);
 }
 
-TEST_CASE("rlimits: no core dumps, nofile clamped to what we may set", "[isolation]") {
+TEST_CASE("rlimits: no core dumps, nofile clamped to what we may set, no RT priority or negative nice", "[isolation]") {
   ResolvedLimits r;
   r.nofile = 100000;
   auto limits = plan_rlimits(r, 4096);
-  REQUIRE(limits.size() == 3);
+  REQUIRE(limits.size() == 5);
   CHECK(limits[0].resource == RLIMIT_CORE);
   CHECK(limits[0].value.rlim_max == 0);
   CHECK(limits[1].resource == RLIMIT_NOFILE);
   CHECK(limits[1].value.rlim_cur == 4096);
   CHECK(limits[2].resource == RLIMIT_FSIZE);
   CHECK(limits[2].value.rlim_max == r.fsize);
+  CHECK(limits[3].resource == RLIMIT_RTPRIO);
+  CHECK(limits[3].value.rlim_max == 0);
+  CHECK(limits[4].resource == RLIMIT_NICE);
+  CHECK(limits[4].value.rlim_max == 0);
 }
 
 TEST_CASE("the child plan points at complete, NULL-terminated arrays", "[isolation]") {
@@ -63,5 +67,5 @@ TEST_CASE("the child plan points at complete, NULL-terminated arrays", "[isolati
   CHECK(c.report_fd == 6);
   CHECK(c.exit_fd == 7);
   CHECK(c.n_mounts == plan->mounts().ops().size());
-  CHECK(c.n_rlimits == 3);
+  CHECK(c.n_rlimits == 5);
 }
