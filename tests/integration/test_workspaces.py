@@ -83,9 +83,9 @@ def test_labelled_snapshot_restore_in_place_keeps_memory(target, new_kernel):
     rep = execute(target, kid, "print(open('data.txt').read(), x)")
     assert rep["status"] == "ok", rep
     text = "".join(o.get("text", "") for o in rep["outputs"] if o.get("name") == "stdout")
-    # First line only: IPython may add a warning about its history database (~/.ipython lives in
-    # the workspace, so the restore replaced it underneath the kernel).
-    assert text.splitlines()[0] == "original 42", rep["outputs"]
+    # IPython may add a line warning about its history database (~/.ipython lives in the
+    # workspace, so the restore replaced it underneath the kernel): look for our line.
+    assert "original 42" in text.splitlines(), rep["outputs"]
     labels = {s["id"]: s.get("label") for s in target.get(WS + "snapshots").json()}
     assert labels.get(before) == "before", labels
 
