@@ -238,16 +238,41 @@ class CellgateTarget(Target):
     unauth_status = 401
     is_cellgate = True
 
-    def __init__(self, binary, spawner="plain", **kw):
+    def __init__(self, binary, spawner="plain", pre_start=None, **kw):
         super().__init__(**kw)
         self.binary = binary
         self.spawner = spawner
+        self.data_dir = os.path.join(self.tmp, "data")
+        self.run_dir = os.path.join(self.tmp, "run")
+        # pre_start(target) runs before the first start, e.g. `cellgate user add` on data_dir.
+        self.pre_start = pre_start
+
+    def cli(self, *args):
+        """Run `cellgate ARGS --data-dir DATA`; returns its stdout (raises on failure)."""
+        out = subprocess.run([self.binary, *args, "--data-dir", self.data_dir],
+                             capture_output=True, timeout=60, env=self.base_env())
+        if out.returncode != 0:
+            raise RuntimeError("cellgate %s failed (rc=%d): %s"
+                               % (" ".join(args), out.returncode, out.stderr.decode(errors="replace")))
+        return out.stdout.decode()
+
+    def add_user(self, name, *flags):
+        """`cellgate user add NAME FLAGS`: returns the token it prints (its first stdout line)."""
+        return self.cli("user", "add", name, *flags).strip().splitlines()[0].strip()
+
+    def terminate_gateway(self, timeout=30):
+        """SIGTERM the gateway alone (kernels, data and temp dir stay) and wait for it to exit."""
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout)
+        self.proc = None
+        self.url = None
 
     def start(self, timeout=60):
         env = self.base_env()
-        data = os.path.join(self.tmp, "data")
-        run = os.path.join(self.tmp, "run")
-        os.makedirs(run)
+        data, run = self.data_dir, self.run_dir
+        if self.pre_start is not None and not os.path.exists(run):
+            self.pre_start(self)
+        os.makedirs(run, exist_ok=True)
         cmd = [self.binary, "serve", "--port", "0", "--token", self.token, "--data-dir", data,
                "--runtime-dir", run, "--spawner", self.spawner,
                "--kernelspec-dir", self.kernels_dir] + self.extra_args
