@@ -68,7 +68,8 @@ class Gateway {
   };
   boost::asio::awaitable<common::Result<std::shared_ptr<KernelHub>>> start_kernel(const Caller& caller,
                                                                                  StartOptions options);
-  boost::asio::awaitable<void> delete_kernel(const std::string& id, const std::string& who);
+  // By value: callers co_spawn it, and a reference would dangle by the time it resumes.
+  boost::asio::awaitable<void> delete_kernel(std::string id, std::string who);
   // The kernel if it exists and the caller may see it (else null: 404, never 403, so ids are no oracle).
   std::shared_ptr<KernelHub> find_kernel(const std::string& id, const Caller& caller) const;
   nlohmann::json kernel_model(const KernelHub& hub) const;

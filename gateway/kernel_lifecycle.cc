@@ -139,7 +139,14 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> Gateway::start_kernel(cons
   // Identity comes from the token, never from what the client says (KERNEL_USERNAME).
   std::map<std::string, std::string> forced = {
       {"KERNEL_ID", ko.kernel_id}, {"KERNEL_USERNAME", user.name}, {"KERNEL_WORKSPACE", ws_name}};
-  if (config_.spawner == "plain") forced["HOME"] = ko.workspace_dir;
+  // IPython's history database must not live in the workspace: snapshots would churn on it, and a
+  // restore would swap it under the running kernel.
+  if (config_.spawner == "plain") {
+    forced["HOME"] = ko.workspace_dir;
+    forced["IPYTHONDIR"] = ko.private_dir + "/ipython";
+  } else {
+    forced["IPYTHONDIR"] = "/tmp/.ipython";
+  }
   ko.env = launcher::build_kernel_env(ko.spec, client_env.value(), forced);
   ko.transport = config_.transport;
   ko.policy_file = config_.jail_policy;
@@ -178,7 +185,7 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> Gateway::start_kernel(cons
   co_return hub;
 }
 
-awaitable<void> Gateway::delete_kernel(const std::string& id, const std::string& who) {
+awaitable<void> Gateway::delete_kernel(std::string id, std::string who) {
   auto it = kernels_.find(id);
   if (it == kernels_.end()) co_return;
   auto hub = it->second;
@@ -247,8 +254,12 @@ awaitable<void> Gateway::stop() {
     for (const auto& [id, hub] : kernels_) ids.push_back(id);
     for (const auto& id : ids) co_await delete_kernel(id, "gateway");
   } else {
-    // Kernels keep running in their jails; the next start re-adopts them from the database.
-    for (const auto& [id, hub] : kernels_) hub->close_all("gateway restarting; reconnect with the same session_id");
+    // Kernels keep running in their jails; the next start re-adopts them from the database. Their ZMQ
+    // sockets are closed now: the ZMQ context cannot terminate while any is open.
+    for (const auto& [id, hub] : kernels_) {
+      hub->close_all("gateway restarting; reconnect with the same session_id");
+      hub->kernel().detach();
+    }
   }
 }
 

@@ -66,6 +66,15 @@ void Kernel::set_state(KernelState s, std::string reason) {
 
 awaitable<common::Status> Kernel::start() { co_return co_await launch(); }
 
+void Kernel::detach() {
+  ++generation_;
+  stopping_ = true;
+  hb_timer_.cancel();
+  if (ready_signal_) ready_signal_->cancel();
+  exit_watch_.reset();
+  close_channels();
+}
+
 awaitable<common::Status> Kernel::adopt(ProcessHandle process) {
   ++generation_;
   got_info_reply_ = got_iopub_ = false;

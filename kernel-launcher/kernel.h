@@ -65,6 +65,9 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   // Records a kernel found dead at adoption: state kDead with the reason.
   void mark_dead(std::string reason) { set_state(KernelState::kDead, std::move(reason)); }
   const ProcessHandle& process() const { return process_; }
+  // Lets go of a kernel that keeps running (gateway shutdown): closes the channels and stops watching,
+  // without signalling the process.
+  void detach();
   // Sends a client's message (identities ignored) on shell, control or stdin, signed with this kernel's key.
   bool send(Channel channel, const protocol::Message& message);
   boost::asio::awaitable<void> interrupt();

@@ -209,9 +209,6 @@ def restart_keeps_kernel(stop_gateway):
         t.stop()
 
 
-@pytest.mark.xfail(strict=True, reason="gateway bug: after SIGTERM with kernels left running, "
-                   "~Gateway blocks forever in zmq_ctx_term (gateway.cc:97; kernel sockets not "
-                   "closed / linger not 0), so `cellgate serve` never exits")
 def test_restart_without_loss_after_sigterm():
     restart_keeps_kernel(lambda t: t.terminate_gateway())
 
@@ -225,10 +222,6 @@ def test_restart_without_loss_after_crash():
     restart_keeps_kernel(crash)
 
 
-@pytest.mark.xfail(strict=True, reason="gateway bug: the culler segfaults the gateway: "
-                   "kernel_lifecycle.cc:274 co_spawns delete_kernel(id, \"culler\"), a coroutine "
-                   "taking const std::string& -- both the loop's id and the temporary \"culler\" "
-                   "dangle once it suspends (SIGSEGV in std::map::find inside delete_kernel)")
 def test_idle_kernel_is_culled():
     t = cellgate_target(extra_args=["--cull-idle-timeout", "2", "--cull-interval", "1"])
     t.start()
