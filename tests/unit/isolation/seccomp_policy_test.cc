@@ -48,7 +48,7 @@ TEST_CASE("the default filter: allowlist, EPERM denies, ENOSYS default, bad arch
   CHECK(bpf->size() < 4096);
 }
 
-TEST_CASE("policy allows and denies change the filter; unknown names are errors", "[isolation]") {
+TEST_CASE("policy allows and denies change the filter, unknown names are errors", "[isolation]") {
   auto base = default_policy();
   REQUIRE(base);
   auto p = layer_policy(base.value(), R"({"seccomp": {"allow": ["ptrace", "ioctl"], "deny": ["mremap"]}})");

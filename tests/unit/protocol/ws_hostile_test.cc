@@ -96,7 +96,7 @@ TEST_CASE("v1: wrong channels", "[protocol][ws][hostile]") {
   CHECK(v1_ok(t::v1_frame("stdin", kParts)));
 }
 
-TEST_CASE("v1: JSON parts must be objects; header needs msg_type", "[protocol][ws][hostile]") {
+TEST_CASE("v1: JSON parts must be objects, header needs msg_type", "[protocol][ws][hostile]") {
   for (size_t i = 0; i < 4; ++i) {
     for (const char* bad : {"", "[]", "null", "1", "\"s\"", "{", "{} {}", "not json", "{\"a\": \"\xff\"}"}) {
       auto parts = kParts;

@@ -66,7 +66,7 @@ TEST_CASE("parallel snapshots of shared and separate workspaces with GC running"
   }
 }
 
-TEST_CASE("ownership survives snapshot and restore; file API inherits the parent's owner", "[workspace]") {
+TEST_CASE("ownership survives snapshot and restore, file API inherits the parent's owner", "[workspace]") {
   if (::geteuid() != 0) {
     WARN("not root: ownership case not exercised");
     return;
