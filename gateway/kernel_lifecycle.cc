@@ -151,6 +151,13 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> Gateway::start_kernel(cons
   ko.transport = config_.transport;
   ko.policy_file = config_.jail_policy;
   ko.limits = config_.limits;
+  // A kernelspec may choose its own jail policy and limits: metadata.cellgate {policy, memory, pids, cpus}.
+  if (auto md = ko.spec.metadata.find("cellgate"); md != ko.spec.metadata.end() && md->is_object()) {
+    if (auto p = md->find("policy"); p != md->end() && p->is_string()) ko.policy_file = p->get<std::string>();
+    if (auto m = md->find("memory"); m != md->end() && m->is_number_unsigned()) ko.limits.memory_bytes = m->get<uint64_t>();
+    if (auto p = md->find("pids"); p != md->end() && p->is_number_unsigned()) ko.limits.pids = p->get<uint32_t>();
+    if (auto c = md->find("cpus"); c != md->end() && c->is_number() && c->get<double>() > 0) ko.limits.cpus = c->get<double>();
+  }
   if (user.limits.memory_bytes) ko.limits.memory_bytes = static_cast<uint64_t>(*user.limits.memory_bytes);
   if (user.limits.cpus) ko.limits.cpus = *user.limits.cpus;
   if (user.limits.pids) ko.limits.pids = static_cast<uint32_t>(*user.limits.pids);

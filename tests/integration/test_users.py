@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Several users on one gateway: ownership (404 for others), quotas, admin view, restart, culling.
+import json
+import os
 import time
 
 import pytest
@@ -235,5 +237,33 @@ def test_idle_kernel_is_culled():
         else:
             pytest.fail("idle kernel %s still listed after 30 s:\n%s" % (kid, t.log_tail()))
         assert t.get("api/kernels/" + kid).status_code == 404
+    finally:
+        t.stop()
+
+
+def test_kernelspec_limits_reach_the_jail_cgroup():
+    """metadata.cellgate in a kernelspec sets that kernel's limits (read back from its cgroup)."""
+    if os.environ.get("CELLGATE_TEST_SPAWNER", "plain") != "jail":
+        pytest.skip("limits are enforced by the jail's cgroups; this run uses the plain spawner")
+
+    def add_spec(t):
+        d = os.path.join(t.kernels_dir, "limited")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "kernel.json"), "w") as f:
+            json.dump({"argv": ["/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                       "display_name": "limited", "language": "python",
+                       "metadata": {"cellgate": {"pids": 77}}}, f)
+
+    t = cellgate_target(pre_start=add_spec)
+    t.start()
+    try:
+        kid = t.start_kernel(name="limited")["id"]
+        candidates = ["/sys/fs/cgroup/pids/cellgate/%s/pids.max" % kid,
+                      "/sys/fs/cgroup/cellgate/%s/pids.max" % kid]
+        found = [p for p in candidates if os.path.exists(p)]
+        assert found, "no pids cgroup for the kernel among %s" % candidates
+        with open(found[0]) as f:
+            assert f.read().strip() == "77"
+        t.delete_kernel(kid)
     finally:
         t.stop()
