@@ -55,21 +55,6 @@ asio::awaitable<void> drain(asio::posix::stream_descriptor& in, std::string& out
   }
 }
 
-std::string resolve(const std::string& prog, const std::map<std::string, std::string>& env) {
-  if (prog.find('/') != std::string::npos) return prog;
-  auto it = env.find("PATH");
-  std::string path = it != env.end() ? it->second : "/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find(':', start);
-    if (end == std::string::npos) end = path.size();
-    std::string cand = path.substr(start, end - start) + "/" + prog;
-    if (end > start && ::access(cand.c_str(), X_OK) == 0) return cand;
-    start = end + 1;
-  }
-  return prog;
-}
-
 }  // namespace
 
 asio::awaitable<common::Result<ProcessOutcome>> run_process(ProcessRun run) {
@@ -100,7 +85,7 @@ asio::awaitable<common::Result<ProcessOutcome>> run_process(ProcessRun run) {
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
   pid_t pid = -1;
-  const std::string program = resolve(run.argv[0], run.env);
+  const std::string program = resolve_program(run.argv[0], run.env);
   int rc = ::posix_spawn(&pid, program.c_str(), &fa, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);

@@ -23,8 +23,6 @@ common::UniqueFd open_pidfd(pid_t pid) {
   return common::UniqueFd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
 }
 
-namespace {
-// Resolves a bare program name against the kernel's PATH (not the gateway's), as Popen(env=...) does.
 std::string resolve_program(const std::string& prog, const std::map<std::string, std::string>& env) {
   if (prog.find('/') != std::string::npos) return prog;
   auto it = env.find("PATH");
@@ -39,7 +37,6 @@ std::string resolve_program(const std::string& prog, const std::map<std::string,
   }
   return prog;
 }
-}  // namespace
 
 common::Result<ProcessHandle> spawn_process(const std::vector<std::string>& argv,
                                             const std::map<std::string, std::string>& env, const std::string& cwd,

@@ -18,6 +18,9 @@ common::Result<ProcessHandle> spawn_process(const std::vector<std::string>& argv
                                             const std::map<std::string, std::string>& env, const std::string& cwd,
                                             const std::string& log_path, int extra_fd);
 
+// Resolves a bare program name against env's PATH (not the gateway's), as Popen(env=...) does.
+std::string resolve_program(const std::string& prog, const std::map<std::string, std::string>& env);
+
 // pidfd_open(2) for a pid; invalid fd on failure.
 common::UniqueFd open_pidfd(pid_t pid);
 
