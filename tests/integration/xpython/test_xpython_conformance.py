@@ -73,7 +73,7 @@ class XPythonKernelTests(jupyter_kernel_test.KernelTests):
         os.mkdir(runtime)
         os.environ["JUPYTER_RUNTIME_DIR"] = runtime
         if MODE == "jailed":
-            os.chmod(runtime, 0o777)  # the jailed kernel (a mapped uid) creates its ipc sockets here
+            # cellgate-jail hands this private (0700, not world-writable) dir to the jailed kernel's uid.
             _jailed_kernelspec(cls._tmp, runtime)
             os.environ["JUPYTER_PATH"] = cls._tmp
             # jupyter_client's default ipc "ip" is relative to the kernel's cwd: name it.
