@@ -58,6 +58,7 @@ Kernel::Kernel(asio::io_context& io, zmq::context_t& zmq, Spawner& spawner, Kern
 Kernel::~Kernel() { close_channels(); }
 
 void Kernel::set_state(KernelState s, std::string reason) {
+  if (s == KernelState::kDead) held_.clear();
   bool changed = s != state_ || reason != reason_;
   state_ = s;
   reason_ = std::move(reason);
@@ -100,6 +101,7 @@ awaitable<common::Status> Kernel::adopt(ProcessHandle process) {
   set_state(KernelState::kIdle);
   hb_last_reply_ = std::chrono::steady_clock::now();
   heartbeat_tick();
+  flush_held();
   co_return common::ok();
 }
 
@@ -152,7 +154,14 @@ awaitable<common::Status> Kernel::launch() {
   hb_last_reply_ = std::chrono::steady_clock::now();
   hb_outstanding_ = false;
   heartbeat_tick();
+  flush_held();
   co_return common::ok();
+}
+
+void Kernel::flush_held() {
+  auto held = std::move(held_);
+  held_.clear();
+  for (auto& [channel, message] : held) send(channel, message);
 }
 
 void Kernel::open_channels() {
@@ -215,8 +224,15 @@ void Kernel::send_internal(Channel channel, const char* msg_type, std::string co
 }
 
 bool Kernel::send(Channel channel, const protocol::Message& message) {
+  if (channel == Channel::kIopub || channel == Channel::kHb) return false;
   auto& s = streams_[static_cast<size_t>(channel)];
-  if (!s || channel == Channel::kIopub || channel == Channel::kHb) return false;
+  if (!s || state_ == KernelState::kStarting || state_ == KernelState::kRestarting) {
+    // A (re)starting kernel has no channels yet, or has not answered kernel_info: hold the message
+    // (bounded) and send it once the kernel is ready, as ZMQ would have queued it.
+    if (state_ == KernelState::kDead || held_.size() >= kMaxHeld) return false;
+    held_.emplace_back(channel, message);
+    return true;
+  }
   touch();
   if (message.identities.empty()) return s->send(protocol::encode_zmq(message, signer_));
   protocol::Message copy = message;

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
@@ -88,6 +89,7 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   void watch_process();
   void on_process_exit();
   void heartbeat_tick();
+  void flush_held();
   void set_state(KernelState s, std::string reason = "");
   void send_internal(Channel channel, const char* msg_type, std::string content);
   std::string log_tail() const;
@@ -116,6 +118,8 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   int rapid_restarts_ = 0;
   std::chrono::steady_clock::time_point launched_at_;
   std::shared_ptr<boost::asio::steady_timer> ready_signal_;
+  static constexpr size_t kMaxHeld = 1024;
+  std::vector<std::pair<Channel, protocol::Message>> held_;  // client messages sent while (re)starting
 };
 
 }  // namespace cellgate::launcher
