@@ -267,6 +267,8 @@ def case_command_exit_ends_jail(ctx):
     """When the jail's command exits, the jail ends with it: a daemon it left is killed, the helper
     exits with the command's code and cleans up."""
     run, marker = start_daemon_jail(ctx, "cmdexit", then_exit=True)
+    run.proc.stdin.write(b"exit\n")
+    run.proc.stdin.flush()
     rc = run.wait(60)
     drain(run)
     check(rc == 0, f"helper exited with the command's code 0 ({rc})")

@@ -3,7 +3,8 @@
 # with a marker, then waits. The test then kills the jail and checks the daemon died too.
 # argv: SLEEPER_PATH PREFIX [exit]; the daemon's marker is PREFIX + "-daemon", so this script's own
 # cmdline (which holds only PREFIX) never matches it. With `exit`, this script exits 0 once the
-# daemon runs (the jail's command ends while a daemon lives on).
+# daemon runs and a line arrives on stdin (the jail's command ends while a daemon lives on); waiting for
+# that line lets the test see the daemon from the host before the jail ends and kills it.
 import os
 import sys
 import time
@@ -33,5 +34,6 @@ for _ in range(200):
         break
     time.sleep(0.05)
 if sys.argv[3:] == ["exit"]:
+    sys.stdin.readline()
     sys.exit(0)
 time.sleep(600)
