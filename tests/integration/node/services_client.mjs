@@ -76,8 +76,12 @@ async function main() {
   assert.equal(interrupted.content.ename, 'KeyboardInterrupt');
   console.log('interrupt: KeyboardInterrupt');
 
+  const statuses = [];
+  kernel.statusChanged.connect((_, status) => statuses.push(status));
   await kernel.restart();
   await withTimeout(kernel.info, 60000, 'kernel_info after restart');
+  // jupyter_server announces "restarting" only for automatic restarts; JupyterLab reads it as one.
+  assert.ok(!statuses.includes('autorestarting'), `a manual restart looked automatic: ${statuses}`);
   const after = await run(kernel, 'x');
   assert.equal(after.reply.content.status, 'error');
   assert.equal(after.reply.content.ename, 'NameError');
