@@ -245,6 +245,8 @@ class CellgateTarget(Target):
         if tls:
             self.extra_args += ["--certfile", tls[0], "--keyfile", tls[1]]
             self.http.verify = tls[0]
+            # Otherwise REQUESTS_CA_BUNDLE in the environment silently replaces verify.
+            self.http.trust_env = False
         self.binary = binary
         self.spawner = spawner
         self.data_dir = os.path.join(self.tmp, "data")

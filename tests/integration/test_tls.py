@@ -131,7 +131,10 @@ def raw_exchange(t, payload, timeout=15):
             s.sendall(payload)
         data = b""
         while True:
-            chunk = s.recv(65536)
+            try:
+                chunk = s.recv(65536)
+            except ConnectionResetError:  # closed with our bytes unread: a reset, still a close
+                return data
             if not chunk:
                 return data
             data += chunk
