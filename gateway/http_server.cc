@@ -2,6 +2,9 @@
 // http_server: the TCP listener and the HTTP/1.1 session loop.
 #include "gateway/http_server.h"
 
+#include <array>
+#include <type_traits>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // workspaces_api: /api/workspaces — workspaces, their files, snapshots, diff, restore and archives.
+#include "common/log.h"
 #include "gateway/gateway.h"
 #include "gateway/snapshot_index.h"
 #include "state/workspace_records.h"
@@ -211,8 +212,9 @@ awaitable<Response> handle_workspaces(Gateway& gw, Request& req, const Caller& c
     auto snap = co_await gw.offload([&] { return ws.snapshot(opts); });
     gw.audit(caller, "snapshot", "workspace", owner + "/" + ref.name, {{"label", opts.label}}, snap.has_value());
     if (!snap) co_return error_response(req, snap.error());
+    // The snapshot exists either way; a row that could not be written is rebuilt at the next start.
     if (auto st = index_snapshot(gw.db(), ref, snap.value(), opts, SnapshotOrigin{}); !st)
-      co_return error_response(req, st.error());
+      common::log_error("workspace={}/{} msg=\"cannot index snapshot\" error=\"{}\"", owner, ref.name, st.error().message);
     json out = diff_json(snap->diff);
     out["id"] = snap->id;
     out["label"] = opts.label;
