@@ -106,6 +106,13 @@ def test_alice_kernel_is_404_for_bob_on_every_route(school, alice_kernel):
     for method, path, body in routes:
         r = bob.api(method, path, json=body)
         assert r.status_code == 404, (method, path, r.status_code, r.text)
+    # The NDJSON variant of execute is served by its own code path.
+    r = bob.api("POST", "api/kernels/%s/execute" % kid, json={"code": "print(1)"},
+                headers={"Accept": "application/x-ndjson"})
+    assert r.status_code == 404, (r.status_code, r.text)
+    # /api/status counts only the caller's own kernels.
+    assert bob.api("GET", "api/status").json()["kernels"] == 0
+    assert alice.api("GET", "api/status").json()["kernels"] == 1
     missing = bob.api("GET", "api/kernels/00000000-0000-0000-0000-000000000000")
     assert missing.status_code == 404
     other = bob.api("GET", "api/kernels/" + kid).json()
