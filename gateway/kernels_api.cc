@@ -72,6 +72,12 @@ awaitable<Response> handle_kernels(Gateway& gw, Request& req, const Caller& call
   }
   auto hub = gw.find_kernel(parts[2], caller);
   if (!hub) co_return error_response(req, Errc::kNotFound, "Kernel does not exist: " + parts[2]);
+  if (parts.size() >= 4) {
+    // interrupt, restart, execute, tools: a paused kernel is thawed before anything reaches it (its
+    // messages would thaw it too, but tools/process joins the jail's frozen cgroup directly).
+    hub->kernel().touch();
+    hub->kernel().resume();
+  }
   if (parts.size() == 3) {
     if (method == http::verb::get) co_return json_response(req, http::status::ok, gw.kernel_model(*hub));
     if (method == http::verb::delete_) {
