@@ -21,7 +21,14 @@ constexpr auto kMaxBackoff = 60s;
 }  // namespace
 
 KernelPool::KernelPool(asio::io_context& io, PoolOptions options, Factory make)
-    : io_(io), options_(std::move(options)), make_(std::move(make)), check_(io) {}
+    : io_(io), options_(std::move(options)), make_(std::move(make)), check_(io), later_(io) {}
+
+void KernelPool::refill_after(std::chrono::milliseconds delay) {
+  later_.expires_after(delay);
+  later_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) refill();
+  });
+}
 
 void KernelPool::start() {
   refill();
@@ -51,8 +58,12 @@ std::shared_ptr<KernelHub> KernelPool::take(const std::string& spec) {
   while (!q.empty()) {
     auto hub = std::move(q.front());
     q.pop_front();
-    if (hub->kernel().state() == KernelState::kIdle) return hub;
+    // Busy is fine: a fresh kernel may still be answering the start's extra kernel_info nudges.
+    const auto state = hub->kernel().state();
+    if (state == KernelState::kIdle || state == KernelState::kBusy) return hub;
     // Dead or restarting: not something to hand out; its shutdown tidies the jail and dirs.
+    common::log_warn("kernel={} spec={} msg=\"pooled kernel not running; dropped\" state={}", hub->kernel().id(), spec,
+                     launcher::to_string(state));
     asio::co_spawn(io_, hub->kernel().shutdown(), [hub](std::exception_ptr) {});
   }
   return nullptr;
@@ -132,6 +143,7 @@ asio::awaitable<void> KernelPool::fill_one(KernelPool* self, std::string spec, s
 asio::awaitable<void> KernelPool::stop() {
   stopping_ = true;
   check_.cancel();
+  later_.cancel();
   std::vector<std::shared_ptr<KernelHub>> all;
   for (auto& [spec, q] : ready_) all.insert(all.end(), q.begin(), q.end());
   ready_.clear();

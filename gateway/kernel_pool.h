@@ -41,6 +41,9 @@ class KernelPool {
   void give_back(const std::string& spec, std::shared_ptr<KernelHub> hub);
   // Tops every kernelspec up to its size, within the concurrency and memory budgets.
   void refill();
+  // refill() after a moment: a claim's new owner sends their first requests while the host's CPUs
+  // are not busy starting its replacement.
+  void refill_after(std::chrono::milliseconds delay);
   // Shuts every pooled kernel down (the gateway is stopping: nobody owns them).
   boost::asio::awaitable<void> stop();
   // {spec: {"ready", "starting", "size"}} for /api/status.
@@ -60,6 +63,7 @@ class KernelPool {
   std::map<std::string, std::chrono::steady_clock::time_point> retry_at_;
   uint64_t per_kernel_estimate_ = 128ull << 20;  // updated from what ready kernels actually use
   boost::asio::steady_timer check_;
+  boost::asio::steady_timer later_;
   bool stopping_ = false;
 };
 

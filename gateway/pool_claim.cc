@@ -145,7 +145,7 @@ awaitable<std::shared_ptr<KernelHub>> Gateway::claim_pooled(Caller caller, launc
   (void)state::set_kernel_state(*db_, id, "running");
   audit(caller, "start", "kernel", id, {{"kernelspec", spec}, {"workspace", ws_name}, {"pool", true}});
   common::log_info("kernel={} name={} owner={} msg=\"pooled kernel claimed\"", id, spec, user.name);
-  kernel_pool_->refill();
+  kernel_pool_->refill_after(std::chrono::seconds(1));
   co_return hub;
 }
 

@@ -29,6 +29,12 @@ int failed(const std::string& what, int err = 0) {
   return 126;
 }
 
+// The pooled jail's /workspace is the tmpfs the jail made for want of a workspace.
+bool placeholder(const char* path) {
+  struct statfs st {};
+  return ::statfs(path, &st) == 0 && static_cast<int64_t>(st.f_type) == TMPFS_MAGIC;
+}
+
 bool alive(int pidfd) { return ::syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0) == 0; }
 
 }  // namespace
@@ -44,6 +50,10 @@ int attach_workspace(const std::string& status_file, const std::string& workspac
   // The init's pidfd was validated; still alive after the opens, so the pid was not reused in between.
   if (!alive(target->init_pidfd.get())) return failed("the jail ended");
 
+  // Once only (checked again from inside below): nothing on the host is touched for a jail that
+  // already has its workspace.
+  if (!placeholder(("/proc/" + std::to_string(init) + "/root/workspace").c_str()))
+    return failed("/workspace in the jail is not the placeholder");
   common::UniqueFd dir = open_dir_no_symlinks(workspace);
   if (!dir && errno == ELOOP) return failed(workspace + " passes through a symlink (refused)");
   if (!dir) return failed("open " + workspace, errno);
@@ -67,9 +77,7 @@ int attach_workspace(const std::string& status_file, const std::string& workspac
 
   if (::setns(mntns.get(), CLONE_NEWNS) != 0) return failed("setns into the jail's mount namespace", errno);
   // Once only: a jail whose /workspace already is a real workspace keeps it.
-  struct statfs st {};
-  if (::statfs("/workspace", &st) != 0) return failed("statfs /workspace in the jail", errno);
-  if (static_cast<int64_t>(st.f_type) != TMPFS_MAGIC) return failed("/workspace in the jail is not the placeholder");
+  if (!placeholder("/workspace")) return failed("/workspace in the jail is not the placeholder");
   if (::move_mount(tree.get(), "", AT_FDCWD, "/workspace", MOVE_MOUNT_F_EMPTY_PATH) != 0)
     return failed("move_mount onto /workspace", errno);
   return 0;

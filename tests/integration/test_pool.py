@@ -156,7 +156,7 @@ def test_two_claims_never_share_and_users_get_their_own(pooled):
         th.join()
     a, b = out["alice"]["id"], out["bob"]["id"]
     assert a != b
-    assert claimed_from_pool(t, a) and claimed_from_pool(t, b)
+    assert claimed_from_pool(t, a) and claimed_from_pool(t, b), t.log_tail(60)
     for name, kid in (("alice", a), ("bob", b)):
         kws = users[name].ws(kid)
         try:
@@ -218,3 +218,43 @@ def test_empty_pool_falls_back_to_cold_start():
         users["bob"].api("DELETE", "api/kernels/" + k["id"])
     finally:
         t.stop()
+
+
+def test_attach_workspace_only_once_and_never_through_symlinks(pooled, tmp_path):
+    """The host-side mount into a claimed kernel's jail is refused a second time (its /workspace is no
+    longer the placeholder), and for a path through a symlink."""
+    import subprocess
+    t, users = pooled
+    wait_ready(t, 2)
+    k = users["alice"].start_kernel()
+    helper = os.path.join(os.path.dirname(t.binary), "cellgate-jail")
+    status = os.path.join(t.run_dir, "s", k["id"], "jail.json")
+    other = tmp_path / "other"
+    other.mkdir()
+    os.symlink(str(other), str(tmp_path / "link"))
+    listed = {m["id"] for m in t.get("api/kernels").json()}
+    unclaimed = [os.path.join(t.run_dir, "s", d, "jail.json") for d in os.listdir(os.path.join(t.run_dir, "s"))
+                 if d not in listed and os.path.exists(os.path.join(t.run_dir, "s", d, "jail.json"))
+                 and json.load(open(os.path.join(t.run_dir, "s", d, "jail.json"))).get("state") == "running"]
+    assert unclaimed, "no pooled jail found"
+    try:
+        for st, ws, why in ((status, str(other), "not the placeholder"),
+                            (unclaimed[0], str(tmp_path / "link"), "symlink")):
+            r = subprocess.run([helper, "--attach-workspace", st, "--workspace", ws],
+                               capture_output=True, text=True, timeout=30)
+            assert r.returncode == 126 and why in r.stderr, (r.returncode, r.stderr)
+        # Refused before anything on the host changed: the dir was not handed to the jail's uid.
+        assert os.stat(str(other)).st_uid == 0
+        kws = users["alice"].ws(k["id"])
+        try:
+            # Still the owner's workspace, not the other dir.
+            r = kws.execute("import os\nprint(os.path.exists('/workspace/hello.txt') or os.listdir('/workspace'))")
+            assert r.reply["content"]["status"] == "ok"
+            (other / "marker").write_text("x")
+            assert "marker" not in r.stdout()
+            r = kws.execute("import os\nprint('marker' in os.listdir('/workspace'))")
+            assert r.stdout().strip() == "False"
+        finally:
+            kws.close()
+    finally:
+        users["alice"].api("DELETE", "api/kernels/" + k["id"])
