@@ -182,3 +182,32 @@ def test_paused_kernel_is_culled():
             time.sleep(0.2)
     finally:
         t.stop()
+
+
+def test_kernel_paused_across_a_gateway_restart_is_thawed_on_adoption():
+    t = cellgate_target("--pause-after", "1")
+    try:
+        kid = t.start_kernel()["id"]
+        kws = KernelWS(t.url, t.token, kid)
+        try:
+            assert kws.execute("x = 'kept'").reply["content"]["status"] == "ok"
+        finally:
+            kws.close()
+        wait_paused(t, kid)
+        unified, _ = cgroups_of(t, kid)
+        t.terminate_gateway()  # the jail keeps running, frozen
+        assert read(os.path.join(unified, "cgroup.freeze")).strip() == "1"
+        t.start()
+        # Re-adoption needs a kernel_info_reply: the frozen kernel is thawed first.
+        deadline = time.monotonic() + 60
+        while model(t, kid)["execution_state"] != "idle":
+            assert time.monotonic() < deadline, t.log_tail()
+            time.sleep(0.3)
+        kws = KernelWS(t.url, t.token, kid)
+        try:
+            assert kws.execute("print(x)").stdout().strip() == "kept"
+        finally:
+            kws.close()
+        t.delete_kernel(kid)
+    finally:
+        t.stop()
