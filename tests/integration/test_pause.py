@@ -166,12 +166,13 @@ def test_sigcont_cannot_undo_the_freezer(paused_gateway):
 
 
 def test_paused_kernel_is_culled():
-    t = cellgate_target("--pause-after", "1", "--cull-idle-timeout", "6", "--cull-interval", "1")
+    # Culled well after it is paused, even on a loaded host.
+    t = cellgate_target("--pause-after", "1", "--cull-idle-timeout", "15", "--cull-interval", "1")
     try:
         kid = t.start_kernel()["id"]
         wait_paused(t, kid)
         helper = jail_status(t, kid)["helper_pid"]
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while t.get("api/kernels/" + kid).status_code != 404:
             assert time.monotonic() < deadline, t.log_tail()
             time.sleep(0.5)
@@ -208,6 +209,24 @@ def test_kernel_paused_across_a_gateway_restart_is_thawed_on_adoption():
             assert kws.execute("print(x)").stdout().strip() == "kept"
         finally:
             kws.close()
+        t.delete_kernel(kid)
+    finally:
+        t.stop()
+
+
+def test_kernel_is_not_paused_under_a_running_tool():
+    """tools/process runs in the jail's cgroup while the kernel itself stays idle: the pauser must
+    leave the jail alone until the call returns, or the process would freeze with it."""
+    t = cellgate_target("--pause-after", "1")
+    try:
+        kid = t.start_kernel()["id"]
+        wait_paused(t, kid)
+        r = t.post("api/kernels/%s/tools/process" % kid,
+                   json={"command": "sh", "args": ["-c", "sleep 4; echo done"], "timeout": 15})
+        assert r.status_code == 200, r.text
+        out = r.json()
+        assert out["exit_code"] == 0 and not out["timed_out"] and out["stdout"].strip() == "done", out
+        wait_paused(t, kid)  # and it pauses again once idle
         t.delete_kernel(kid)
     finally:
         t.stop()
