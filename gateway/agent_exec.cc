@@ -166,6 +166,28 @@ asio::awaitable<void> silent_exec(const std::shared_ptr<KernelHub>& hub, const s
 
 }  // namespace
 
+asio::awaitable<common::Status> run_silent(std::shared_ptr<KernelHub> hub, std::string code,
+                                          std::chrono::milliseconds timeout) {
+  auto msg = protocol::make_message(
+      "execute_request", "cellgate-" + common::random_hex(8),
+      json{{"code", code}, {"silent", true}, {"store_history", false}, {"user_expressions", json::object()},
+           {"allow_stdin", false}, {"stop_on_error", false}}
+          .dump());
+  auto header = protocol::peek_header(msg.header);
+  const std::string msg_id = header ? header->msg_id : "";
+  auto c = std::make_shared<Collector>(co_await asio::this_coro::executor, 1 << 16, nullptr);
+  if (!hub->send_watched(Channel::kShell, msg, msg_id, c)) {
+    hub->unwatch(msg_id);
+    co_return common::make_error(common::Errc::kInternal, "kernel channels are closed");
+  }
+  co_await c->wait_until(std::chrono::steady_clock::now() + timeout);
+  hub->unwatch(msg_id);
+  if (c->died_) co_return common::make_error(common::Errc::kInternal, "kernel died: " + c->death_reason_);
+  if (!c->got_reply_) co_return common::make_error(common::Errc::kTimeout, "no execute_reply in time");
+  if (c->reply_status_ != "ok") co_return common::make_error(common::Errc::kInternal, "the kernel answered " + c->reply_status_);
+  co_return common::ok();
+}
+
 common::Result<ExecRequest> parse_exec_request(const std::string& body, size_t output_limit) {
   using common::Errc;
   auto j = json::parse(body, nullptr, false);

@@ -2,6 +2,7 @@
 // agent_exec: execute code on a kernel and collect one structured result (POST /api/kernels/{id}/execute).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -32,5 +33,10 @@ common::Result<ExecRequest> parse_exec_request(const std::string& body, size_t o
 // passed to it as it arrives (for NDJSON streaming). Io thread only.
 boost::asio::awaitable<nlohmann::json> run_execute(std::shared_ptr<KernelHub> hub, ExecRequest request,
                                                    std::function<void(const nlohmann::json&)> on_output = {});
+
+// Runs code silently (no outputs to clients, no history, no execution count) and waits for its reply:
+// kTimeout without one in time, kInternal when the kernel died or answered an error. Io thread only.
+boost::asio::awaitable<common::Status> run_silent(std::shared_ptr<KernelHub> hub, std::string code,
+                                                 std::chrono::milliseconds timeout);
 
 }  // namespace cellgate::gateway

@@ -154,6 +154,27 @@ const std::vector<Option>& options() {
        [](Config& c, const std::string& v) { c.shutdown_kernels_on_exit = parse_bool("shutdown-kernels-on-exit", v); }},
       {"auth-failures-per-minute", "N", false, "failed authentications one address may make per minute before 429 (default 100)",
        [](Config& c, const std::string& v) { c.auth_failures_per_minute = static_cast<int>(parse_int("auth-failures-per-minute", v, 1, 1 << 20)); }},
+      {"heartbeat-timeout", "SECONDS", false, "a kernel that answers no heartbeat this long is restarted (default 30)",
+       [](Config& c, const std::string& v) { c.heartbeat_timeout_s = static_cast<int>(parse_int("heartbeat-timeout", v, 1, 3600)); }},
+      {"pause-after", "SECONDS", false, "freeze (cgroup freezer) kernels idle this long, thaw on their next message; 0 = never (default)",
+       [](Config& c, const std::string& v) { c.pause_after_s = static_cast<int>(parse_int("pause-after", v, 0, 1 << 30)); }},
+      {"freezer", "auto|v2|v1", false, "cgroup freezer for pausing: v2 cgroup.freeze, v1 freezer.state, auto = v2 if the jail has it (default)",
+       [](Config& c, const std::string& v) {
+         if (v == "auto") c.freezer = launcher::Freezer::kAuto;
+         else if (v == "v2") c.freezer = launcher::Freezer::kV2;
+         else if (v == "v1") c.freezer = launcher::Freezer::kV1;
+         else throw ConfigError("--freezer: expected auto, v2 or v1, got '" + v + "'");
+       }},
+      {"pool", "NAME=N", true, "keep N kernels of kernelspec NAME started, handed out by POST /api/kernels (repeatable)",
+       [](Config& c, const std::string& v) {
+         auto eq = v.find('=');
+         if (eq == std::string::npos || eq == 0) throw ConfigError("--pool: expected NAME=N, got '" + v + "'");
+         c.pool[v.substr(0, eq)] = static_cast<int>(parse_int("pool", v.substr(eq + 1), 0, 1024));
+       }},
+      {"pool-max-memory", "SIZE", false, "memory the pooled kernels may use together; 0 = no cap (default)",
+       [](Config& c, const std::string& v) { c.pool_max_memory = parse_size("pool-max-memory", v); }},
+      {"pool-concurrency", "N", false, "pool kernels started at once, the refill's CPU budget (default 1)",
+       [](Config& c, const std::string& v) { c.pool_concurrency = static_cast<int>(parse_int("pool-concurrency", v, 1, 64)); }},
       {"log-level", "LEVEL", false, "debug, info, warn or error (default info)",
        [](Config& c, const std::string& v) { c.log_level = v; }},
   };
@@ -295,6 +316,7 @@ Config load_config(int argc, char** argv) {
       if (std::string(opt->name) == "kernelspec-dir") c.kernelspec_dirs.clear();
       if (std::string(opt->name) == "allow-origin") c.allow_origins.clear();
       if (std::string(opt->name) == "allow-env") c.allow_env.clear();
+      if (std::string(opt->name) == "pool") c.pool.clear();
       reset.insert(opt);
     }
     opt->set(c, value);

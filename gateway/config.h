@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -57,6 +58,12 @@ struct Config {
   bool cull_connected = false;
   bool shutdown_kernels_on_exit = false;      // default: kernels outlive the gateway and are re-adopted
   int kernel_start_timeout_s = 60;
+  int heartbeat_timeout_s = 30;               // no heartbeat reply this long: the kernel is restarted
+  int pause_after_s = 0;                      // freeze kernels idle this long; 0 = never (default)
+  launcher::Freezer freezer = launcher::Freezer::kAuto;
+  std::map<std::string, int> pool;            // kernelspec → warm kernels kept ready for POST /api/kernels
+  uint64_t pool_max_memory = 0;               // memory the pool's idle kernels may hold together; 0 = no cap
+  int pool_concurrency = 1;                   // pool kernels started at once (its CPU budget)
   int ws_ping_interval_s = 30;
   int shutdown_grace_ms = 3000;
 };

@@ -103,6 +103,8 @@ Gateway::Gateway(asio::io_context& io, Config config)
   if (kernelspecs().count(config_.default_kernel) == 0)
     common::log_warn("msg=\"default kernelspec not found\" name={}", config_.default_kernel);
   schedule_cull();
+  schedule_pause();
+  start_pool();
 }
 
 Gateway::~Gateway() {
@@ -216,11 +218,12 @@ awaitable<Response> Gateway::route(Request& req, const Caller& caller) {
       conns += hub->connections();
       last = std::max(last, hub->kernel().last_activity());
     }
-    co_return json_response(req, http::status::ok,
-                            {{"started", common::iso8601(started_)},
+    nlohmann::json status = {{"started", common::iso8601(started_)},
                              {"last_activity", common::iso8601(last)},
                              {"kernels", count},
-                             {"connections", conns}});
+                             {"connections", conns}};
+    if (kernel_pool_ && caller.user.admin) status["pool"] = kernel_pool_->status();
+    co_return json_response(req, http::status::ok, status);
   }
   if (what == "me" && parts.size() == 2)
     co_return json_response(req, http::status::ok, {{"name", caller.user.name}, {"admin", caller.user.admin}});
@@ -313,6 +316,7 @@ nlohmann::json Gateway::kernel_model(const KernelHub& hub) const {
                       {"name", k.name()},
                       {"last_activity", common::iso8601(k.last_activity())},
                       {"execution_state", launcher::to_string(k.state())},
+                      {"paused", k.paused()},
                       {"connections", hub.connections()},
                       {"owner", hub.owner},
                       {"workspace", hub.workspace}};

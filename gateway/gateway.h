@@ -16,6 +16,7 @@
 #include "gateway/http_types.h"
 #include "gateway/kernel_hub.h"
 #include "gateway/tls.h"
+#include "gateway/kernel_pool.h"
 #include "kernel-launcher/kernelspec.h"
 #include "kernel-launcher/spawner.h"
 #include "state/audit_log.h"
@@ -98,8 +99,19 @@ class Gateway {
   // Open WebSockets one user may hold (0 = no cap): the user's own limit, else the config default.
   int64_t max_connections(const state::User& user) const;
   void add_cors(const Request& req, Response& res) const;
+  // listed = false: a pool kernel, in nobody's list until it is claimed.
   std::shared_ptr<KernelHub> make_hub(launcher::KernelOptions options, const std::string& owner,
-                                      const std::string& workspace, const state::User* user);
+                                      const std::string& workspace, const state::User* user, bool listed = true);
+  // pool_claim.cc: an unstarted pool kernel for kernelspec spec, and handing a pooled kernel to a
+  // caller (cold = the options a cold start would use). Null when the pool has none that fits.
+  std::shared_ptr<KernelHub> make_pool_kernel(const std::string& spec);
+  boost::asio::awaitable<std::shared_ptr<KernelHub>> claim_pooled(Caller caller, launcher::KernelOptions cold,
+                                                                  std::string ws_name, bool ephemeral);
+  void start_pool();
+  // Transport, jail policy, limits and timeouts from the config and the kernelspec's metadata.cellgate.
+  void apply_kernelspec_policy(launcher::KernelOptions& ko) const;
+  // idle_pause.cc: freezes kernels idle past their pause_after.
+  void schedule_pause();
   void snapshot_after_execute(const std::shared_ptr<KernelHub>& hub, protocol::Message reply,
                               std::function<void(protocol::Message)> deliver);
   void schedule_cull();
@@ -119,6 +131,8 @@ class Gateway {
   state::AuthRateLimiter limiter_;
   std::unique_ptr<workspace::WorkspaceManager> workspaces_;
   std::unique_ptr<boost::asio::steady_timer> cull_timer_;
+  std::unique_ptr<boost::asio::steady_timer> pause_timer_;
+  std::unique_ptr<KernelPool> kernel_pool_;
   common::SystemTime started_ = std::chrono::system_clock::now();
   // MCP over streamable HTTP (/mcp): tools call this gateway's REST API over loopback with the caller's
   // token, from worker threads (the calls block, and this io thread must stay free to serve them).

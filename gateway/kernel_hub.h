@@ -46,6 +46,9 @@ class KernelHub : public launcher::KernelObserver, public std::enable_shared_fro
   std::string owner;
   std::string workspace;
   bool ephemeral = false;   // the workspace is deleted with the kernel
+  int pause_after_s = 0;    // freeze the kernel after this long idle; 0 = never
+  int requests_in_flight = 0;  // REST execute/tool calls running: never paused meanwhile (a tool's
+                               // process runs in the jail's cgroup, unseen by the kernel's state)
   std::optional<workspace::WorkspaceConfig> workspace_config;  // the owner's caps
   // Serialises this kernel's after-execute snapshots on the gateway's pool (set by the gateway).
   std::shared_ptr<boost::asio::strand<boost::asio::thread_pool::executor_type>> snapshot_strand;

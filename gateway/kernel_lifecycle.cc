@@ -50,11 +50,21 @@ std::string status_reason(const std::string& status_file) {
 }  // namespace
 
 std::shared_ptr<KernelHub> Gateway::make_hub(launcher::KernelOptions options, const std::string& owner,
-                                             const std::string& workspace, const state::User* user) {
+                                             const std::string& workspace, const state::User* user, bool listed) {
+  options.heartbeat_timeout = std::chrono::seconds(config_.heartbeat_timeout_s);
+  options.heartbeat_interval = std::min<std::chrono::milliseconds>(std::chrono::seconds(3), options.heartbeat_timeout / 3);
+  options.freezer = config_.freezer;
+  // A kernelspec may pause sooner, later or never: metadata.cellgate.pause_after (seconds, 0 = never).
+  int pause_after = config_.pause_after_s;
+  if (auto md = options.spec.metadata.find("cellgate"); md != options.spec.metadata.end() && md->is_object()) {
+    if (auto p = md->find("pause_after"); p != md->end() && p->is_number_unsigned())
+      pause_after = static_cast<int>(std::min<uint64_t>(p->get<uint64_t>(), 1u << 30));
+  }
   auto kernel = std::make_shared<launcher::Kernel>(io_, zmq_, *spawner_, std::move(options));
   auto hub = std::make_shared<KernelHub>(kernel, config_.replay_bytes);
   hub->owner = owner;
   hub->workspace = workspace;
+  hub->pause_after_s = pause_after;
   kernel->set_observer(hub.get());
   int64_t limit = config_.execute_limit_s;
   if (user && user->limits.exec_timeout_s) limit = *user->limits.exec_timeout_s;
@@ -63,7 +73,7 @@ std::shared_ptr<KernelHub> Gateway::make_hub(launcher::KernelOptions options, co
   hub->set_execute_reply_hook([this, weak](protocol::Message reply, std::function<void(protocol::Message)> deliver) {
     if (auto h = weak.lock()) snapshot_after_execute(h, std::move(reply), std::move(deliver));
   });
-  kernels_[kernel->id()] = hub;
+  if (listed) kernels_[kernel->id()] = hub;
   return hub;
 }
 
@@ -117,6 +127,21 @@ void Gateway::snapshot_after_execute(const std::shared_ptr<KernelHub>& hub, prot
   });
 }
 
+void Gateway::apply_kernelspec_policy(launcher::KernelOptions& ko) const {
+  ko.transport = config_.transport;
+  ko.policy_file = config_.jail_policy;
+  ko.limits = config_.limits;
+  // A kernelspec may choose its own jail policy and limits: metadata.cellgate {policy, memory, pids, cpus}.
+  if (auto md = ko.spec.metadata.find("cellgate"); md != ko.spec.metadata.end() && md->is_object()) {
+    if (auto p = md->find("policy"); p != md->end() && p->is_string()) ko.policy_file = p->get<std::string>();
+    if (auto m = md->find("memory"); m != md->end() && m->is_number_unsigned()) ko.limits.memory_bytes = m->get<uint64_t>();
+    if (auto p = md->find("pids"); p != md->end() && p->is_number_unsigned()) ko.limits.pids = p->get<uint32_t>();
+    if (auto c = md->find("cpus"); c != md->end() && c->is_number() && c->get<double>() > 0) ko.limits.cpus = c->get<double>();
+  }
+  ko.start_timeout = std::chrono::seconds(config_.kernel_start_timeout_s);
+  ko.shutdown_grace = std::chrono::milliseconds(config_.shutdown_grace_ms);
+}
+
 awaitable<common::Result<std::shared_ptr<KernelHub>>> Gateway::start_kernel(const Caller& caller, StartOptions options) {
   std::string name = options.name.empty() ? config_.default_kernel : options.name;
   if (!launcher::valid_kernelspec_name(name)) co_return make_error(Errc::kBadRequest, "invalid kernel name");
@@ -163,22 +188,16 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> Gateway::start_kernel(cons
     forced["IPYTHONDIR"] = "/tmp/.ipython";
   }
   ko.env = launcher::build_kernel_env(ko.spec, client_env.value(), forced);
-  ko.transport = config_.transport;
-  ko.policy_file = config_.jail_policy;
-  ko.limits = config_.limits;
-  // A kernelspec may choose its own jail policy and limits: metadata.cellgate {policy, memory, pids, cpus}.
-  if (auto md = ko.spec.metadata.find("cellgate"); md != ko.spec.metadata.end() && md->is_object()) {
-    if (auto p = md->find("policy"); p != md->end() && p->is_string()) ko.policy_file = p->get<std::string>();
-    if (auto m = md->find("memory"); m != md->end() && m->is_number_unsigned()) ko.limits.memory_bytes = m->get<uint64_t>();
-    if (auto p = md->find("pids"); p != md->end() && p->is_number_unsigned()) ko.limits.pids = p->get<uint32_t>();
-    if (auto c = md->find("cpus"); c != md->end() && c->is_number() && c->get<double>() > 0) ko.limits.cpus = c->get<double>();
-  }
+  apply_kernelspec_policy(ko);
   if (user.limits.memory_bytes) ko.limits.memory_bytes = static_cast<uint64_t>(*user.limits.memory_bytes);
   if (user.limits.cpus) ko.limits.cpus = *user.limits.cpus;
   if (user.limits.pids) ko.limits.pids = static_cast<uint32_t>(*user.limits.pids);
-  ko.start_timeout = std::chrono::seconds(config_.kernel_start_timeout_s);
-  ko.shutdown_grace = std::chrono::milliseconds(config_.shutdown_grace_ms);
 
+  if (kernel_pool_) {
+    // A warm kernel when one fits; anything else (none ready, env it cannot take) starts cold.
+    auto claimed = co_await claim_pooled(caller, ko, ws_name, options.ephemeral);
+    if (claimed) co_return claimed;
+  }
   auto hub = make_hub(std::move(ko), user.name, ws_name, &user);
   hub->ephemeral = options.ephemeral;
   hub->workspace_config = workspace_config(user);
@@ -275,6 +294,8 @@ awaitable<void> Gateway::adopt_kernels() {
 
 awaitable<void> Gateway::stop() {
   if (cull_timer_) cull_timer_->cancel();
+  if (pause_timer_) pause_timer_->cancel();
+  if (kernel_pool_) co_await kernel_pool_->stop();
   if (config_.shutdown_kernels_on_exit) {
     std::vector<std::string> ids;
     for (const auto& [id, hub] : kernels_) ids.push_back(id);

@@ -35,6 +35,15 @@ std::string content_type_for(const std::string& file) {
   return "application/octet-stream";
 }
 
+// Counts a REST call on a kernel for as long as it runs (the idle pauser leaves the kernel alone).
+struct InFlight {
+  explicit InFlight(KernelHub& h) : hub(h) { ++hub.requests_in_flight; }
+  ~InFlight() { --hub.requests_in_flight; }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+  KernelHub& hub;
+};
+
 }  // namespace
 
 awaitable<Response> handle_kernels(Gateway& gw, Request& req, const Caller& caller,
@@ -72,6 +81,12 @@ awaitable<Response> handle_kernels(Gateway& gw, Request& req, const Caller& call
   }
   auto hub = gw.find_kernel(parts[2], caller);
   if (!hub) co_return error_response(req, Errc::kNotFound, "Kernel does not exist: " + parts[2]);
+  if (parts.size() >= 4) {
+    // interrupt, restart, execute, tools: a paused kernel is thawed before anything reaches it (its
+    // messages would thaw it too, but tools/process joins the jail's frozen cgroup directly).
+    hub->kernel().touch();
+    hub->kernel().resume();
+  }
   if (parts.size() == 3) {
     if (method == http::verb::get) co_return json_response(req, http::status::ok, gw.kernel_model(*hub));
     if (method == http::verb::delete_) {
@@ -96,10 +111,12 @@ awaitable<Response> handle_kernels(Gateway& gw, Request& req, const Caller& call
   }
   if (parts.size() == 4 && parts[3] == "execute") {
     if (method != http::verb::post) co_return method_not_allowed(req);
+    InFlight guard(*hub);
     co_return co_await handle_execute(gw, req, caller, parts[2]);
   }
   if (parts.size() == 5 && parts[3] == "tools") {
     if (method != http::verb::post) co_return method_not_allowed(req);
+    InFlight guard(*hub);
     co_return co_await handle_tools(gw, req, caller, hub, parts[4]);
   }
   if (parts.size() == 4 && parts[3] == "channels")

@@ -86,6 +86,7 @@ CgroupPaths plan_cgroup_paths(CgroupLayout layout, const std::string& base, cons
     if (ctl == "memory") p.memory = base + "/memory" + leaf;
     if (ctl == "pids") p.pids = base + "/pids" + leaf;
     if (ctl == "cpu") p.cpu = base + "/cpu" + leaf;
+    if (ctl == "freezer") p.freezer = base + "/freezer" + leaf;
   }
   if (has_unified) {
     p.dirs.push_back(base + "/unified/cellgate");
@@ -281,6 +282,62 @@ common::Status Cgroup::place(pid_t pid, bool skip_unified) const {
 
 bool Cgroup::kill_all() const {
   return !paths_.unified.empty() && write_file(paths_.unified + "/cgroup.kill", "1") == 0;
+}
+
+common::Status Cgroup::set_frozen(bool frozen, FreezerKind kind) const {
+  const bool v2 = !paths_.unified.empty(), v1 = !paths_.freezer.empty();
+  if (!frozen) {
+    int err = 0;
+    if (v2) err = write_file(paths_.unified + "/cgroup.freeze", "0");
+    if (v1 && err == 0) err = write_file(paths_.freezer + "/freezer.state", "THAWED");
+    return err == 0 ? common::ok() : common::Status(fail("cgroup: thaw", err));
+  }
+  bool use_v2 = kind == FreezerKind::kV2 || (kind == FreezerKind::kAuto && v2);
+  if (use_v2 && !v2) return make_error(Errc::kUnavailable, "cgroup: the jail has no v2 cgroup to freeze");
+  if (!use_v2 && !v1) return make_error(Errc::kUnavailable, "cgroup: the jail has no v1 freezer cgroup");
+  int err = use_v2 ? write_file(paths_.unified + "/cgroup.freeze", "1")
+                   : write_file(paths_.freezer + "/freezer.state", "FROZEN");
+  return err == 0 ? common::ok() : common::Status(fail("cgroup: freeze", err));
+}
+
+common::Status Cgroup::set_limits(const CgroupLimits& limits) {
+  auto set = [](const std::string& path, const std::string& value, bool optional) -> common::Status {
+    int err = write_file(path, value);
+    if (err == 0 || (optional && err == ENOENT)) return common::ok();
+    return fail("cgroup: write " + value + " to " + path, err);
+  };
+  const bool v2 = paths_.layout == CgroupLayout::kV2;
+  if (limits.memory && !paths_.memory.empty()) {
+    const std::string mem = std::to_string(limits.memory);
+    if (v2) {
+      if (auto s = set(paths_.memory + "/memory.max", mem, false); !s) return s;
+    } else {
+      // v1 refuses a memory limit above memsw, and memsw below the memory limit: raise memsw first
+      // (it may fail while the old limit is higher; the second write then succeeds).
+      (void)write_file(paths_.memory + "/memory.memsw.limit_in_bytes", mem);
+      if (auto s = set(paths_.memory + "/memory.limit_in_bytes", mem, false); !s) return s;
+      if (auto s = set(paths_.memory + "/memory.memsw.limit_in_bytes", mem, true); !s) return s;
+    }
+    limits_.memory = limits.memory;
+  }
+  if (limits.pids && !paths_.pids.empty()) {
+    if (auto s = set(paths_.pids + "/pids.max", std::to_string(limits.pids), false); !s) return s;
+    limits_.pids = limits.pids;
+  }
+  if (limits.cpu > 0 && !paths_.cpu.empty()) {
+    const std::string quota = std::to_string(cpu_quota_us(limits.cpu)), period = std::to_string(kCpuPeriodUs);
+    auto s = v2 ? set(paths_.cpu + "/cpu.max", quota + " " + period, false)
+                : set(paths_.cpu + "/cpu.cfs_quota_us", quota, false);
+    if (!s) return s;
+    limits_.cpu = limits.cpu;
+  }
+  return common::ok();
+}
+
+uint64_t Cgroup::memory_usage() const {
+  if (paths_.memory.empty()) return 0;
+  const std::string file = paths_.layout == CgroupLayout::kV2 ? "/memory.current" : "/memory.usage_in_bytes";
+  return std::strtoull(read_file(paths_.memory + file).c_str(), nullptr, 10);
 }
 
 std::string Cgroup::exit_reason() const {

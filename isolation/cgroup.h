@@ -13,6 +13,9 @@
 namespace cellgate::isolation {
 
 enum class CgroupLayout { kV1Hybrid, kV2 };
+// Which freezer pauses a jail: v2 cgroup.freeze (also the unified/ dir of a hybrid host), v1
+// freezer.state, or kAuto: v2 when the jail has a v2 dir, else v1.
+enum class FreezerKind { kAuto, kV2, kV1 };
 
 struct CgroupLimits {
   uint64_t memory = 0;  // bytes
@@ -26,6 +29,7 @@ struct CgroupPaths {
   std::vector<std::string> dirs;  // every dir to create and to write the pid into, parents first
   std::string unified;            // v2 dir (cgroup.kill, cgroup.freeze, memory.events on v2)
   std::string memory, pids, cpu;  // where the limit files live (v1: per controller; v2: = unified)
+  std::string freezer;            // v1 freezer dir ("" on v2 or without the v1 freezer)
 };
 
 // Detects the layout under `base` (statfs: cgroup2 at base = pure v2, else v1 hybrid).
@@ -54,6 +58,13 @@ class Cgroup {
   common::Status place(pid_t pid, bool skip_unified) const;
   // cgroup.kill on the v2 dir; false if unsupported (the caller then SIGKILLs init).
   bool kill_all() const;
+  // Freezes every task of the jail (they cannot undo it: unlike SIGSTOP, SIGCONT does not thaw a
+  // cgroup) or thaws it. Thawing writes every freezer the jail has, whichever one froze it.
+  common::Status set_frozen(bool frozen, FreezerKind kind) const;
+  // Rewrites the non-zero limits (a pooled kernel claimed by a user with limits of their own).
+  common::Status set_limits(const CgroupLimits& limits);
+  // Memory charged to the jail now (memory.current / memory.usage_in_bytes); 0 when unknown.
+  uint64_t memory_usage() const;
   // "memory limit … exceeded", "pids limit … reached" or "" from the event counters.
   std::string exit_reason() const;
   // rmdir every dir, children first, retrying briefly while the kernel drains them.

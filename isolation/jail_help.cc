@@ -45,6 +45,9 @@ Options (VALUE may also be given as --option=VALUE):
   --no-cgroup             no cgroups (hosts without a writable cgroup tree; weaker: no memory,
                           pids or cpu limits, no cgroup.kill). The helper still needs root
   --join STATUS_FILE      run CMD inside that running jail instead of building one (below)
+  --attach-workspace STATUS_FILE
+                          with --workspace DIR and no CMD: mount DIR at /workspace in that running
+                          jail (below)
   --help                  this text
 
 Signals: SIGINT and SIGTERM (and SIGHUP, SIGQUIT, SIGUSR2) go to CMD's process group;
@@ -66,6 +69,16 @@ go to CMD's process group, SIGUSR1 sends it SIGKILL; SIGKILL to the join helper 
 (PDEATHSIG); CMD dies with the jail; what CMD leaves in its process group is killed when CMD
 exits. Exit status: CMD's, or 128+signal; 125 bad options (other options than --env/--policy
 with --join); 126 joining failed (`cellgate-jail: <stage>: <message>`).
+
+Attach mode: cellgate-jail --attach-workspace STATUS_FILE --workspace DIR
+Mounts the host dir DIR over the placeholder tmpfs at /workspace of the RUNNING jail whose
+--status-file is STATUS_FILE (validated as for --join), as the jail itself would have: DIR is
+opened without following symlinks, a fresh root-owned empty DIR is handed to uid 1000, and a
+detached clone of it (open_tree) is idmapped to the jail's user namespace, nosuid and nodev, then
+moved onto /workspace from inside the jail's mount namespace (setns). Nothing in the jail can
+mount: the jail's processes only see the new mount (cd /workspace again to enter it). Refused
+when /workspace in the jail is not the placeholder tmpfs. Used to hand a pre-started (pooled)
+kernel to its owner. Exit status: 0; 125 bad options; 126 it failed (`cellgate-jail: <message>`).
 )";
 }
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "isolation/attach_workspace.h"
 #include "isolation/jail.h"
 #include "isolation/join.h"
 #include "isolation/seccomp_policy.h"
@@ -31,6 +32,8 @@ int main(int argc, char** argv) {
     std::fputs(cellgate::isolation::help_text().c_str(), stdout);
     return 0;
   }
+  if (!options->attach_workspace.empty())
+    return cellgate::isolation::attach_workspace(options->attach_workspace, options->workspace);
   int ready_fd = options->ready_fd;
   if (ready_fd >= 0 && ::fcntl(ready_fd, F_GETFD) < 0)
     return bad_options("--ready-fd " + std::to_string(ready_fd) + " is not open", -1);

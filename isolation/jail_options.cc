@@ -150,6 +150,7 @@ common::Result<JailOptions> parse_options(int argc, const char* const* argv) {
        }},
       {"--cgroup-root", [&](std::string_view v) { o.cgroup_root = v; return !v.empty() && v[0] == '/'; }},
       {"--join", [&](std::string_view v) { o.join = v; return !v.empty() && v.size() <= 4096; }},
+      {"--attach-workspace", [&](std::string_view v) { o.attach_workspace = v; return !v.empty() && v.size() <= 4096; }},
   };
   std::string jail_only;  // the first option that builds a jail (meaningless with --join)
   int i = 1;
@@ -176,8 +177,19 @@ common::Result<JailOptions> parse_options(int argc, const char* const* argv) {
       value = argv[++i];
     }
     if (!it->second(value)) return bad("invalid value for " + std::string(key) + ": '" + std::string(value) + "'");
-    if (key != "--join" && key != "--env" && key != "--policy" && jail_only.empty()) jail_only = key;
+    if (key != "--join" && key != "--env" && key != "--policy" && key != "--attach-workspace" &&
+        key != "--workspace" && jail_only.empty())
+      jail_only = key;
   }
+  if (!o.attach_workspace.empty()) {
+    if (!jail_only.empty() || !o.join.empty() || !o.env.empty() || !o.policy_file.empty())
+      return bad("--attach-workspace takes only --workspace DIR");
+    if (o.workspace.empty()) return bad("--attach-workspace needs --workspace DIR");
+    if (i < argc) return bad("--attach-workspace runs no command");
+    return o;
+  }
+  if (!o.join.empty() && !o.workspace.empty())
+    return bad("option --workspace cannot be used with --join (only --env and --policy can)");
   if (!o.join.empty() && !jail_only.empty())
     return bad("option " + jail_only + " cannot be used with --join (only --env and --policy can)");
   for (; i < argc; ++i) o.command.emplace_back(argv[i]);

@@ -44,6 +44,7 @@ struct JailOptions {
   std::string cgroup_root;          // empty: /sys/fs/cgroup
   bool no_cgroup = false;
   std::string join;                 // --join STATUS_FILE: run the command in that running jail
+  std::string attach_workspace;     // --attach-workspace STATUS_FILE: mount --workspace into that jail
   bool help = false;
   std::vector<std::string> command;
 };

@@ -11,6 +11,7 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "isolation/cgroup.h"
 #include "kernel-launcher/spawn_util.h"
 #include "kernel-launcher/spawner.h"
 
@@ -65,18 +66,51 @@ class JailSpawner final : public Spawner {
   }
 
   std::string exit_reason(const ProcessHandle& p, int) override {
-    std::ifstream in(p.status_file);
-    if (!in) return "";
-    std::stringstream ss;
-    ss << in.rdbuf();
-    auto j = nlohmann::json::parse(ss.str(), nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return "";
+    auto j = read_status(p);
+    if (!j.is_object()) return "";
     if (auto r = j.find("reason"); r != j.end() && r->is_string()) return r->get<std::string>();
     if (auto m = j.find("message"); m != j.end() && m->is_string()) return m->get<std::string>();
     return "";
   }
 
+  common::Status freeze(const ProcessHandle& p, bool frozen, Freezer kind) override {
+    auto cg = cgroup_of(p);
+    if (!cg) return cg.error();
+    auto k = kind == Freezer::kV1 ? isolation::FreezerKind::kV1
+             : kind == Freezer::kV2 ? isolation::FreezerKind::kV2 : isolation::FreezerKind::kAuto;
+    return cg->set_frozen(frozen, k);
+  }
+
+  common::Status set_limits(const ProcessHandle& p, const Limits& l) override {
+    auto cg = cgroup_of(p);
+    if (!cg) return cg.error();
+    return cg->set_limits(isolation::CgroupLimits{l.memory_bytes, l.pids, l.cpus});
+  }
+
+  uint64_t memory_usage(const ProcessHandle& p) override {
+    auto cg = cgroup_of(p);
+    return cg ? cg->memory_usage() : 0;
+  }
+
  private:
+  // The status file lives in the gateway's private dir, out of the kernel's reach (see spawn()).
+  static nlohmann::json read_status(const ProcessHandle& p) {
+    std::ifstream in(p.status_file);
+    if (!in) return nullptr;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+    return j.is_discarded() ? nlohmann::json() : j;
+  }
+
+  static common::Result<isolation::Cgroup> cgroup_of(const ProcessHandle& p) {
+    auto j = read_status(p);
+    auto c = j.is_object() ? j.find("cgroup") : j.end();
+    if (!j.is_object() || c == j.end() || !c->is_string() || c->get<std::string>().empty())
+      return make_error(Errc::kUnavailable, "the kernel's jail has no cgroup");
+    return isolation::Cgroup::attach(c->get<std::string>());
+  }
+
   std::string helper_;
   std::vector<std::string> extra_;
 };

@@ -94,6 +94,8 @@ awaitable<common::Status> Kernel::adopt(ProcessHandle process) {
   signer_ = protocol::Signer(conn_.key);
   session_ = common::random_uuid();
   process_ = std::move(process);
+  // The gateway may have stopped while the kernel was paused: it must answer kernel_info now.
+  (void)spawner_.freeze(process_, false, options_.freezer);
   open_channels();
   watch_process();
   auto ready = co_await wait_ready();
@@ -140,6 +142,7 @@ awaitable<common::Status> Kernel::launch() {
     co_return proc.error();
   }
   process_ = std::move(proc.value());
+  paused_ = false;
   common::log_info("kernel={} pid={} spawner={} msg=\"kernel spawned\"", id(), process_.pid, spawner_.name());
   watch_process();
   auto ready = co_await wait_ready();
@@ -225,6 +228,7 @@ void Kernel::send_internal(Channel channel, const char* msg_type, std::string co
 
 bool Kernel::send(Channel channel, const protocol::Message& message) {
   if (channel == Channel::kIopub || channel == Channel::kHb) return false;
+  if (paused_) resume();
   auto& s = streams_[static_cast<size_t>(channel)];
   if (!s || state_ == KernelState::kStarting || state_ == KernelState::kRestarting) {
     // A (re)starting kernel has no channels yet, or has not answered kernel_info: hold the message
@@ -294,6 +298,10 @@ void Kernel::heartbeat_tick() {
   int gen = generation_;
   hb_timer_.async_wait([self = shared_from_this(), gen](const boost::system::error_code& ec) {
     if (ec || gen != self->generation_ || self->stopping_ || self->state_ == KernelState::kDead) return;
+    if (self->paused_) {  // a frozen kernel cannot answer; resume() restarts the clock
+      self->heartbeat_tick();
+      return;
+    }
     auto now = std::chrono::steady_clock::now();
     if (self->hb_outstanding_ && now - self->hb_last_reply_ > self->options_.heartbeat_timeout) {
       common::log_warn("kernel={} msg=\"no heartbeat; killing the kernel so it restarts\"", self->id());
@@ -312,6 +320,7 @@ void Kernel::on_process_exit() {
   std::string why = spawner_.exit_reason(process_, status);
   if (why.empty()) why = "kernel died: " + describe_wait_status(status);
   process_.pid = -1;
+  paused_ = false;
   exit_watch_.reset();
   hb_timer_.cancel();
   if (ready_signal_) ready_signal_->cancel();
@@ -377,6 +386,7 @@ awaitable<void> Kernel::stop_process(bool graceful) {
 
 awaitable<void> Kernel::interrupt() {
   touch();
+  resume();
   if (options_.spec.interrupt_mode == InterruptMode::kMessage)
     send_internal(Channel::kControl, "interrupt_request", "{}");
   else if (process_.pid > 0)
@@ -385,6 +395,7 @@ awaitable<void> Kernel::interrupt() {
 }
 
 awaitable<common::Status> Kernel::restart() {
+  resume();
   stopping_ = true;
   set_state(KernelState::kRestarting);
   co_await stop_process(true);
@@ -394,6 +405,7 @@ awaitable<common::Status> Kernel::restart() {
 }
 
 awaitable<void> Kernel::shutdown() {
+  resume();
   stopping_ = true;
   set_state(KernelState::kTerminating);
   co_await stop_process(true);

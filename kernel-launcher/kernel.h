@@ -77,6 +77,17 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   // Shutdown for good: the state ends as kDead ("shutdown") and the runtime dir is removed.
   boost::asio::awaitable<void> shutdown();
 
+  // Pausing an idle kernel: its processes are frozen (cgroup freezer), memory kept. Anything sent to
+  // it thaws it first (send, interrupt, restart and shutdown call resume()); heartbeats are not
+  // checked while it is paused, and their clock restarts on thaw. Fails unless idle and running.
+  common::Status pause();
+  void resume();
+  bool paused() const { return paused_; }
+  // A pooled kernel handed to its owner: its jail now has their workspace, limits and env, and a
+  // restart must start it with the same.
+  void retarget(std::string workspace_dir, std::map<std::string, std::string> env, Limits limits);
+  Spawner& spawner() { return spawner_; }
+
  private:
   boost::asio::awaitable<common::Status> launch();
   boost::asio::awaitable<common::Status> wait_ready();
@@ -112,6 +123,7 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   common::SystemTime last_activity_ = std::chrono::system_clock::now();
   KernelObserver* observer_ = nullptr;
   bool stopping_ = false;      // an exit is expected (shutdown or restart in progress)
+  bool paused_ = false;        // frozen by pause(); thawed by resume()
   bool got_info_reply_ = false;
   bool got_iopub_ = false;
   int generation_ = 0;         // bumps on each launch; stale callbacks check it

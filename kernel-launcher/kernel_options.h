@@ -27,6 +27,7 @@ struct KernelOptions {
   std::chrono::milliseconds heartbeat_timeout{30000};  // no hb reply for this long while alive → restart
   int max_rapid_restarts = 5;              // jupyter_client's restart_limit
   bool auto_restart = true;
+  Freezer freezer = Freezer::kAuto;        // how pause() freezes the kernel's cgroup
 };
 
 }  // namespace cellgate::launcher

@@ -121,4 +121,14 @@ std::string describe_wait_status(int status) {
   return "exited";
 }
 
+common::Status Spawner::freeze(const ProcessHandle&, bool, Freezer) {
+  return common::make_error(common::Errc::kUnavailable, std::string(name()) + " spawner cannot pause kernels");
+}
+
+common::Status Spawner::set_limits(const ProcessHandle&, const Limits&) {
+  return common::make_error(common::Errc::kUnavailable, std::string(name()) + " spawner cannot change limits");
+}
+
+uint64_t Spawner::memory_usage(const ProcessHandle&) { return 0; }
+
 }  // namespace cellgate::launcher

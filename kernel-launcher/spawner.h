@@ -46,6 +46,8 @@ struct ProcessHandle {
 };
 
 enum class KernelSignal { kInterrupt, kTerminate, kKill };
+// Which cgroup freezer pauses a kernel: kAuto = v2 cgroup.freeze when the jail has a v2 dir, else v1.
+enum class Freezer { kAuto, kV2, kV1 };
 
 class Spawner {
  public:
@@ -58,6 +60,13 @@ class Spawner {
   virtual void signal(const ProcessHandle& process, KernelSignal sig) = 0;
   // After exit: why the kernel died, in words ("" for an ordinary exit), e.g. "memory limit 512 MiB exceeded".
   virtual std::string exit_reason(const ProcessHandle& process, int wait_status) = 0;
+  // Freezes every process of the kernel (cgroup freezer; never SIGSTOP, which the kernel could undo)
+  // or thaws it. kUnavailable where the spawner has no cgroup (plain).
+  virtual common::Status freeze(const ProcessHandle& process, bool frozen, Freezer kind);
+  // Rewrites the kernel's cgroup limits while it runs (0 fields stay). kUnavailable without a cgroup.
+  virtual common::Status set_limits(const ProcessHandle& process, const Limits& limits);
+  // Memory charged to the kernel's cgroup now; 0 when unknown.
+  virtual uint64_t memory_usage(const ProcessHandle& process);
 };
 
 // Plain child processes: no isolation. For development and for hosts without user namespaces.

@@ -61,3 +61,23 @@ TEST_CASE("sizes accept suffixes", "[gateway]") {
   CHECK(c.limits.cpus == 0.5);
   CHECK(c.max_body_bytes == 1024);
 }
+
+TEST_CASE("pool, pausing and heartbeat options", "[gateway]") {
+  auto c = load({"--pool", "python3=2", "--pool=xpython=1", "--pool-max-memory", "2G", "--pool-concurrency", "2",
+                 "--pause-after", "600", "--freezer", "v1", "--heartbeat-timeout", "10"});
+  CHECK(c.pool == std::map<std::string, int>{{"python3", 2}, {"xpython", 1}});
+  CHECK(c.pool_max_memory == 2ull << 30);
+  CHECK(c.pool_concurrency == 2);
+  CHECK(c.pause_after_s == 600);
+  CHECK(c.freezer == cellgate::launcher::Freezer::kV1);
+  CHECK(c.heartbeat_timeout_s == 10);
+  auto d = load({});
+  CHECK(d.pool.empty());
+  CHECK(d.pause_after_s == 0);
+  CHECK(d.freezer == cellgate::launcher::Freezer::kAuto);
+  CHECK_THROWS_WITH(load({"--pool", "python3"}), Catch::Contains("NAME=N"));
+  CHECK_THROWS_WITH(load({"--pool", "=2"}), Catch::Contains("NAME=N"));
+  CHECK_THROWS_WITH(load({"--pool", "python3=-1"}), Catch::Contains("--pool"));
+  CHECK_THROWS_WITH(load({"--freezer", "sigstop"}), Catch::Contains("auto, v2 or v1"));
+  CHECK_THROWS_WITH(load({"--pool-concurrency", "0"}), Catch::Contains("--pool-concurrency"));
+}

@@ -13,6 +13,7 @@ TEST_CASE("v1 hybrid: one dir per controller plus unified/", "[isolation]") {
   CHECK(p.pids == "/sys/fs/cgroup/pids/cellgate/k1");
   CHECK(p.cpu == "/sys/fs/cgroup/cpu/cellgate/k1");
   CHECK(p.unified == "/sys/fs/cgroup/unified/cellgate/k1");
+  CHECK(p.freezer == "/sys/fs/cgroup/freezer/cellgate/k1");  // v1 pausing (v2 uses unified's cgroup.freeze)
   CHECK(p.dirs.size() == 12);
   CHECK(p.dirs.front() == "/sys/fs/cgroup/memory/cellgate");  // parents before children
   CHECK(p.dirs.back() == "/sys/fs/cgroup/unified/cellgate/k1");
@@ -22,6 +23,7 @@ TEST_CASE("v1 without unified/ has no cgroup.kill dir", "[isolation]") {
   auto p = plan_cgroup_paths(CgroupLayout::kV1Hybrid, "/cg", "k", {"memory", "pids"}, false);
   CHECK(p.unified.empty());
   CHECK(p.cpu.empty());
+  CHECK(p.freezer.empty());
 }
 
 TEST_CASE("v2: one leaf dir holds every limit", "[isolation]") {
@@ -29,6 +31,7 @@ TEST_CASE("v2: one leaf dir holds every limit", "[isolation]") {
   CHECK(p.dirs == std::vector<std::string>{"/sys/fs/cgroup/cellgate", "/sys/fs/cgroup/cellgate/k2"});
   CHECK(p.unified == "/sys/fs/cgroup/cellgate/k2");
   CHECK(p.memory == p.unified);
+  CHECK(p.freezer.empty());
 }
 
 TEST_CASE("limit formatting", "[isolation]") {

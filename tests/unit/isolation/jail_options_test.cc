@@ -110,3 +110,19 @@ TEST_CASE("join mode takes a status file and only --env and --policy", "[isolati
   REQUIRE_FALSE(mixed.has_value());
   CHECK(mixed.error().message.find("--pids cannot be used with --join") != std::string::npos);
 }
+
+TEST_CASE("attach mode takes a status file and --workspace, nothing else", "[isolation]") {
+  auto o = parse({"--attach-workspace", "/run/x/jail.json", "--workspace", "/data/w/tree"});
+  REQUIRE(o.has_value());
+  CHECK(o->attach_workspace == "/run/x/jail.json");
+  CHECK(o->workspace == "/data/w/tree");
+  CHECK(o->command.empty());
+  for (auto bad : {std::vector<const char*>{"--attach-workspace", "/s"},
+                   std::vector<const char*>{"--attach-workspace", "/s", "--workspace", "/w", "--", "true"},
+                   std::vector<const char*>{"--attach-workspace", "/s", "--workspace", "/w", "--memory", "1G"},
+                   std::vector<const char*>{"--attach-workspace", "/s", "--workspace", "/w", "--env", "A=1"},
+                   std::vector<const char*>{"--attach-workspace", "/s", "--workspace", "/w", "--join", "/s"},
+                   std::vector<const char*>{"--join", "/s", "--workspace", "/w", "--", "true"}}) {
+    CHECK_FALSE(parse(bad).has_value());
+  }
+}

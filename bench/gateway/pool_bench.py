@@ -1,0 +1,118 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""Warm pool bench: time from POST /api/kernels to kernel_info_reply, pooled claim vs cold start.
+
+Both runs use the same jailed cellgate (--spawner jail): one without a pool (every POST starts a
+kernel cold), one with --pool python3=N (every POST claims a warm kernel: workspace mounted into its
+jail, limits, env and cwd applied). Between claims the bench waits for the pool to refill, so each
+claim finds a ready kernel. Prints p50/p90 per path and the cold/pool ratio. A benchmark, not a
+test: --quick --validate (ctest) only checks that every figure was produced.
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "integration"))
+
+import jupyter_ws as jws  # noqa: E402
+import targets as tm  # noqa: E402
+
+SPEC = "python3"
+
+
+def to_kernel_info(t):
+    """Seconds from POST /api/kernels to its 201, and to the kernel_info_reply on a new WebSocket; the id."""
+    t0 = time.perf_counter()
+    r = t.post("api/kernels", json={"name": SPEC})
+    r.raise_for_status()
+    post = time.perf_counter() - t0
+    kid = r.json()["id"]
+    kws = jws.KernelWS(t.url, t.token, kid)
+    try:
+        kws.request("shell", "kernel_info_request", {}, timeout=60)
+        took = time.perf_counter() - t0
+    finally:
+        kws.close()
+    return post, took, kid
+
+
+def pool_ready(t):
+    return t.get("api/status").json().get("pool", {}).get(SPEC, {}).get("ready", 0)
+
+
+def run(binary, n, pool_size, timeout):
+    extra = ["--pool", "%s=%d" % (SPEC, pool_size)] if pool_size else []
+    t = tm.CellgateTarget(binary, spawner="jail", extra_args=extra)
+    t.start()
+    times, posts = [], []
+    try:
+        for _ in range(n):
+            if pool_size:
+                deadline = time.monotonic() + timeout
+                while pool_ready(t) < pool_size:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("pool did not refill:\n" + t.log_tail())
+                    time.sleep(0.1)
+                time.sleep(0.5)  # let the refilled kernel settle: measure the claim, not a start beside it
+            post, took, kid = to_kernel_info(t)
+            posts.append(post * 1000)
+            times.append(took * 1000)
+            t.delete_kernel(kid)
+    finally:
+        t.stop()
+    return posts, times
+
+
+def summary(ms):
+    if not ms:
+        return None
+    s = sorted(ms)
+    return statistics.median(s), s[min(len(s) - 1, int(round(0.9 * (len(s) - 1))))], len(s)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--cellgate", default=os.environ.get("CELLGATE_BIN"))
+    p.add_argument("--claims", type=int, default=20)
+    p.add_argument("--pool-size", type=int, default=2)
+    p.add_argument("--quick", action="store_true", help="3 claims each: a smoke run (ctest)")
+    p.add_argument("--validate", action="store_true", help="exit 1 unless every figure was produced")
+    p.add_argument("--timeout", type=float, default=120)
+    a = p.parse_args()
+    if a.quick:
+        a.claims = 3
+    if not (a.cellgate and os.access(a.cellgate, os.X_OK)):
+        print("cellgate binary missing: %r" % a.cellgate, file=sys.stderr)
+        return 1
+    if os.geteuid() != 0:
+        print("the jailed bench needs root", file=sys.stderr)
+        return 1
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    rows = {}
+    for label, size in (("cold start", 0), ("pool claim", a.pool_size)):
+        print("# %s ..." % label, file=sys.stderr, flush=True)
+        try:
+            posts, times = run(a.cellgate, a.claims, size, a.timeout)
+            rows[label + ", 201"] = summary(posts)
+            rows[label] = summary(times)
+        except Exception as e:  # a failed run is a row of "fail", not a crash: the table says what ran
+            print("# %s failed: %s" % (label, e), file=sys.stderr)
+            rows[label + ", 201"] = rows[label] = None
+    print("pool bench: POST /api/kernels -> its 201, and -> kernel_info_reply on a new WebSocket; jailed "
+          "ipykernel, %d each, pool %s=%d; load %.1f" % (a.claims, SPEC, a.pool_size, os.getloadavg()[0]))
+    print("%-17s %10s %10s %4s" % ("path", "p50 ms", "p90 ms", "n"))
+    for label, v in rows.items():
+        print("%-17s %10s %10s %4s" % ((label,) + (("%.1f" % v[0], "%.1f" % v[1], v[2]) if v else ("fail",) * 3)))
+    cold, pool = rows.get("cold start"), rows.get("pool claim")
+    print("cold/pool p50: %s" % ("%.1fx" % (cold[0] / pool[0]) if cold and pool and pool[0] else "-"))
+    if a.validate and not all(v and v[2] == a.claims for v in rows.values()):
+        print("incomplete table", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// kernel_pool: warm kernels per kernelspec, started in the background and handed out by POST /api/kernels.
+#include "gateway/kernel_pool.h"
+
+#include <algorithm>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+
+#include "common/log.h"
+
+namespace cellgate::gateway {
+
+namespace asio = boost::asio;
+using launcher::KernelState;
+using namespace std::chrono_literals;
+
+namespace {
+constexpr auto kCheckInterval = 5s;
+constexpr auto kMaxBackoff = 60s;
+}  // namespace
+
+KernelPool::KernelPool(asio::io_context& io, PoolOptions options, Factory make)
+    : io_(io), options_(std::move(options)), make_(std::move(make)), check_(io), later_(io) {}
+
+void KernelPool::refill_after(std::chrono::milliseconds delay) {
+  later_.expires_after(delay);
+  later_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) refill();
+  });
+}
+
+void KernelPool::start() {
+  refill();
+  schedule_check();
+}
+
+void KernelPool::schedule_check() {
+  check_.expires_after(kCheckInterval);
+  check_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopping_) return;
+    // A pooled kernel that died (no auto-restart in the pool) is dropped and replaced.
+    for (auto& [spec, q] : ready_) {
+      q.erase(std::remove_if(q.begin(), q.end(),
+                             [](const auto& h) { return h->kernel().state() != KernelState::kIdle &&
+                                                        h->kernel().state() != KernelState::kBusy; }),
+              q.end());
+    }
+    refill();
+    schedule_check();
+  });
+}
+
+std::shared_ptr<KernelHub> KernelPool::take(const std::string& spec) {
+  auto it = ready_.find(spec);
+  if (it == ready_.end()) return nullptr;
+  auto& q = it->second;
+  while (!q.empty()) {
+    auto hub = std::move(q.front());
+    q.pop_front();
+    // Busy is fine: a fresh kernel may still be answering the start's extra kernel_info nudges.
+    const auto state = hub->kernel().state();
+    if (state == KernelState::kIdle || state == KernelState::kBusy) return hub;
+    // Dead or restarting: not something to hand out; its shutdown tidies the jail and dirs.
+    common::log_warn("kernel={} spec={} msg=\"pooled kernel not running; dropped\" state={}", hub->kernel().id(), spec,
+                     launcher::to_string(state));
+    asio::co_spawn(io_, hub->kernel().shutdown(), [hub](std::exception_ptr) {});
+  }
+  return nullptr;
+}
+
+void KernelPool::give_back(const std::string& spec, std::shared_ptr<KernelHub> hub) {
+  if (stopping_) {
+    asio::co_spawn(io_, hub->kernel().shutdown(), [hub](std::exception_ptr) {});
+    return;
+  }
+  ready_[spec].push_front(std::move(hub));
+}
+
+uint64_t KernelPool::memory_in_use() const {
+  uint64_t total = 0;
+  for (const auto& [spec, q] : ready_)
+    for (const auto& h : q) total += h->kernel().spawner().memory_usage(h->kernel().process());
+  for (const auto& [spec, v] : starting_) total += v.size() * per_kernel_estimate_;
+  return total;
+}
+
+void KernelPool::refill() {
+  if (stopping_) return;
+  const auto now = std::chrono::steady_clock::now();
+  int in_flight = 0;
+  for (const auto& [spec, v] : starting_) in_flight += static_cast<int>(v.size());
+  bool progress = true;
+  // Round-robin over kernelspecs, one start each per round, so one big pool cannot starve another.
+  while (progress && in_flight < options_.concurrency) {
+    progress = false;
+    for (const auto& [spec, size] : options_.sizes) {
+      if (in_flight >= options_.concurrency) break;
+      if (auto r = retry_at_.find(spec); r != retry_at_.end() && now < r->second) continue;
+      const int have = static_cast<int>(ready_[spec].size() + starting_[spec].size());
+      if (have >= size) continue;
+      if (options_.max_memory > 0 && memory_in_use() + per_kernel_estimate_ > options_.max_memory) {
+        common::log_debug("spec={} msg=\"pool refill waits: memory budget\"", spec);
+        return;
+      }
+      auto hub = make_(spec);
+      if (!hub) continue;
+      starting_[spec].push_back(hub);
+      ++in_flight;
+      progress = true;
+      asio::co_spawn(io_, fill_one(this, spec, hub), asio::detached);
+    }
+  }
+}
+
+asio::awaitable<void> KernelPool::fill_one(KernelPool* self, std::string spec, std::shared_ptr<KernelHub> hub) {
+  auto st = co_await hub->kernel().start();
+  auto& v = self->starting_[spec];
+  v.erase(std::remove(v.begin(), v.end(), hub), v.end());
+  if (self->stopping_) {
+    co_await hub->kernel().shutdown();
+    co_return;
+  }
+  if (!st) {
+    int n = ++self->failures_[spec];
+    auto backoff = std::min<std::chrono::seconds>(kMaxBackoff, std::chrono::seconds(1 << std::min(n, 6)));
+    self->retry_at_[spec] = std::chrono::steady_clock::now() + backoff;
+    common::log_error("spec={} msg=\"pool kernel failed to start\" retry_in_s={} error=\"{}\"", spec, backoff.count(),
+                      st.error().message);
+    co_await hub->kernel().shutdown();
+    co_return;
+  }
+  self->failures_.erase(spec);
+  self->retry_at_.erase(spec);
+  const uint64_t used = hub->kernel().spawner().memory_usage(hub->kernel().process());
+  if (used > 0) self->per_kernel_estimate_ = std::max<uint64_t>(used, 16ull << 20);
+  self->ready_[spec].push_back(hub);
+  common::log_info("kernel={} spec={} msg=\"pool kernel ready\" ready={}", hub->kernel().id(), spec,
+                   self->ready_[spec].size());
+  self->refill();
+}
+
+asio::awaitable<void> KernelPool::stop() {
+  stopping_ = true;
+  check_.cancel();
+  later_.cancel();
+  std::vector<std::shared_ptr<KernelHub>> all;
+  for (auto& [spec, q] : ready_) all.insert(all.end(), q.begin(), q.end());
+  ready_.clear();
+  // Kernels still starting too: the io loop ends after this, so fill_one may never resume.
+  for (auto& [spec, v] : starting_) all.insert(all.end(), v.begin(), v.end());
+  for (auto& hub : all) co_await hub->kernel().shutdown();
+}
+
+nlohmann::json KernelPool::status() const {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [spec, size] : options_.sizes) {
+    auto r = ready_.find(spec);
+    auto s = starting_.find(spec);
+    out[spec] = {{"size", size},
+                 {"ready", r == ready_.end() ? 0 : r->second.size()},
+                 {"starting", s == starting_.end() ? 0 : s->second.size()}};
+  }
+  return out;
+}
+
+}  // namespace cellgate::gateway
