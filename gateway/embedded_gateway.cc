@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "gateway/embedded_gateway.h"
+
+#include <future>
+#include <thread>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <fmt/format.h>
+
+#include "common/random.h"
+#include "gateway/gateway.h"
+#include "gateway/http_server.h"
+
+namespace cellgate::gateway {
+
+namespace asio = boost::asio;
+
+struct EmbeddedGateway::Impl {
+  explicit Impl(Config c) : config(std::move(c)), gateway(io, config), acceptor(make_acceptor(io, config.ip, config.port)) {}
+
+  Config config;
+  asio::io_context io{1};
+  Gateway gateway;
+  asio::ip::tcp::acceptor acceptor;
+  int port = 0;
+  std::thread thread;
+};
+
+namespace {
+
+Config embedded(Config c) {
+  c.ip = "127.0.0.1";
+  c.port = 0;
+  c.token = common::random_hex(24);
+  c.token_generated = true;
+  c.shutdown_kernels_on_exit = true;  // the kernels belong to this run
+  c.certfile.clear();                 // loopback only: the client speaks plain HTTP
+  c.keyfile.clear();
+  return c;
+}
+
+}  // namespace
+
+EmbeddedGateway::EmbeddedGateway(Config config) : impl_(std::make_unique<Impl>(embedded(std::move(config)))) {
+  impl_->port = impl_->acceptor.local_endpoint().port();
+  impl_->gateway.set_local_port(impl_->port);
+  asio::co_spawn(impl_->io, accept_loop(impl_->acceptor, impl_->gateway), asio::detached);
+  impl_->thread = std::thread([this] { impl_->io.run(); });
+}
+
+EmbeddedGateway::~EmbeddedGateway() {
+  auto* impl = impl_.get();
+  asio::post(impl->io, [impl] {
+    boost::system::error_code ignored;
+    impl->acceptor.close(ignored);
+    asio::co_spawn(impl->io, impl->gateway.stop(), [impl](std::exception_ptr) { impl->io.stop(); });
+  });
+  impl->thread.join();
+}
+
+std::string EmbeddedGateway::url() const {
+  return fmt::format("http://127.0.0.1:{}{}", impl_->port, impl_->config.base_url);
+}
+
+const std::string& EmbeddedGateway::token() const { return impl_->config.token; }
+
+}  // namespace cellgate::gateway
