@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "gateway/embedded_gateway.h"
 
-#include <future>
+#include <atomic>
 #include <thread>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <fmt/format.h>
 
 #include "common/random.h"
@@ -24,8 +25,20 @@ struct EmbeddedGateway::Impl {
   asio::io_context io{1};
   Gateway gateway;
   asio::ip::tcp::acceptor acceptor;
+  asio::signal_set signals{io, SIGINT, SIGTERM};
   int port = 0;
+  std::atomic<bool> interrupted{false};
+  bool stopping = false;  // io thread only
   std::thread thread;
+
+  void stop() {
+    if (stopping) return;
+    stopping = true;
+    boost::system::error_code ignored;
+    acceptor.close(ignored);
+    signals.cancel(ignored);
+    asio::co_spawn(io, gateway.stop(), [this](std::exception_ptr) { io.stop(); });
+  }
 };
 
 namespace {
@@ -47,16 +60,18 @@ EmbeddedGateway::EmbeddedGateway(Config config) : impl_(std::make_unique<Impl>(e
   impl_->port = impl_->acceptor.local_endpoint().port();
   impl_->gateway.set_local_port(impl_->port);
   asio::co_spawn(impl_->io, accept_loop(impl_->acceptor, impl_->gateway), asio::detached);
+  auto* impl = impl_.get();
+  impl->signals.async_wait([impl](const boost::system::error_code& ec, int) {
+    if (ec) return;
+    impl->interrupted = true;
+    impl->stop();
+  });
   impl_->thread = std::thread([this] { impl_->io.run(); });
 }
 
 EmbeddedGateway::~EmbeddedGateway() {
   auto* impl = impl_.get();
-  asio::post(impl->io, [impl] {
-    boost::system::error_code ignored;
-    impl->acceptor.close(ignored);
-    asio::co_spawn(impl->io, impl->gateway.stop(), [impl](std::exception_ptr) { impl->io.stop(); });
-  });
+  asio::post(impl->io, [impl] { impl->stop(); });
   impl->thread.join();
 }
 
@@ -65,5 +80,7 @@ std::string EmbeddedGateway::url() const {
 }
 
 const std::string& EmbeddedGateway::token() const { return impl_->config.token; }
+
+bool EmbeddedGateway::interrupted() const { return impl_->interrupted; }
 
 }  // namespace cellgate::gateway

@@ -163,7 +163,12 @@ int run(int argc, char** argv) {
     return 2;
   }
   auto report = run_notebook(*nb, *base, token, args.options);
+  const bool interrupted = embedded && embedded->interrupted();
   embedded.reset();  // stop the gateway, and its kernels, before saying anything final
+  if (interrupted) {
+    std::fprintf(stderr, "cellgate run: %s: interrupted; the kernel was shut down\n", args.notebook.c_str());
+    return 130;
+  }
   if (!report) {
     std::fprintf(stderr, "cellgate run: %s: %s\n", args.notebook.c_str(), report.error().message.c_str());
     return 2;

@@ -2,7 +2,7 @@
 // CellOutputs: iopub messages become nbformat 4 outputs the way nbclient builds them.
 #include "gateway/cell_outputs.h"
 
-#include <catch2/catch_test_macros.hpp>
+#include <catch2/catch.hpp>
 
 using cellgate::gateway::CellOutputs;
 using nlohmann::json;
