@@ -260,3 +260,16 @@ def test_unreachable_gateway(tmp):
     port = targets_mod.free_port()
     p = cellgate_run([src, "--url", "http://127.0.0.1:%d/" % port, "--token", "t"])
     assert p.returncode == 2 and "unreachable" in one_line(p.stderr), p.stderr
+
+
+def test_runs_against_jupyter_server(tmp):
+    """`cellgate run --url` is a plain Jupyter client: it runs a notebook on Debian's jupyter_server too."""
+    t = targets_mod.make_target("jupyter_server")
+    t.start()
+    try:
+        out = os.path.join(tmp, "js-agent.ipynb")
+        p = cellgate_run([os.path.join(NOTEBOOK_DIR, "agent-session.ipynb"), "--output", out], env=via_url(t))
+        assert p.returncode == 0, p.stderr
+        check_agent_session(read_valid(out))
+    finally:
+        t.stop()
