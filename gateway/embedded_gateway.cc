@@ -54,6 +54,11 @@ Config embedded(Config c) {
   return c;
 }
 
+// By value: co_spawned.
+asio::awaitable<void> interrupt_kernel(std::shared_ptr<KernelHub> hub) {
+  if (hub->kernel().state() != launcher::KernelState::kDead) co_await hub->kernel().interrupt();
+}
+
 }  // namespace
 
 EmbeddedGateway::EmbeddedGateway(Config config) : impl_(std::make_unique<Impl>(embedded(std::move(config)))) {
@@ -63,8 +68,13 @@ EmbeddedGateway::EmbeddedGateway(Config config) : impl_(std::make_unique<Impl>(e
   auto* impl = impl_.get();
   impl->signals.async_wait([impl](const boost::system::error_code& ec, int) {
     if (ec) return;
+    // Interrupt the running cells (as Ctrl-C in Jupyter does): the run sees the cell end, stops
+    // before the next one and deletes its kernel, and the destructor then stops the gateway. Kernels
+    // run in sessions of their own, so dying here instead would leave them running.
     impl->interrupted = true;
-    impl->stop();
+    for (const auto& [id, hub] : impl->gateway.kernels()) {
+      asio::co_spawn(impl->io, interrupt_kernel(hub), asio::detached);
+    }
   });
   impl_->thread = std::thread([this] { impl_->io.run(); });
 }

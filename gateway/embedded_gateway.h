@@ -23,9 +23,8 @@ class EmbeddedGateway {
 
   std::string url() const;  // http://127.0.0.1:PORT/base/
   const std::string& token() const;
-  // True once SIGINT or SIGTERM arrived: the gateway then stops at once and shuts its kernels down
-  // (they run in sessions of their own and would otherwise outlive this process), so that the
-  // client's calls fail and the run can end.
+  // True once SIGINT or SIGTERM arrived: the gateway then interrupts its kernels, so that the run
+  // stops and deletes its kernel (kernels run in sessions of their own and would outlive us).
   bool interrupted() const;
 
  private:

@@ -163,6 +163,13 @@ common::Result<RunReport> run_on_kernel(launcher::Notebook& nb, mcp::HttpBackend
                                         const std::string& token, const json& model, const RunOptions& options,
                                         const std::vector<std::pair<std::string, std::string>>& files) {
   RunReport report;
+  auto cancelled = [&options, &report] {
+    if (!options.cancelled || !options.cancelled()) return false;
+    report.ok = false;
+    report.failure = "interrupted";
+    return true;
+  };
+  if (cancelled()) return report;
   const std::string kid = model.value("id", "");
   report.kernel_name = model.value("name", "");
   const std::string workspace = model.value("workspace", "");
@@ -184,11 +191,15 @@ common::Result<RunReport> run_on_kernel(launcher::Notebook& nb, mcp::HttpBackend
   CellOutputs outputs;
   for (const auto& cell : nb.code_cells()) {
     if (cell.source.find_first_not_of(" \t\r\n") == std::string::npos) continue;  // nbclient skips blank cells
+    if (cancelled()) return report;
     const std::string which = fmt::format("cell {} ({})", cell.index + 1, first_line(cell.source));
     outputs.begin_cell(cell.index, &cells);
     const auto deadline = Clock::now() + std::chrono::seconds(options.cell_timeout_s);
+    // As nbclient: a cell allowed to fail must not make the kernel abort the requests that follow it
+    // (ipykernel aborts what arrives shortly after an error when stop_on_error is set).
+    const bool may_fail = options.allow_errors || has_tag(cells[cell.index], "raises-exception");
     json content = {{"code", cell.source}, {"silent", false}, {"store_history", true},
-                    {"user_expressions", json::object()}, {"allow_stdin", false}, {"stop_on_error", !options.allow_errors}};
+                    {"user_expressions", json::object()}, {"allow_stdin", false}, {"stop_on_error", !may_fail}};
     auto id = (*ws)->send("shell", "execute_request", std::move(content), deadline);
     if (!id) return id.error();
     auto run = collect(**ws, *id, outputs, deadline);
@@ -211,6 +222,7 @@ common::Result<RunReport> run_on_kernel(launcher::Notebook& nb, mcp::HttpBackend
       }
       return run.error();
     }
+    if (cancelled()) return report;
     if (!run->died.empty()) {
       report.ok = false;
       report.failure = fmt::format("{} failed: {}", which, run->died);
@@ -224,7 +236,7 @@ common::Result<RunReport> run_on_kernel(launcher::Notebook& nb, mcp::HttpBackend
     std::string why = status == "error"
                           ? fmt::format("{}: {}", run->reply.value("ename", ""), run->reply.value("evalue", ""))
                           : "execute_reply status " + status;
-    if (options.allow_errors || has_tag(cells[cell.index], "raises-exception")) continue;
+    if (may_fail) continue;
     report.ok = false;
     report.failure = fmt::format("{} failed: {}", which, why);
     return report;

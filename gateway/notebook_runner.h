@@ -4,6 +4,7 @@
 // outputs into the notebook the way nbclient does. The engine of `cellgate run`.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "common/result.h"
@@ -19,6 +20,7 @@ struct RunOptions {
   bool allow_errors = false;   // like nbclient's allow_errors: record the error and go on
   int cell_timeout_s = 600;    // per cell; on expiry the kernel is interrupted and the run fails
   int start_timeout_s = 120;   // kernel start and kernel_info
+  std::function<bool()> cancelled;  // checked after the kernel starts and before each cell
 };
 
 struct RunReport {

@@ -162,6 +162,7 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "cellgate run: %s\n", base.error().message.c_str());
     return 2;
   }
+  if (embedded) args.options.cancelled = [gw = &*embedded] { return gw->interrupted(); };
   auto report = run_notebook(*nb, *base, token, args.options);
   const bool interrupted = embedded && embedded->interrupted();
   embedded.reset();  // stop the gateway, and its kernels, before saying anything final

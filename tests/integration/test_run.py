@@ -273,3 +273,30 @@ def test_runs_against_jupyter_server(tmp):
         check_agent_session(read_valid(out))
     finally:
         t.stop()
+
+
+def test_interrupt_shuts_the_kernel_down(tmp):
+    """Ctrl-C on an embedded run interrupts the cell, deletes the kernel and exits 130: jailed
+    kernels run in sessions of their own and must not outlive the run."""
+    import signal
+    import time
+    rt = os.path.join(tmp, "rt-int")
+    src = write_nb(os.path.join(tmp, "forever.ipynb"), ["import time\ntime.sleep(300)"])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CELLGATE_")}
+    p = subprocess.Popen([binary(), "run", src, "--output", os.path.join(tmp, "forever-out.ipynb"),
+                          "--spawner", SPAWNER, "--runtime-dir", rt],
+                         stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(4)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert "interrupted; the kernel was shut down" in one_line(err)
+    left = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                if rt.encode() in f.read():
+                    left.append(pid)
+        except OSError:
+            pass
+    assert not left, "processes of the run outlived it: %s" % left
