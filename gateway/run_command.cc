@@ -129,7 +129,8 @@ const char* run_help() {
          "  --data-dir DIR        embedded gateway's data dir (default: a temporary one, removed)\n"
          "  --log-level L         embedded gateway's log level (default warn)\n"
          "  --<serve option> V    any other `cellgate serve` option, for the embedded gateway\n\n"
-         "Exit status: 0 all cells ran; 1 a cell failed or timed out; 2 the run could not start.\n";
+         "Exit status: 0 all cells ran; 1 a cell failed or timed out; 2 the run could not start;\n"
+         "130 interrupted (SIGINT/SIGTERM: the cell is interrupted and the kernel deleted).\n";
 }
 
 namespace {
