@@ -63,7 +63,7 @@ asio::awaitable<void> interrupt_kernel(std::shared_ptr<KernelHub> hub) {
 
 EmbeddedGateway::EmbeddedGateway(Config config) : impl_(std::make_unique<Impl>(embedded(std::move(config)))) {
   impl_->port = impl_->acceptor.local_endpoint().port();
-  impl_->gateway.set_local_port(impl_->port);
+  impl_->gateway.set_local_endpoint("127.0.0.1", impl_->port);
   asio::co_spawn(impl_->io, accept_loop(impl_->acceptor, impl_->gateway), asio::detached);
   auto* impl = impl_.get();
   impl->signals.async_wait([impl](const boost::system::error_code& ec, int) {
