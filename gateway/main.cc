@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// cellgate: the gateway executable (subcommands: serve).
+// cellgate: the gateway executable (subcommands: serve, run, user, mcp, fsck, gc).
 #include <signal.h>
 
 #include <cstdio>
@@ -16,6 +16,7 @@
 #include "gateway/config.h"
 #include "gateway/gateway.h"
 #include "gateway/http_server.h"
+#include "gateway/run_command.h"
 #include "gateway/tls.h"
 #include "mcp/stdio_transport.h"
 #include "state/user_cli.h"
@@ -30,6 +31,7 @@ constexpr const char* kUsage =
     "usage: cellgate <command> [options]\n\n"
     "commands:\n"
     "  serve    run the gateway (cellgate serve --help)\n"
+    "  run      execute a notebook and write its outputs: cellgate run NOTEBOOK.ipynb (--help)\n"
     "  user     manage users and their tokens (cellgate user --help)\n"
     "  mcp      an MCP server over stdio for a running gateway: cellgate mcp --url URL --token T\n"
     "  fsck     verify every snapshot object and manifest: cellgate fsck [--data-dir DIR]\n"
@@ -120,6 +122,7 @@ int main(int argc, char** argv) {
   std::string command = argv[1];
   try {
     if (command == "serve") return serve(argc - 2, argv + 2);
+    if (command == "run") return cellgate::gateway::run_main(argc - 2, argv + 2);
     if (command == "user") return cellgate::state::user_main(argc - 2, argv + 2);
     if (command == "mcp") return cellgate::mcp::mcp_main(argc - 2, argv + 2);
     if (command == "fsck") return cellgate::workspace::fsck_main(data_dir_arg(argc - 2, argv + 2), std::cout);

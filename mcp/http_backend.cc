@@ -133,23 +133,46 @@ std::string escape_segment(const std::string& segment) {
   return out;
 }
 
-common::Result<RestReply> HttpBackend::call(const RestCall& call, const std::string& token) {
+namespace {
+
+http::request<http::string_body> make_request(const BaseUrl& url, http::verb method, const std::string& path,
+                                              const std::string& token) {
   http::request<http::string_body> req;
-  req.method(http::string_to_verb(call.method));
-  req.target(url_.base + call.path);
+  req.method(method);
+  req.target(url.base + path);
   req.version(11);
-  const bool v6 = url_.host.find(':') != std::string::npos;
-  req.set(http::field::host, (v6 ? "[" + url_.host + "]" : url_.host) + ":" + url_.port);
+  const bool v6 = url.host.find(':') != std::string::npos;
+  req.set(http::field::host, (v6 ? "[" + url.host + "]" : url.host) + ":" + url.port);
   req.set(http::field::user_agent, "cellgate-mcp");
   req.set(http::field::accept, "application/json");
   if (!token.empty()) req.set(http::field::authorization, "token " + token);
+  req.keep_alive(false);
+  return req;
+}
+
+}  // namespace
+
+common::Result<RestReply> HttpBackend::call(const RestCall& call, const std::string& token) {
+  auto req = make_request(url_, http::string_to_verb(call.method), call.path, token);
   if (!call.body.is_null()) {
     req.set(http::field::content_type, "application/json");
     req.body() = call.body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
-  req.keep_alive(false);
   req.prepare_payload();
-  Exchange exchange(url_, std::move(req), call.timeout);
+  return exchange(std::move(req), call.timeout);
+}
+
+common::Result<RestReply> HttpBackend::put_bytes(const std::string& path, std::string bytes, const std::string& token,
+                                                 std::chrono::seconds timeout) {
+  auto req = make_request(url_, http::verb::put, path, token);
+  req.set(http::field::content_type, "application/octet-stream");
+  req.body() = std::move(bytes);
+  req.prepare_payload();
+  return exchange(std::move(req), timeout);
+}
+
+common::Result<RestReply> HttpBackend::exchange(http::request<http::string_body> req, std::chrono::seconds timeout) {
+  Exchange exchange(url_, std::move(req), timeout);
   {
     std::lock_guard lock(mu_);
     if (stopped_) return common::make_error(Errc::kUnavailable, "cellgate is shutting down");

@@ -8,6 +8,8 @@
 #include <string>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
 
 #include "common/result.h"
 #include "mcp/backend.h"
@@ -33,11 +35,17 @@ class HttpBackend : public Backend {
   static constexpr size_t kMaxReplyBytes = 64u << 20;
   explicit HttpBackend(BaseUrl url) : url_(std::move(url)) {}
   common::Result<RestReply> call(const RestCall& call, const std::string& token) override;
+  // PUT of raw bytes (application/octet-stream), for file uploads; path as in RestCall.
+  common::Result<RestReply> put_bytes(const std::string& path, std::string bytes, const std::string& token,
+                                      std::chrono::seconds timeout);
   // Makes calls in flight fail now, and later calls fail at once (kUnavailable): lets a server that calls
   // itself through this backend shut down without waiting for their timeouts. Thread-safe.
   void stop();
 
  private:
+  common::Result<RestReply> exchange(boost::beast::http::request<boost::beast::http::string_body> req,
+                                     std::chrono::seconds timeout);
+
   BaseUrl url_;
   std::mutex mu_;
   bool stopped_ = false;
