@@ -161,12 +161,14 @@ const Endpoint* find_endpoint(const std::vector<Endpoint>& endpoints, std::strin
   return nullptr;
 }
 
-json request_bundle(const Request& req, const std::map<std::string, std::string>& params) {
+json request_bundle(const Request& req, const std::map<std::string, std::string>& params, bool strip_credentials) {
   std::string_view target(req.target().data(), req.target().size());
   auto q = target.find('?');
   json args = q == std::string_view::npos ? json::object() : parse_query(target.substr(q + 1));
+  if (strip_credentials) args.erase("token");
   json headers = json::object();
   for (const auto& field : req) {
+    if (strip_credentials && field.name() == http::field::authorization) continue;
     std::string name = header_case(std::string_view(field.name_string().data(), field.name_string().size()));
     std::string value(field.value().data(), field.value().size());
     auto it = headers.find(name);

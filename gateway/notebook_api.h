@@ -50,7 +50,10 @@ const Endpoint* find_endpoint(const std::vector<Endpoint>& endpoints, std::strin
 // KG's REQUEST object: {body, args, path, headers}. body is parsed for application/json (falling back to
 // the text) and application/x-www-form-urlencoded ({name: [values]}), else the text; args are the query's
 // {name: [values]}; headers {Name: value, or [values] when repeated}, names in Tornado's capitalisation.
-nlohmann::json request_bundle(const Request& req, const std::map<std::string, std::string>& params);
+// strip_credentials drops the gateway's token (the Authorization header and the `token` argument): it
+// authenticated the request and must not reach kernel code.
+nlohmann::json request_bundle(const Request& req, const std::map<std::string, std::string>& params,
+                              bool strip_credentials = false);
 // The statement that sets REQUEST in the kernel: `REQUEST = "<the bundle as a JSON string>"`
 // (`my $REQUEST = ` for perl, `REQUEST=` for bash), ASCII-only.
 std::string request_statement(const nlohmann::json& bundle, std::string_view language);

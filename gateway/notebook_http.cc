@@ -182,7 +182,7 @@ awaitable<Response> NotebookHttp::handle(Request& req, std::string path) {
 
   // Arguments are named first: GCC 12 can destroy temporaries in a co_await operand twice.
   std::shared_ptr<KernelHub> kernel = lease.hub;
-  std::string assign = request_statement(request_bundle(req, params), language_);
+  std::string assign = request_statement(request_bundle(req, params, !config_.notebook_http_public), language_);
   auto assigned = co_await run_step(kernel, std::move(assign), deadline, limit);
   if (auto err = step_error(req, assigned, timeout_s, limit)) co_return std::move(*err);
   std::string cell = source->second;

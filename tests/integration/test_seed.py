@@ -87,7 +87,16 @@ def test_global_seed_runs_before_the_kernel_is_handed_out(gw, kernel):
     assert res["execution_count"] == 1
     # The seed ran inside the jail, in the very process that serves the kernel.
     res = execute(gw, kid, "import os, socket; print(SEED_PID == os.getpid(), socket.gethostname())")
-    assert stdout(res) == "True sandbox\n"
+    host = "sandbox" if gw.spawner == "jail" else __import__("socket").gethostname()
+    assert stdout(res) == "True %s\n" % host, res
+
+
+def test_global_seed_applies_to_every_kernel_of_its_language(gw, kernel):
+    if not os.path.exists("/usr/local/share/jupyter/kernels/xpython/kernel.json"):
+        pytest.skip("xpython is not installed (scripts/install-xpython.sh)")
+    kid = kernel("xpython").json()["id"]
+    res = execute(gw, kid, "print(SEEDED)")
+    assert stdout(res) == "42\n", res
 
 
 def test_global_seed_only_for_its_language(gw, kernel):

@@ -109,6 +109,15 @@ TEST_CASE("REQUEST carries body, args, path and headers as Kernel Gateway builds
   CHECK(b["headers"]["Content-Type"] == "application/json; charset=utf-8");
   CHECK(b["headers"]["X-Custom"] == json::array({"1", "2"}));
 
+  CHECK(b["headers"].count("Authorization") == 0);
+  req.set(http::field::authorization, "token secret");
+  req.target("/items/7?token=secret&q=1");
+  CHECK(request_bundle(req, {})["headers"]["Authorization"] == "token secret");
+  CHECK(request_bundle(req, {})["args"].count("token") == 1);
+  auto stripped = request_bundle(req, {}, /*strip_credentials=*/true);
+  CHECK(stripped["headers"].count("Authorization") == 0);
+  CHECK(stripped["args"] == json{{"q", {"1"}}});
+
   req.set("content-type", "application/json");
   req.body() = "not json";
   CHECK(request_bundle(req, {})["body"] == "not json");
