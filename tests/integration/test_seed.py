@@ -37,6 +37,7 @@ def gw():
     add_spec(t, "cgspecseed", seed="spec_seed.ipynb")
     add_spec(t, "cgbadseed", seed="bad_seed.ipynb")
     add_spec(t, "cgslowseed", seed="slow_seed.ipynb")
+    add_spec(t, "cgonceseed", seed="once_seed.ipynb")
     t.start()
     yield t
     t.stop()
@@ -147,3 +148,13 @@ def test_seed_runs_again_after_the_kernel_dies(gw, kernel):
     wait_state(gw, kid, "idle")
     res = execute(gw, kid, "print(SEEDED)")
     assert stdout(res) == "42\n", res
+
+
+def test_seed_failing_on_restart_leaves_the_kernel_dead_with_the_reason(gw, kernel):
+    kid = kernel("cgonceseed").json()["id"]
+    r = gw.post("api/kernels/%s/restart" % kid)
+    assert r.status_code == 500, r.text
+    assert "cell 0 failed: RuntimeError: seeded before" in r.json()["message"], r.text
+    model = gw.get("api/kernels/" + kid).json()
+    assert model["execution_state"] == "dead"
+    assert "seeded before" in model["reason"]
