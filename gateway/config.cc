@@ -275,16 +275,16 @@ Config load_config(int argc, char** argv) {
       name = name.substr(0, eq);
       has_value = true;
     }
+    const Option* opt = find_option(name);
+    if (!opt && name != "config") throw ConfigError("unknown option --" + name + " (see --help)");
     if (!has_value) {
       if (i + 1 >= argc) throw ConfigError("--" + name + " needs a value");
       value = argv[++i];
     }
-    if (name == "config") {
+    if (!opt) {
       config_file = value;
       continue;
     }
-    const Option* opt = find_option(name);
-    if (!opt) throw ConfigError("unknown option --" + name + " (see --help)");
     flags.emplace_back(opt, value);
   }
   if (!config_file.empty()) apply_config_file(c, config_file);
