@@ -87,7 +87,7 @@ bool token_char(char c) {
 // Applies a ResponseInfo cell's {"status", "headers"}; an error message when it is not usable.
 std::optional<std::string> apply_response_info(const std::string& printed, Response& res) {
   auto info = json::parse(printed, nullptr, false);
-  if (!info.is_object()) return "the ResponseInfo cell did not print a JSON object";
+  if (!info.is_object()) return "the ResponseInfo cell did not answer a JSON object";
   if (auto h = info.find("headers"); h != info.end() && !h->is_null()) {
     if (!h->is_object()) return "ResponseInfo headers must be an object";
     for (const auto& [name, value] : h->items()) {
@@ -195,7 +195,8 @@ awaitable<Response> NotebookHttp::handle(Request& req, std::string path) {
     std::string info_cell = info_src->second;
     auto info = co_await run_step(kernel, std::move(info_cell), deadline, limit);
     if (auto err = step_error(req, info, timeout_s, limit)) co_return std::move(*err);
-    if (auto bad = apply_response_info(stdout_text(info), res)) co_return error_response(req, Errc::kInternal, *bad);
+    // As in KG, what the cell answers (stdout, else its execute_result) is parsed.
+    if (auto bad = apply_response_info(response_text(info), res)) co_return error_response(req, Errc::kInternal, *bad);
   }
   res.keep_alive(req.keep_alive());
   res.body() = response_text(result);

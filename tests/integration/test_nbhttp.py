@@ -138,6 +138,14 @@ def test_unknown_path_wrong_method_and_errors(nb):
     assert nb.get("api").status_code == 404
 
 
+def test_response_info_cannot_inject_headers(nb):
+    r = nb.get("badinfo")
+    assert r.status_code == 500 and "Set-Cookie" not in r.headers
+    assert "header value is not valid" in r.json()["message"]
+    r = nb.get("notjson")
+    assert r.status_code == 500 and "JSON object" in r.json()["message"]
+
+
 def test_token_is_required(nb):
     r = requests.get(nb.url + "hello", timeout=30)
     assert r.status_code == 401
