@@ -192,6 +192,7 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> Gateway::start_kernel(cons
   --starting_[user.name];
   if (!st) {
     kernels_.erase(id);
+    co_await kernel.shutdown();  // the process is gone already; this removes its runtime dirs
     (void)state::delete_kernel(*db_, id);
     if (options.ephemeral) co_await offload([&] { return workspaces_->remove(ref); });
     audit(caller, "start", "kernel", id, {{"kernelspec", name}, {"error", st.error().message}}, false);

@@ -115,13 +115,16 @@ def test_kernelspec_seed_replaces_the_global_one(gw, kernel):
 
 def test_failing_seed_fails_the_start_with_the_cell_and_the_error(gw, kernel):
     before = {k["id"] for k in gw.get("api/kernels").json()}
+    dirs = lambda: set(os.listdir(os.path.join(gw.run_dir, "k"))) | set(os.listdir(os.path.join(gw.run_dir, "s")))
+    dirs_before = dirs()
     r = kernel("cgbadseed", expect=500)
     body = r.json()
     assert body["reason"] == "Internal Server Error"
     assert "cell 2" in body["message"] and "ValueError: bad seed" in body["message"], body
     assert body["seed"] == {"notebook": "bad_seed.ipynb", "cell": 2, "ename": "ValueError", "evalue": "bad seed"}
-    # The kernel is gone: not listed, and no kernel process of it is left.
+    # The kernel is gone: not listed, its jail stopped and its runtime dirs removed.
     assert {k["id"] for k in gw.get("api/kernels").json()} == before
+    assert dirs() == dirs_before
 
 
 def test_seed_is_bounded_in_time(gw, kernel):
