@@ -4,8 +4,10 @@ answers curl and Python requests from a pool of jailed kernels seeded with the n
 import concurrent.futures
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -210,10 +212,14 @@ def test_failing_seed_stops_the_server(tmp_path):
     bad = tmp_path / "bad.ipynb"
     bad.write_text(json.dumps(nbook))
     path, _ = targets_mod.cellgate_binary()
-    out = subprocess.run([path, "serve", "--port", "0", "--notebook-http", str(bad), "--data-dir",
-                          str(tmp_path / "data"), "--runtime-dir", str(tmp_path / "run"),
-                          "--spawner", os.environ.get("CELLGATE_TEST_SPAWNER", "plain")],
-                         capture_output=True, timeout=120)
+    run = tempfile.mkdtemp(prefix="cgnb-")  # ipc socket paths must stay short; pytest's tmp_path is long
+    try:
+        out = subprocess.run([path, "serve", "--port", "0", "--notebook-http", str(bad), "--data-dir",
+                              str(tmp_path / "data"), "--runtime-dir", run,
+                              "--spawner", os.environ.get("CELLGATE_TEST_SPAWNER", "plain")],
+                             capture_output=True, timeout=120)
+    finally:
+        shutil.rmtree(run, ignore_errors=True)
     assert out.returncode == 1
     err = out.stderr.decode()
     assert "cell 2 failed: RuntimeError: no seed for you" in err, err
