@@ -8,6 +8,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "common/random.h"
+#include "gateway/exec_collector.h"
 #include "gateway/kernel_hub.h"
 
 namespace cellgate::gateway {
@@ -21,144 +22,13 @@ namespace {
 
 constexpr auto kInterruptGrace = std::chrono::seconds(5);
 
-// Kernel content is untrusted: a field of the wrong type must not throw.
-std::string str_field(const json& c, const char* key, const char* fallback = "") {
-  auto it = c.find(key);
-  return it != c.end() && it->is_string() ? it->get<std::string>() : std::string(fallback);
-}
-json obj_field(const json& c, const char* key) {
-  auto it = c.find(key);
-  return it != c.end() && it->is_object() ? *it : json::object();
-}
-json any_field(const json& c, const char* key) {
-  auto it = c.find(key);
-  return it != c.end() ? *it : json();
-}
-
-class Collector : public RequestWatcher {
- public:
-  Collector(asio::any_io_executor ex, size_t limit, std::function<void(const json&)> on_output)
-      : wake_(ex), limit_(limit), on_output_(std::move(on_output)) {
-    wake_.expires_at(asio::steady_timer::time_point::max());
-  }
-
-  void on_reply(Channel channel, const protocol::Message& m, const std::string& type) override {
-    if (channel == Channel::kShell && type == "execute_reply") {
-      auto c = json::parse(m.content, nullptr, false);
-      if (c.is_object()) {
-        reply_status_ = str_field(c, "status", "error");
-        if (c.contains("execution_count") && c["execution_count"].is_number()) count_ = c["execution_count"];
-      }
-      // The gateway's after-execute snapshot rides in the reply's metadata.
-      auto md = json::parse(m.metadata, nullptr, false);
-      if (md.is_object() && md.contains("cellgate")) workspace_ = md["cellgate"];
-      got_reply_ = true;
-    } else if (channel == Channel::kIopub) {
-      auto c = json::parse(m.content, nullptr, false);
-      if (!c.is_object()) return;
-      if (type == "status") {
-        if (str_field(c, "execution_state") == "idle") got_idle_ = true;
-      } else {
-        add_output(type, c);
-      }
-    }
-    if (done()) wake_.cancel();
-  }
-
-  void on_state(KernelState state, const std::string& reason) override {
-    if (state == KernelState::kDead || state == KernelState::kRestarting) {
-      died_ = true;
-      death_reason_ = reason;
-      wake_.cancel();
-    }
-  }
-
-  bool done() const { return (got_reply_ && got_idle_) || died_; }
-
-  asio::awaitable<void> wait_until(std::chrono::steady_clock::time_point deadline) {
-    while (!done() && std::chrono::steady_clock::now() < deadline) {
-      wake_.expires_at(deadline);
-      boost::system::error_code ec;
-      co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    }
-  }
-
-  json outputs_ = json::array();
-  std::string reply_status_ = "error";
-  json count_ = nullptr;
-  json workspace_ = nullptr;
-  bool got_reply_ = false, got_idle_ = false, died_ = false, truncated_ = false;
-  std::string death_reason_;
-
- private:
-  void add_output(const std::string& type, json& c) {
-    json out;
-    if (type == "stream") {
-      out = {{"type", "stream"}, {"name", str_field(c, "name", "stdout")}, {"text", str_field(c, "text")}};
-    } else if (type == "display_data" || type == "execute_result" || type == "update_display_data") {
-      out = {{"type", type}, {"data", obj_field(c, "data")}, {"metadata", obj_field(c, "metadata")}};
-      if (type == "execute_result") out["execution_count"] = any_field(c, "execution_count");
-      if (c.contains("transient")) out["transient"] = c["transient"];
-    } else if (type == "error") {
-      auto tb = any_field(c, "traceback");
-      out = {{"type", "error"}, {"ename", str_field(c, "ename")}, {"evalue", str_field(c, "evalue")},
-             {"traceback", tb.is_array() ? tb : json::array()}};
-    } else if (type == "clear_output") {
-      // What a notebook would show: the cell's outputs so far are gone.
-      outputs_ = json::array();
-      bytes_ = 0;
-      if (on_output_) on_output_({{"type", "clear_output"}});
-      return;
-    } else {
-      return;  // execute_input, comm traffic: not outputs
-    }
-    size_t size = out.dump(-1, ' ', false, json::error_handler_t::replace).size();
-    if (bytes_ + size > limit_) {
-      if (type == "stream" && bytes_ < limit_) {
-        std::string text = out["text"];
-        text.resize(std::min(text.size(), limit_ - bytes_));
-        out["text"] = text;
-        if (on_output_) on_output_(out);
-        append(out);
-      }
-      truncated_ = true;
-      bytes_ = limit_;
-      return;
-    }
-    bytes_ += size;
-    if (on_output_) on_output_(out);
-    append(out);
-  }
-
-  void append(json& out) {
-    if (out["type"] == "stream" && !outputs_.empty()) {
-      json& last = outputs_.back();
-      if (last["type"] == "stream" && last["name"] == out["name"]) {
-        last["text"] = last["text"].get<std::string>() + out["text"].get<std::string>();
-        return;
-      }
-    }
-    outputs_.push_back(std::move(out));
-  }
-
-  asio::steady_timer wake_;
-  size_t limit_;
-  size_t bytes_ = 0;
-  std::function<void(const json&)> on_output_;
-};
-
 std::string py_string(const std::string& s) { return json(s).dump(); }  // a JSON string is a Python literal
 
 // Runs code with silent=True and waits (bounded) for its reply.
 asio::awaitable<void> silent_exec(const std::shared_ptr<KernelHub>& hub, const std::string& code) {
-  auto msg = protocol::make_message(
-      "execute_request", "cellgate-agent-" + common::random_hex(8),
-      json{{"code", code}, {"silent", true}, {"store_history", false}, {"user_expressions", json::object()},
-           {"allow_stdin", false}, {"stop_on_error", false}}
-          .dump());
-  auto header = protocol::peek_header(msg.header);
-  const std::string msg_id = header ? header->msg_id : "";
-  auto c = std::make_shared<Collector>(co_await asio::this_coro::executor, 1 << 16, nullptr);
+  std::string msg_id;
+  auto msg = make_execute_request(code, /*silent=*/true, /*store_history=*/false, msg_id);
+  auto c = std::make_shared<ExecCollector>(co_await asio::this_coro::executor, 1 << 16, nullptr);
   if (hub->send_watched(Channel::kShell, msg, msg_id, c))
     co_await c->wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(10));
   hub->unwatch(msg_id);
@@ -175,7 +45,7 @@ asio::awaitable<common::Status> run_silent(std::shared_ptr<KernelHub> hub, std::
           .dump());
   auto header = protocol::peek_header(msg.header);
   const std::string msg_id = header ? header->msg_id : "";
-  auto c = std::make_shared<Collector>(co_await asio::this_coro::executor, 1 << 16, nullptr);
+  auto c = std::make_shared<ExecCollector>(co_await asio::this_coro::executor, 1 << 16, nullptr);
   if (!hub->send_watched(Channel::kShell, msg, msg_id, c)) {
     hub->unwatch(msg_id);
     co_return common::make_error(common::Errc::kInternal, "kernel channels are closed");
@@ -216,7 +86,7 @@ asio::awaitable<json> run_execute(std::shared_ptr<KernelHub> hub, ExecRequest re
                                   std::function<void(const json&)> on_output) {
   auto& kernel = hub->kernel();
   const auto started = std::chrono::steady_clock::now();
-  auto result = [&](const std::string& status, const Collector* c) {
+  auto result = [&](const std::string& status, const ExecCollector* c) {
     json r = {{"status", status},
               {"execution_count", c ? c->count_ : json()},
               {"outputs", c ? c->outputs_ : json::array()},
@@ -241,15 +111,9 @@ asio::awaitable<json> run_execute(std::shared_ptr<KernelHub> hub, ExecRequest re
     co_await silent_exec(hub, set_env);
   }
   const std::string& code = request.code;
-  const std::string session = "cellgate-agent-" + common::random_hex(8);
-  auto msg = protocol::make_message(
-      "execute_request", session,
-      json{{"code", code}, {"silent", false}, {"store_history", true}, {"user_expressions", json::object()},
-           {"allow_stdin", false}, {"stop_on_error", true}}
-          .dump());
-  auto header = protocol::peek_header(msg.header);
-  const std::string msg_id = header ? header->msg_id : "";
-  auto collector = std::make_shared<Collector>(co_await asio::this_coro::executor, request.output_limit, on_output);
+  std::string msg_id;
+  auto msg = make_execute_request(code, /*silent=*/false, request.store_history, msg_id);
+  auto collector = std::make_shared<ExecCollector>(co_await asio::this_coro::executor, request.output_limit, on_output);
   if (!hub->send_watched(Channel::kShell, msg, msg_id, collector)) {
     hub->unwatch(msg_id);
     json r = result("dead", nullptr);

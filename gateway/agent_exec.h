@@ -22,6 +22,7 @@ struct ExecRequest {
   double timeout_s = 0;                     // 0 = none (the per-execute limit of the config applies)
   std::map<std::string, std::string> env;   // set around this execution only (python kernels)
   size_t output_limit = 1 << 20;            // bytes of outputs kept; the rest is cut and marked
+  bool store_history = true;                // false: the kernel keeps no In/Out entry (notebook-http)
 };
 
 // Parses and validates the JSON body {"code", "timeout"?, "env"?}. kBadRequest on anything malformed.

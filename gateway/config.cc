@@ -175,6 +175,24 @@ const std::vector<Option>& options() {
        [](Config& c, const std::string& v) { c.pool_max_memory = parse_size("pool-max-memory", v); }},
       {"pool-concurrency", "N", false, "pool kernels started at once, the refill's CPU budget (default 1)",
        [](Config& c, const std::string& v) { c.pool_concurrency = static_cast<int>(parse_int("pool-concurrency", v, 1, 64)); }},
+      {"seed-notebook", "PATH", false, "notebook whose code cells run on every new kernel of its language, also after restarts",
+       [](Config& c, const std::string& v) { c.seed_notebook = v; }},
+      {"seed-timeout", "SECONDS", false, "a seed must finish within this, else the start fails (default 120)",
+       [](Config& c, const std::string& v) { c.seed_timeout_s = static_cast<int>(parse_int("seed-timeout", v, 1, 86400)); }},
+      {"notebook-http", "NOTEBOOK", false, "serve the notebook's annotated cells (# GET /path) as HTTP endpoints instead of the Jupyter API",
+       [](Config& c, const std::string& v) { c.notebook_http = v; }},
+      {"notebook-http-kernel", "NAME", false, "kernelspec for notebook-http (default: the notebook's, else --default-kernel)",
+       [](Config& c, const std::string& v) { c.notebook_http_kernel = v; }},
+      {"notebook-http-pool", "N", false, "kernels serving notebook-http requests, one request each at a time (default 2)",
+       [](Config& c, const std::string& v) { c.notebook_http_pool = static_cast<int>(parse_int("notebook-http-pool", v, 1, 256)); }},
+      {"notebook-http-timeout", "SECONDS", false, "notebook-http: limit per request, its cells together (default 30)",
+       [](Config& c, const std::string& v) { c.notebook_http_timeout_s = static_cast<int>(parse_int("notebook-http-timeout", v, 1, 86400)); }},
+      {"notebook-http-max-body", "SIZE", false, "notebook-http: largest request body (default 1M)",
+       [](Config& c, const std::string& v) { c.notebook_http_max_body = parse_size("notebook-http-max-body", v); }},
+      {"notebook-http-queue", "N", false, "notebook-http: requests waiting for a kernel before 503 (default 64)",
+       [](Config& c, const std::string& v) { c.notebook_http_queue = static_cast<int>(parse_int("notebook-http-queue", v, 0, 1 << 20)); }},
+      {"notebook-http-public", "true|false", false, "notebook-http: serve the endpoints without a token (default false)",
+       [](Config& c, const std::string& v) { c.notebook_http_public = parse_bool("notebook-http-public", v); }},
       {"log-level", "LEVEL", false, "debug, info, warn or error (default info)",
        [](Config& c, const std::string& v) { c.log_level = v; }},
   };
@@ -243,6 +261,13 @@ void finish(Config& c) {
   }
   if (c.certfile.empty() != c.keyfile.empty())
     throw ConfigError(c.certfile.empty() ? "--keyfile needs --certfile" : "--certfile needs --keyfile");
+  std::error_code aec;
+  if (!c.seed_notebook.empty()) c.seed_notebook = std::filesystem::absolute(c.seed_notebook, aec).string();
+  if (!c.notebook_http.empty()) {
+    c.notebook_http = std::filesystem::absolute(c.notebook_http, aec).string();
+    // The endpoints are the only bodies this mode reads.
+    c.max_body_bytes = c.notebook_http_max_body;
+  }
   if (c.log_level != "debug" && c.log_level != "info" && c.log_level != "warn" && c.log_level != "error")
     throw ConfigError("--log-level: expected debug, info, warn or error, got '" + c.log_level + "'");
 }

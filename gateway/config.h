@@ -57,6 +57,17 @@ struct Config {
   bool cull_busy = false;
   bool cull_connected = false;
   bool shutdown_kernels_on_exit = false;      // default: kernels outlive the gateway and are re-adopted
+  // Seed notebooks (README "Seed notebooks").
+  std::string seed_notebook;                  // run on every new kernel of the notebook's language
+  int seed_timeout_s = 120;                   // the whole seed, per launch
+  // notebook-http mode (README "notebook-http"): "" = off.
+  std::string notebook_http;
+  std::string notebook_http_kernel;           // "" = the notebook's kernelspec, else default_kernel
+  int notebook_http_pool = 2;                 // kernels serving the endpoints
+  int notebook_http_timeout_s = 30;           // per request, all its cells together
+  uint64_t notebook_http_max_body = 1ull << 20;
+  int notebook_http_queue = 64;               // requests waiting for a kernel; past it 503
+  bool notebook_http_public = false;          // true: endpoints need no token
   int kernel_start_timeout_s = 60;
   int heartbeat_timeout_s = 30;               // no heartbeat reply this long: the kernel is restarted
   int pause_after_s = 0;                      // freeze kernels idle this long; 0 = never (default)

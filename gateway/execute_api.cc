@@ -77,7 +77,7 @@ awaitable<Response> handle_execute(Gateway& gw, Request& req, const Caller& call
 }
 
 bool Gateway::is_stream_request(const Request& req) const {
-  return req.method() == http::verb::post && wants_ndjson(req) && !kernel_id_of_execute(req, config_.base_url).empty();
+  return !notebook_http_ && req.method() == http::verb::post && wants_ndjson(req) && !kernel_id_of_execute(req, config_.base_url).empty();
 }
 
 template <class Stream>

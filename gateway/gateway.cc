@@ -100,6 +100,15 @@ Gateway::Gateway(asio::io_context& io, Config config)
   if (reconciled->rebuilt || reconciled->dropped)
     common::log_info("msg=\"snapshot index reconciled with the store\" rebuilt={} dropped={}", reconciled->rebuilt,
                      reconciled->dropped);
+  if (!config_.seed_notebook.empty()) {
+    auto seed = load_seed(config_.seed_notebook);
+    if (!seed) throw ConfigError("--seed-notebook: " + seed.error().message);
+    if (seed.value()->language.empty() && seed.value()->kernel_name.empty())
+      throw ConfigError("--seed-notebook: " + config_.seed_notebook +
+                        " declares no language (metadata.kernelspec.language or metadata.language_info.name)");
+    global_seed_ = seed.value();
+  }
+  if (!config_.notebook_http.empty()) notebook_http_ = std::make_unique<NotebookHttp>(config_, kernelspecs());
   if (kernelspecs().count(config_.default_kernel) == 0)
     common::log_warn("msg=\"default kernelspec not found\" name={}", config_.default_kernel);
   schedule_cull();
@@ -186,6 +195,14 @@ awaitable<Response> Gateway::handle(Request req, std::string peer_ip) {
         res.set(http::field::access_control_allow_headers, "Authorization, Content-Type, Accept, X-XSRFToken, Mcp-Session-Id");
         res.set(http::field::access_control_max_age, "600");
       }
+    } else if (notebook_http_) {
+      // notebook-http serves the notebook's endpoints and nothing else; the token is required unless
+      // the operator made them public.
+      if (config_.notebook_http_public || authenticate(req, peer_ip, res)) {
+        std::string rel(path.starts_with(config_.base_url) ? path.substr(config_.base_url.size() - 1) : "");
+        if (rel.empty()) res = error_response(req, Errc::kNotFound, "not found");
+        else res = co_await notebook_http_->handle(req, std::move(rel));
+      }
     } else if (auto caller = authenticate(req, peer_ip, res)) {
       res = co_await route(req, *caller);
     }
@@ -247,7 +264,8 @@ awaitable<void> Gateway::handle_upgrade(Stream stream, Request req, std::string 
   };
   auto parts = path.starts_with(config_.base_url) ? split_path(path.substr(config_.base_url.size()))
                                                   : std::vector<std::string>{};
-  const bool is_channels = parts.size() == 4 && parts[0] == "api" && parts[1] == "kernels" && parts[3] == "channels";
+  const bool is_channels = !notebook_http_ && parts.size() == 4 && parts[0] == "api" && parts[1] == "kernels" &&
+                           parts[3] == "channels";
   std::string session_id = query_param(target, "session_id");
   if (session_id.empty()) session_id = common::random_uuid();
   // Refusals are built into a named response: GCC 12 can destroy temporaries in a co_await operand twice.

@@ -15,6 +15,8 @@
 #include "gateway/config.h"
 #include "gateway/http_types.h"
 #include "gateway/kernel_hub.h"
+#include "gateway/notebook_http.h"
+#include "gateway/seed.h"
 #include "gateway/tls.h"
 #include "gateway/kernel_pool.h"
 #include "kernel-launcher/kernelspec.h"
@@ -57,6 +59,10 @@ class Gateway {
   boost::asio::awaitable<void> handle_stream(Stream& stream, Request req, std::string peer_ip);
   // Re-adopts the kernels the database says are running (after a gateway restart or crash).
   boost::asio::awaitable<void> adopt_kernels();
+  // adopt_kernels, then in notebook-http mode starts the pool (after shutting down a crashed run's).
+  // An error means the gateway cannot serve (notebook-http's kernels did not start).
+  boost::asio::awaitable<common::Status> start_services();
+  boost::asio::io_context& io() { return io_; }
   // Where the MCP endpoint's loopback calls to the REST API go (plain HTTP).
   void set_local_endpoint(std::string ip, int port) {
     local_ip_ = std::move(ip);
@@ -71,6 +77,10 @@ class Gateway {
     nlohmann::json env = nlohmann::json::object();
     std::string workspace;                           // "" = KERNEL_WORKSPACE or "default"
     bool ephemeral = false;
+    // The seed to run instead of the kernelspec's or --seed-notebook's (notebook-http's pool).
+    std::shared_ptr<const Seed> seed;
+    bool snapshots = true;                           // snapshot the workspace after every execute
+    std::shared_ptr<SeedFailure> seed_failure;       // filled when the seed fails, if set
   };
   boost::asio::awaitable<common::Result<std::shared_ptr<KernelHub>>> start_kernel(const Caller& caller,
                                                                                  StartOptions options);
@@ -142,6 +152,8 @@ class Gateway {
   std::shared_ptr<mcp::HttpBackend> mcp_backend_;
   std::unique_ptr<mcp::McpServer> mcp_;
   std::unique_ptr<boost::asio::thread_pool> mcp_pool_;  // joined in ~Gateway, after the backend is stopped
+  std::shared_ptr<const Seed> global_seed_;             // --seed-notebook
+  std::unique_ptr<NotebookHttp> notebook_http_;         // --notebook-http: serves only the notebook's endpoints
 };
 
 // Route handlers, one file per resource.

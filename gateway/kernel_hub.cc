@@ -140,9 +140,9 @@ void KernelHub::broadcast(const OutgoingPtr& m) {
 }
 
 bool KernelHub::send_watched(Channel channel, const protocol::Message& message, const std::string& msg_id,
-                             std::shared_ptr<RequestWatcher> watcher) {
+                             std::shared_ptr<RequestWatcher> watcher, bool now) {
   watchers_[msg_id] = watcher;
-  return kernel_->send(channel, message);
+  return now ? kernel_->send_now(channel, message) : kernel_->send(channel, message);
 }
 
 void KernelHub::unwatch(const std::string& msg_id) { watchers_.erase(msg_id); }

@@ -73,8 +73,9 @@ class KernelHub : public launcher::KernelObserver, public std::enable_shared_fro
   // A message from a client, already decoded.
   void from_client(WsSession& session, const std::string& channel, protocol::Message&& message);
   // Sends a gateway-originated request; messages whose parent is its msg_id go to watcher until unwatch().
+  // `now`: bypass the hold of a starting kernel (seed notebooks run while the kernel is still starting).
   bool send_watched(launcher::Channel channel, const protocol::Message& message, const std::string& msg_id,
-                    std::shared_ptr<RequestWatcher> watcher);
+                    std::shared_ptr<RequestWatcher> watcher, bool now = false);
   void unwatch(const std::string& msg_id);
   // Kernel deleted: close every connection with this reason and drop the buffers.
   void close_all(const std::string& reason);

@@ -160,6 +160,12 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> Gateway::start_kernel(cons
     co_return make_error(Errc::kForbidden, fmt::format("Resource Limit: max_kernels ({}) reached", config_.max_kernels));
   auto client_env = launcher::filter_client_env(options.env, config_.allow_env);
   if (!client_env) co_return client_env.error();
+  std::shared_ptr<const Seed> seed = options.seed;
+  if (!seed) {
+    auto found = seed_for(spec->second, global_seed_);
+    if (!found) co_return found.error();
+    seed = found.value();
+  }
 
   launcher::KernelOptions ko;
   ko.kernel_id = common::random_uuid();
@@ -201,8 +207,16 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> Gateway::start_kernel(cons
   auto hub = make_hub(std::move(ko), user.name, ws_name, &user);
   hub->ephemeral = options.ephemeral;
   hub->workspace_config = workspace_config(user);
+  if (!options.snapshots) hub->set_execute_reply_hook(nullptr);
   auto& kernel = hub->kernel();
   const std::string id = kernel.id();
+  if (seed && !seed->cells.empty()) {
+    // On every launch of this kernel (restarts too), before it is declared ready.
+    std::weak_ptr<KernelHub> weak = hub;
+    auto timeout = std::chrono::seconds(config_.seed_timeout_s);
+    auto failure = options.seed_failure;
+    kernel.set_ready_hook([weak, seed, timeout, failure]() { return run_seed(weak, seed, timeout, failure); });
+  }
   state::KernelRecord rec{id, user.name, name, ws_name, kernel.options().runtime_dir, 0, "",
                           common::iso8601_now(), "starting"};
   if (auto st = state::insert_kernel(*db_, rec); !st)
@@ -212,6 +226,7 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> Gateway::start_kernel(cons
   --starting_[user.name];
   if (!st) {
     kernels_.erase(id);
+    co_await kernel.shutdown();  // the process is gone already; this removes its runtime dirs
     (void)state::delete_kernel(*db_, id);
     if (options.ephemeral) {
       co_await offload([&] { return workspaces_->remove(ref); });
@@ -292,10 +307,29 @@ awaitable<void> Gateway::adopt_kernels() {
   }
 }
 
+awaitable<common::Status> Gateway::start_services() {
+  co_await adopt_kernels();
+  if (!notebook_http_) co_return common::ok();
+  // A crashed notebook-http run leaves its pool's kernels behind; they are nobody's.
+  std::vector<std::string> stale;
+  for (const auto& [id, hub] : kernels_)
+    if (hub->owner == NotebookHttp::kOwner) stale.push_back(id);
+  for (const auto& id : stale) co_await delete_kernel(id, "notebook-http");
+  co_return co_await notebook_http_->start(*this);
+}
+
 awaitable<void> Gateway::stop() {
   if (cull_timer_) cull_timer_->cancel();
   if (pause_timer_) pause_timer_->cancel();
   if (kernel_pool_) co_await kernel_pool_->stop();
+  if (notebook_http_) {
+    co_await notebook_http_->stop();
+    // A replacement that was starting while the pool stopped is nobody's either.
+    std::vector<std::string> pooled;
+    for (const auto& [id, hub] : kernels_)
+      if (hub->owner == NotebookHttp::kOwner) pooled.push_back(id);
+    for (const auto& id : pooled) co_await delete_kernel(id, "notebook-http");
+  }
   if (config_.shutdown_kernels_on_exit) {
     std::vector<std::string> ids;
     for (const auto& [id, hub] : kernels_) ids.push_back(id);

@@ -73,8 +73,20 @@ awaitable<Response> handle_kernels(Gateway& gw, Request& req, const Caller& call
       if (!e->is_boolean()) co_return error_response(req, Errc::kBadRequest, "ephemeral must be a boolean");
       opts.ephemeral = e->get<bool>();
     }
+    auto seed_failure = std::make_shared<SeedFailure>();
+    opts.seed_failure = seed_failure;
     auto hub = co_await gw.start_kernel(caller, std::move(opts));
-    if (!hub) co_return error_response(req, hub.error());
+    if (!hub) {
+      Response res = error_response(req, hub.error());
+      if (!seed_failure->notebook.empty()) {
+        // Which seed cell failed and how, for clients that want more than the message.
+        auto error_body = nlohmann::json::parse(res.body());
+        error_body["seed"] = seed_failure->to_json();
+        res.body() = error_body.dump();
+        res.prepare_payload();
+      }
+      co_return res;
+    }
     Response res = json_response(req, http::status::created, gw.kernel_model(*hub.value()));
     res.set(http::field::location, gw.config().base_url + "api/kernels/" + hub.value()->kernel().id());
     co_return res;

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -64,6 +65,17 @@ int gc_main(const std::string& data_dir) {
   return 0;
 }
 
+// notebook-http cannot serve without its kernels (a failing seed cell, for example): say why, exit 1.
+// Pointers: gw and exit_code outlive io.run(), which outlives this coroutine.
+boost::asio::awaitable<void> start_services(cellgate::gateway::Gateway* gw, int* exit_code,
+                                            std::function<void()> shut_down) {
+  auto st = co_await gw->start_services();
+  if (st) co_return;
+  std::fprintf(stderr, "cellgate: notebook-http: %s\n", st.error().message.c_str());
+  *exit_code = 1;
+  shut_down();
+}
+
 int serve(int argc, char** argv) {
   using namespace cellgate;
   namespace asio = boost::asio;
@@ -96,20 +108,25 @@ int serve(int argc, char** argv) {
   std::fflush(stdout);
   common::log_info("msg=\"listening\" address={}://{}:{} spawner={}", scheme, host, port, config.spawner);
 
-  asio::co_spawn(io, gw.adopt_kernels(), asio::detached);
-  asio::co_spawn(io, gateway::accept_loop(acceptor, gw, tls.get()), asio::detached);
-  if (internal) asio::co_spawn(io, gateway::accept_loop(*internal, gw), asio::detached);
+  int exit_code = 0;
   asio::signal_set signals(io, SIGINT, SIGTERM);
-  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
-    if (ec) return;
-    common::log_info("msg=\"stopping\" signal={}", sig);
+  auto shut_down = [&] {
     boost::system::error_code ignored;
     acceptor.close(ignored);
     if (internal) internal->close(ignored);
+    signals.cancel(ignored);
     asio::co_spawn(io, gw.stop(), [&io](std::exception_ptr) { io.stop(); });
+  };
+  asio::co_spawn(io, start_services(&gw, &exit_code, shut_down), asio::detached);
+  asio::co_spawn(io, gateway::accept_loop(acceptor, gw, tls.get()), asio::detached);
+  if (internal) asio::co_spawn(io, gateway::accept_loop(*internal, gw), asio::detached);
+  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    common::log_info("msg=\"stopping\" signal={}", sig);
+    shut_down();
   });
   io.run();
-  return 0;
+  return exit_code;
 }
 
 }  // namespace

@@ -103,7 +103,7 @@ awaitable<Response> handle_sessions(Gateway& gw, Request& req, const Caller& cal
       rec.kernel_id = ref->id;
     } else {
       // A named argument: GCC 12 can destroy a temporary in a co_await operand twice.
-      Gateway::StartOptions start{ref->name, ref->env, "", false};
+      Gateway::StartOptions start{ref->name, ref->env, "", false, nullptr, true, nullptr};
       auto hub = co_await gw.start_kernel(caller, std::move(start));
       if (!hub) {
         // jupyter_server answers a missing kernelspec with 501.
@@ -144,7 +144,7 @@ awaitable<Response> handle_sessions(Gateway& gw, Request& req, const Caller& cal
     if (!gw.find_kernel(ref->id, caller)) co_return error_response(req, Errc::kNotFound, "Kernel does not exist: " + ref->id);
     updated.kernel_id = ref->id;
   } else if (!ref->name.empty()) {
-    Gateway::StartOptions start{ref->name, ref->env, "", false};
+    Gateway::StartOptions start{ref->name, ref->env, "", false, nullptr, true, nullptr};
     auto hub = co_await gw.start_kernel(caller, std::move(start));
     if (!hub) co_return error_response(req, hub.error());
     updated.kernel_id = hub.value()->kernel().id();

@@ -153,6 +153,16 @@ awaitable<common::Status> Kernel::launch() {
     set_state(KernelState::kDead, ready.error().message);
     co_return ready.error();
   }
+  if (ready_hook_) {
+    auto hooked = co_await ready_hook_();
+    if (!hooked) {
+      stopping_ = true;
+      co_await stop_process(false);
+      stopping_ = false;
+      set_state(KernelState::kDead, hooked.error().message);
+      co_return hooked.error();
+    }
+  }
   set_state(KernelState::kIdle);
   hb_last_reply_ = std::chrono::steady_clock::now();
   hb_outstanding_ = false;
@@ -242,6 +252,14 @@ bool Kernel::send(Channel channel, const protocol::Message& message) {
   protocol::Message copy = message;
   copy.identities.clear();
   return s->send(protocol::encode_zmq(copy, signer_));
+}
+
+bool Kernel::send_now(Channel channel, const protocol::Message& message) {
+  if (channel == Channel::kIopub || channel == Channel::kHb) return false;
+  auto& s = streams_[static_cast<size_t>(channel)];
+  if (!s || process_.pid <= 0) return false;
+  touch();
+  return s->send(protocol::encode_zmq(message, signer_));
 }
 
 void Kernel::on_frames(Channel channel, const FrameViews& frames) {

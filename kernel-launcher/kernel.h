@@ -56,6 +56,11 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   common::SystemTime last_activity() const { return last_activity_; }
   void touch() { last_activity_ = std::chrono::system_clock::now(); }
   void set_observer(KernelObserver* observer) { observer_ = observer; }
+  // Runs after every launch (start, restart, auto-restart) once the kernel answers, before it is declared
+  // ready and before held client messages are sent: seed notebooks run here. Its messages go out through
+  // send_now(). A failure fails the launch: the process is stopped and the state becomes kDead.
+  using ReadyHook = std::function<boost::asio::awaitable<common::Status>()>;
+  void set_ready_hook(ReadyHook hook) { ready_hook_ = std::move(hook); }
   boost::asio::any_io_executor executor() { return io_.get_executor(); }
 
   // Spawns the process, connects the channels and waits for kernel_info_reply plus one iopub message.
@@ -71,6 +76,8 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   void detach();
   // Sends a client's message (identities ignored) on shell, control or stdin, signed with this kernel's key.
   bool send(Channel channel, const protocol::Message& message);
+  // As send(), but never held: for the ready hook, which talks to the kernel while it is still starting.
+  bool send_now(Channel channel, const protocol::Message& message);
   boost::asio::awaitable<void> interrupt();
   // Shuts down (shutdown_request, then SIGTERM, then kill, each bounded) and starts again.
   boost::asio::awaitable<common::Status> restart();
@@ -130,6 +137,7 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   int rapid_restarts_ = 0;
   std::chrono::steady_clock::time_point launched_at_;
   std::shared_ptr<boost::asio::steady_timer> ready_signal_;
+  ReadyHook ready_hook_;
   static constexpr size_t kMaxHeld = 1024;
   std::vector<std::pair<Channel, protocol::Message>> held_;  // client messages sent while (re)starting
 };

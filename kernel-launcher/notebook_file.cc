@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 
@@ -62,6 +63,21 @@ std::string Notebook::kernel_name() const {
   if (ks == meta->end() || !ks->is_object()) return {};
   auto name = ks->find("name");
   return name != ks->end() && name->is_string() ? name->get<std::string>() : std::string();
+}
+
+std::string Notebook::language() const {
+  auto meta = doc.find("metadata");
+  if (meta == doc.end() || !meta->is_object()) return {};
+  auto field = [&](const char* obj, const char* key) -> std::string {
+    auto o = meta->find(obj);
+    if (o == meta->end() || !o->is_object()) return {};
+    auto v = o->find(key);
+    return v != o->end() && v->is_string() ? v->get<std::string>() : std::string();
+  };
+  std::string lang = field("kernelspec", "language");
+  if (lang.empty()) lang = field("language_info", "name");
+  for (char& c : lang) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lang;
 }
 
 std::vector<NotebookCell> Notebook::code_cells() const {

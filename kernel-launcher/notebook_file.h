@@ -25,6 +25,9 @@ struct Notebook {
 
   // metadata.kernelspec.name, or "" when absent.
   std::string kernel_name() const;
+  // The notebook's language: metadata.kernelspec.language, else metadata.language_info.name, lower-case;
+  // "" when it declares neither.
+  std::string language() const;
   // Code cells in order, with their index into doc["cells"].
   std::vector<NotebookCell> code_cells() const;
   // Replaces cell `index`'s outputs and execution_count (null when `count` is 0).

@@ -81,3 +81,27 @@ TEST_CASE("pool, pausing and heartbeat options", "[gateway]") {
   CHECK_THROWS_WITH(load({"--freezer", "sigstop"}), Catch::Contains("auto, v2 or v1"));
   CHECK_THROWS_WITH(load({"--pool-concurrency", "0"}), Catch::Contains("--pool-concurrency"));
 }
+
+TEST_CASE("seed and notebook-http options", "[gateway]") {
+  auto c = load({});
+  CHECK(c.seed_notebook.empty());
+  CHECK(c.notebook_http.empty());
+  CHECK(c.seed_timeout_s == 120);
+  CHECK(c.notebook_http_pool == 2);
+  CHECK(!c.notebook_http_public);
+  CHECK(c.max_body_bytes == 64ull << 20);
+
+  ::setenv("CELLGATE_SEED_NOTEBOOK", "seed.ipynb", 1);
+  c = load({"--notebook-http", "api.ipynb", "--notebook-http-pool", "3", "--notebook-http-max-body", "2K",
+            "--notebook-http-public", "true", "--seed-timeout", "9"});
+  ::unsetenv("CELLGATE_SEED_NOTEBOOK");
+  CHECK(c.seed_notebook.front() == '/');  // made absolute
+  CHECK(c.seed_notebook.ends_with("/seed.ipynb"));
+  CHECK(c.notebook_http.ends_with("/api.ipynb"));
+  CHECK(c.notebook_http_pool == 3);
+  CHECK(c.notebook_http_public);
+  CHECK(c.seed_timeout_s == 9);
+  CHECK(c.max_body_bytes == 2048);  // the endpoints' bodies are the only ones read
+  CHECK_THROWS_AS(load({"--notebook-http-pool", "0"}), ConfigError);
+  CHECK_THROWS_AS(load({"--seed-timeout", "0"}), ConfigError);
+}

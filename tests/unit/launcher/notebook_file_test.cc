@@ -63,3 +63,15 @@ TEST_CASE("outputs are saved atomically and unknown fields survive", "[launcher]
   CHECK(load_notebook((dir / "missing.ipynb").string()).error().code == cellgate::common::Errc::kNotFound);
   fs::remove_all(dir);
 }
+
+TEST_CASE("a notebook's language comes from its kernelspec, else language_info", "[launcher]") {
+  auto nb = parse_notebook(R"({"nbformat":4,"cells":[],"metadata":{"kernelspec":{"name":"x","language":"Python"},
+                                 "language_info":{"name":"scala"}}})");
+  REQUIRE(nb);
+  CHECK(nb->language() == "python");
+  nb = parse_notebook(R"({"nbformat":4,"cells":[],"metadata":{"language_info":{"name":"R"}}})");
+  CHECK(nb->language() == "r");
+  nb = parse_notebook(R"({"nbformat":4,"cells":[],"metadata":{"kernelspec":{"language":7}}})");
+  CHECK(nb->language().empty());
+  CHECK(parse_notebook(R"({"nbformat":4,"cells":[]})")->language().empty());
+}

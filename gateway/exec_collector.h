@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// exec_collector: collects what one execute_request produced (reply, outputs, death), for the agent
+// API, seed notebooks and notebook-http.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <nlohmann/json.hpp>
+
+#include "gateway/kernel_hub.h"
+
+namespace cellgate::gateway {
+
+// A RequestWatcher for one execute_request. Streams with the same name are merged; outputs past `limit`
+// bytes are cut and marked truncated_. Io thread only.
+class ExecCollector : public RequestWatcher {
+ public:
+  ExecCollector(boost::asio::any_io_executor ex, size_t limit, std::function<void(const nlohmann::json&)> on_output);
+
+  void on_reply(launcher::Channel channel, const protocol::Message& m, const std::string& type) override;
+  void on_state(launcher::KernelState state, const std::string& reason) override;
+
+  // The reply and the kernel's idle status both arrived, or the kernel died.
+  bool done() const { return (got_reply_ && got_idle_) || died_; }
+  // Waits until done() or the deadline.
+  boost::asio::awaitable<void> wait_until(std::chrono::steady_clock::time_point deadline);
+
+  nlohmann::json outputs_ = nlohmann::json::array();
+  std::string reply_status_ = "error";
+  std::string ename_, evalue_;  // from the execute_reply (or the iopub error) when status is error
+  nlohmann::json count_ = nullptr;
+  nlohmann::json workspace_ = nullptr;
+  bool got_reply_ = false, got_idle_ = false, died_ = false, truncated_ = false;
+  std::string death_reason_;
+
+ private:
+  void add_output(const std::string& type, nlohmann::json& c);
+  void append(nlohmann::json& out);
+
+  boost::asio::steady_timer wake_;
+  size_t limit_;
+  size_t bytes_ = 0;
+  std::function<void(const nlohmann::json&)> on_output_;
+};
+
+// An execute_request message with these options; its msg_id is returned in msg_id.
+protocol::Message make_execute_request(const std::string& code, bool silent, bool store_history, std::string& msg_id);
+
+}  // namespace cellgate::gateway
