@@ -85,6 +85,10 @@ struct ChildPlan {
                                 // EOF (POLLHUP) = the helper died
   int report_fd;                // SOCK_SEQPACKET, close-on-exec: ChildReport records
   int exit_fd;                  // write end: init writes the kernel's wait status (int)
+  // The fork server (kernels/zygote): when set, the kernel process calls this instead of execve and
+  // continues in the image it was forked from. Called after the whole lockdown, the hello report and
+  // with the report fd closed (as execve would have closed it); must not return.
+  void (*enter)(const ChildPlan& plan) noexcept;
 };
 
 // runs in: child (pid 1 of the new namespaces), async-signal-safe. Never returns: builds the root,

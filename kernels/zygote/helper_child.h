@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// helper_child: what the zygote's forked child does — become an ordinary cellgate-jail helper.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace cellgate::zygote {
+
+// runs in: the freshly forked child of the (single-threaded) zygote. Puts stdin, the log (stdout and
+// stderr) and the ready pipe on fds 0, 1+2 and 3, closes everything else, resets signals, renames the
+// process (/proc/PID/cmdline reads as cellgate-jail's, which the gateway checks when it re-adopts),
+// then runs isolation::jail_main with the fork-server hooks and _exits with its code. Never runs Python.
+[[noreturn]] void run_helper(const std::vector<std::string>& jail_args, const int fds[3]);
+
+}  // namespace cellgate::zygote
