@@ -96,12 +96,17 @@ class Gateway {
   void snapshot_after_execute(const std::shared_ptr<KernelHub>& hub, protocol::Message reply,
                               std::function<void(protocol::Message)> deliver);
   void schedule_cull();
+  // The fork server (cellgate-zygote) for ipykernels; false when it cannot be started.
+  bool start_zygote();
+  void stop_zygote();
+  std::string zygote_socket() const;
 
   boost::asio::io_context& io_;
   Config config_;
   zmq::context_t zmq_{1};
   boost::asio::thread_pool pool_{2};
   std::unique_ptr<launcher::Spawner> spawner_;
+  launcher::ProcessHandle zygote_;  // the fork server we started (pid -1: none)
   std::vector<std::string> kernelspec_path_;
   std::map<std::string, std::shared_ptr<KernelHub>> kernels_;
   std::map<std::string, int> starting_;  // owner → kernels being started

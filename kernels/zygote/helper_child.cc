@@ -4,10 +4,10 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 
 #include "isolation/jail_entry.h"
@@ -16,19 +16,23 @@
 namespace cellgate::zygote {
 namespace {
 
-// NUL-separated strings: the helper's own cmdline, and the kernel's (which the jail's init and the
-// kernel copy at clone, so `ps` in the jail shows the kernel's command, as a cold start would).
+char* g_title = nullptr;
+size_t g_title_len = 0;
+
+// The helper's own command line and the kernel's (which the jail's init and the kernel copy at clone,
+// so `ps` in the jail shows the kernel's command, as a cold start would), space-separated.
 std::string* g_helper_cmdline = nullptr;
 std::string* g_kernel_cmdline = nullptr;
 
-// /proc/PID/cmdline shows [arg_start, arg_end) of the process; point them at `text` (which must live
-// as long as the process). Needs CAP_SYS_RESOURCE (we are root). Start first: the heap lies below
-// the stack, and the kernel insists on start <= end after each step.
+// /proc/PID/cmdline reads the argv area; when its last byte is not NUL the kernel reads it as one
+// string up to the first NUL (the setproctitle(3) convention), so trailing padding does not show.
+// The helper's starts "cellgate-jail --name ID", which is what the gateway looks for when it re-adopts.
 void set_cmdline(const std::string& text) {
-  auto start = reinterpret_cast<unsigned long>(text.data());
-  auto end = start + text.size();
-  if (::prctl(PR_SET_MM, PR_SET_MM_ARG_START, start, 0, 0) < 0 || ::prctl(PR_SET_MM, PR_SET_MM_ARG_END, end, 0, 0) < 0)
-    std::fprintf(stderr, "cellgate-zygote: cannot rename the helper: %s\n", std::strerror(errno));
+  if (g_title == nullptr || g_title_len < 2) return;
+  size_t n = std::min(text.size(), g_title_len - 2);
+  std::memcpy(g_title, text.data(), n);
+  std::memset(g_title + n, 0, g_title_len - n);
+  g_title[g_title_len - 1] = '.';
 }
 
 void on_spawned() {
@@ -37,14 +41,16 @@ void on_spawned() {
 
 std::string joined(const std::vector<std::string>& args, size_t from, size_t to) {
   std::string out;
-  for (size_t i = from; i < to && i < args.size(); ++i) {
-    out += args[i];
-    out.push_back('\0');
-  }
+  for (size_t i = from; i < to && i < args.size(); ++i) out += (out.empty() ? "" : " ") + args[i];
   return out;
 }
 
 }  // namespace
+
+void set_title_area(char* start, size_t len) {
+  g_title = start;
+  g_title_len = len;
+}
 
 void run_helper(const std::vector<std::string>& jail_args, const int fds[3]) {
   // Out of the way of 0..3 first: a received fd may already sit on one of them.

@@ -7,6 +7,12 @@
 
 namespace cellgate::zygote {
 
+// The zygote's argv strings, reused for the helper's and the kernel's /proc/PID/cmdline (changing
+// arg_start with prctl(PR_SET_MM) needs CAP_SYS_RESOURCE, which containers often lack). main() makes
+// sure the area is at least kTitleBytes long (it re-executes itself with padding otherwise).
+inline constexpr size_t kTitleBytes = 512;
+void set_title_area(char* start, size_t len);
+
 // runs in: the freshly forked child of the (single-threaded) zygote. Puts stdin, the log (stdout and
 // stderr) and the ready pipe on fds 0, 1+2 and 3, closes everything else, resets signals, renames the
 // process (/proc/PID/cmdline reads as cellgate-jail's, which the gateway checks when it re-adopts),

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kernels/zygote/fork_server.h"
+#include "kernels/zygote/helper_child.h"
 #include "kernels/zygote/python_image.h"
 
 namespace {
@@ -45,9 +46,27 @@ std::vector<std::string> split_commas(const std::string& s) {
 
 }  // namespace
 
+// Makes sure the argv area can hold the helpers' titles (see helper_child.h): re-executes with a
+// padding argument when it is too short. Returns only when it is long enough (or re-exec failed).
+void ensure_title_area(int argc, char** argv) {
+  size_t len = static_cast<size_t>(argv[argc - 1] + std::strlen(argv[argc - 1]) + 1 - argv[0]);
+  if (len >= cellgate::zygote::kTitleBytes) {
+    cellgate::zygote::set_title_area(argv[0], len);
+    return;
+  }
+  if (argc >= 2 && std::strcmp(argv[argc - 2], "--title-pad") == 0) return;  // already padded: give up
+  std::vector<char*> again(argv, argv + argc);
+  std::string pad(cellgate::zygote::kTitleBytes, '.');
+  again.push_back(const_cast<char*>("--title-pad"));
+  again.push_back(pad.data());
+  again.push_back(nullptr);
+  ::execv("/proc/self/exe", again.data());
+}
+
 int main(int argc, char** argv) {
   // Whatever the starter left open must not end up shared with every kernel.
   ::close_range(3, ~0U, 0);
+  ensure_title_area(argc, argv);
   std::string socket_path, mpl_dir = "/var/cache/cellgate/matplotlib";
   std::vector<std::string> preload = cellgate::zygote::default_preload();
   for (int i = 1; i < argc; ++i) {
@@ -63,6 +82,7 @@ int main(int argc, char** argv) {
     if (a == "--socket") socket_path = argv[++i];
     else if (a == "--preload") preload = split_commas(argv[++i]);
     else if (a == "--mpl-dir") mpl_dir = argv[++i];
+    else if (a == "--title-pad") ++i;
     else {
       std::fprintf(stderr, "cellgate-zygote: unknown option %s (see --help)\n", a.c_str());
       return 2;

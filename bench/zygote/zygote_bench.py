@@ -1,0 +1,270 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""zygote_bench: fork-server kernels (cellgate-zygote) against cold jailed ipykernels, in one run.
+
+Needs root (it builds real jails). For each mode it starts real jailed ipykernels exactly as the gateway
+does (the same cellgate-jail command line, through the zygote's socket or by running the helper) and
+prints:
+  - start: request -> kernel_info_reply on shell, sequential starts (median and p90);
+  - parallel: N kernels requested at once -> the last kernel_info_reply;
+  - PSS of an idle kernel: the sum of Pss over its jail's processes (helper, init, kernel) with the
+    parallel batch alive, and the zygote's own PSS spread over that batch.
+Targets (issue 8): start <= 150 ms, 20 in parallel <= 0.5 s, <= 20 MiB PSS per idle kernel.
+
+usage: zygote_bench.py --bin BUILD/bin [--runs N] [--parallel N] [--short]
+"""
+import argparse
+import array
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+import zmq
+from jupyter_client.connect import write_connection_file
+from jupyter_client.session import Session
+
+RUN = "/run/cellgate"
+KERNEL_CMD = ["/usr/bin/python3", "-m", "ipykernel_launcher", "-f"]
+ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "IPYTHONDIR": "/tmp/.ipython",
+       "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
+
+
+class Kernel:
+    def __init__(self):
+        self.kid = "zb" + uuid.uuid4().hex[:12]
+        self.runtime = f"{RUN}/k/{self.kid}"
+        self.private = f"{RUN}/s/{self.kid}"
+        os.makedirs(self.runtime, mode=0o700)
+        os.makedirs(self.private, mode=0o700)
+        self.conn = self.runtime + "/connection.json"
+        write_connection_file(self.conn, transport="ipc", ip=self.runtime + "/k")
+        with open(self.conn) as f:
+            self.info = json.load(f)
+        self.helper = None
+        self.popen = None
+        self.pidfd = None
+        self.ready = None
+        self.status = None
+
+    def jail_args(self, ready_fd=3):
+        args = ["--name", self.kid, "--bind-same", self.runtime, "--status-file", self.private + "/jail.json",
+                "--ready-fd", str(ready_fd)]
+        for k, v in sorted(ENV.items()):
+            args += ["--env", f"{k}={v}"]
+        return args + ["--"] + KERNEL_CMD + [self.conn]
+
+    def start_cold(self, jail):
+        r, w = os.pipe()
+        log = open(self.private + "/kernel.log", "ab")
+        self.popen = subprocess.Popen([jail] + self.jail_args(w), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                      pass_fds=(w,), start_new_session=True,
+                                      env={"PATH": "/usr/bin:/bin"})
+        os.close(w)
+        log.close()
+        self.helper = self.popen.pid
+        self.ready = r
+
+    def start_zygote(self, sock_path):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.connect(sock_path)
+        r, w = os.pipe()
+        devnull = os.open("/dev/null", os.O_RDONLY)
+        log = os.open(self.private + "/kernel.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        payload = b"CGZ1\0" + b"".join(a.encode() + b"\0" for a in self.jail_args())
+        s.sendmsg([payload], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [devnull, log, w]))])
+        for fd in (w, devnull, log):
+            os.close(fd)
+        msg, anc, _, _ = s.recvmsg(16, socket.CMSG_SPACE(4))
+        s.close()
+        _, err, pid, _ = array.array("i", msg)
+        if err:
+            raise RuntimeError(f"zygote refused: {os.strerror(err)}")
+        self.helper = pid
+        self.pidfd = array.array("i", anc[0][2])[0]
+        self.ready = r
+
+    def wait_ready_line(self):
+        line = b""
+        while not line.endswith(b"\n"):
+            chunk = os.read(self.ready, 4096)
+            if not chunk:
+                break
+            line += chunk
+        os.close(self.ready)
+        self.status = json.loads(line)
+        if self.status.get("state") != "running":
+            raise RuntimeError(f"jail failed: {self.status}")
+
+    def kernel_info(self, ctx, deadline):
+        """Sends kernel_info_request at once (ZeroMQ queues it until the kernel binds); returns at the reply."""
+        session = Session(key=self.info["key"].encode(), signature_scheme=self.info["signature_scheme"])
+        sock = ctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.RECONNECT_IVL, 5)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.connect(f"ipc://{self.info['ip']}-{self.info['shell_port']}")
+        session.send(sock, "kernel_info_request", {})
+        try:
+            while time.monotonic() < deadline:
+                if sock.poll(int(max(1, (deadline - time.monotonic()) * 1000))):
+                    _, msg = session.recv(sock)
+                    if msg and msg["msg_type"] == "kernel_info_reply":
+                        return True
+            return False
+        finally:
+            sock.close()
+
+    def pids(self):
+        return [self.status[k] for k in ("helper_pid", "init_pid", "kernel_pid")]
+
+    def stop(self):
+        try:
+            os.kill(self.helper, signal.SIGUSR1)  # the helper kills the whole jail and cleans up
+        except ProcessLookupError:
+            pass
+        if self.popen is not None:
+            self.popen.wait(timeout=10)
+        elif self.pidfd is not None:
+            select.select([self.pidfd], [], [], 10)
+            os.close(self.pidfd)
+        shutil.rmtree(self.runtime, ignore_errors=True)
+        shutil.rmtree(self.private, ignore_errors=True)
+
+
+def pss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def start(kernel, mode, bins, sock):
+    if mode == "zygote":
+        kernel.start_zygote(sock)
+    else:
+        kernel.start_cold(bins + "/cellgate-jail")
+
+
+def one_start(mode, bins, sock, ctx):
+    k = Kernel()
+    t0 = time.monotonic()
+    start(k, mode, bins, sock)
+    ok = k.kernel_info(ctx, t0 + 30)
+    elapsed = time.monotonic() - t0
+    k.wait_ready_line()
+    k.stop()
+    if not ok:
+        raise RuntimeError(f"{mode}: no kernel_info_reply within 30 s")
+    return elapsed
+
+
+def parallel(mode, n, bins, sock, ctx):
+    kernels = [Kernel() for _ in range(n)]
+    done = [None] * n
+    t0 = time.monotonic()
+
+    def run(i):
+        start(kernels[i], mode, bins, sock)
+        if kernels[i].kernel_info(ctx, t0 + 60):
+            done[i] = time.monotonic() - t0
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k in kernels:
+        k.wait_ready_line()
+    if None in done:
+        raise RuntimeError(f"{mode}: {done.count(None)} of {n} kernels did not answer")
+    return max(done), kernels
+
+
+def start_zygote(bins, sock):
+    log = open(f"{RUN}/zygote-bench.log", "ab")
+    proc = subprocess.Popen([bins + "/cellgate-zygote", "--socket", sock], stdin=subprocess.DEVNULL, stdout=log,
+                            stderr=log, start_new_session=True, env={"PATH": "/usr/bin:/bin"})
+    t0 = time.monotonic()
+    while not os.path.exists(sock):
+        if proc.poll() is not None or time.monotonic() - t0 > 60:
+            raise RuntimeError(f"the zygote did not start (see {RUN}/zygote-bench.log)")
+        time.sleep(0.05)
+    return proc, time.monotonic() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True, help="dir with cellgate-jail and cellgate-zygote")
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--parallel", type=int, default=20)
+    ap.add_argument("--short", action="store_true", help="CI: 2 runs, 4 in parallel")
+    ap.add_argument("--json", help="also write the figures here")
+    a = ap.parse_args()
+    if a.short:
+        a.runs, a.parallel = 2, 4
+    if os.geteuid() != 0:
+        print("zygote_bench: needs root (it builds jails)", file=sys.stderr)
+        return 4
+    os.makedirs(f"{RUN}/k", exist_ok=True)
+    os.makedirs(f"{RUN}/s", mode=0o700, exist_ok=True)
+    sock = f"{RUN}/zygote-bench.sock"
+    zygote, boot = start_zygote(a.bin, sock)
+    ctx = zmq.Context()
+    fig = {"zygote_boot_s": boot}
+    try:
+        for mode in ("cold", "zygote"):
+            one_start(mode, a.bin, sock, ctx)  # warm the page cache and the seccomp cache
+        times = {"cold": [], "zygote": []}
+        for _ in range(a.runs):
+            for mode in ("cold", "zygote"):
+                times[mode].append(one_start(mode, a.bin, sock, ctx))
+        for mode in ("cold", "zygote"):
+            t = sorted(times[mode])
+            fig[f"{mode}_start_p50_ms"] = statistics.median(t) * 1000
+            fig[f"{mode}_start_p90_ms"] = t[min(len(t) - 1, int(len(t) * 0.9))] * 1000
+            wall, kernels = parallel(mode, a.parallel, a.bin, sock, ctx)
+            fig[f"{mode}_parallel_s"] = wall
+            time.sleep(2)  # idle: the kernels have answered and settled
+            per_kernel = [sum(pss_kib(p) for p in k.pids()) for k in kernels]
+            fig[f"{mode}_pss_mib"] = statistics.mean(per_kernel) / 1024
+            if mode == "zygote":
+                fig["zygote_pss_share_mib"] = pss_kib(zygote.pid) / 1024 / a.parallel
+            for k in kernels:
+                k.stop()
+    finally:
+        zygote.terminate()
+        zygote.wait(timeout=10)
+        ctx.term()
+    n = a.parallel
+    rows = [
+        ("start -> kernel_info_reply p50 (ms)", "cold_start_p50_ms", "zygote_start_p50_ms", "<= 150"),
+        ("start -> kernel_info_reply p90 (ms)", "cold_start_p90_ms", "zygote_start_p90_ms", ""),
+        (f"{n} in parallel, all ready (s)", "cold_parallel_s", "zygote_parallel_s", "<= 0.5 (20)"),
+        ("PSS per idle kernel, jail processes (MiB)", "cold_pss_mib", "zygote_pss_mib", "<= 20"),
+    ]
+    print(f"{'figure':44} {'cold jail':>10} {'zygote':>10} {'ratio':>7}  target")
+    for label, c, z, target in rows:
+        print(f"{label:44} {fig[c]:10.3f} {fig[z]:10.3f} {fig[z] / fig[c]:7.2f}  {target}")
+    print(f"{'zygote PSS spread over the batch (MiB)':44} {'':10} {fig['zygote_pss_share_mib']:10.3f}")
+    print(f"zygote boot (preload) {fig['zygote_boot_s']:.2f} s; runs {a.runs}; load {os.getloadavg()[0]:.2f}; "
+          f"cpus {os.cpu_count()}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(fig, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
