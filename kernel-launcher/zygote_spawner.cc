@@ -17,7 +17,8 @@ constexpr const char* kServedPython = "/usr/bin/python3";
 
 // The argv the fork server runs (python3 resolved the way the helper would, on the host's same /usr),
 // or empty when this request must start cold: another program, other arguments, or PYTHON*
-// variables, which only an interpreter start reads (the zygote's interpreter started long ago).
+// variables, which only an interpreter start reads (the zygote's interpreter started long ago) —
+// except the two the kernel's entry applies itself (kernels/zygote/python_image.cc).
 std::vector<std::string> zygote_argv(const SpawnRequest& req) {
   const auto& a = req.argv;
   if (a.size() != 5 || a[1] != "-m" || a[2] != "ipykernel_launcher" || a[3] != "-f") return {};
@@ -29,7 +30,7 @@ std::vector<std::string> zygote_argv(const SpawnRequest& req) {
   std::free(served);
   if (!same) return {};
   for (const auto& [k, v] : req.env) {
-    if (k.starts_with("PYTHON")) return {};
+    if (k.starts_with("PYTHON") && k != "PYTHONUNBUFFERED" && k != "PYTHONDONTWRITEBYTECODE") return {};
   }
   std::vector<std::string> argv = a;
   argv[0] = kServedPython;
@@ -52,9 +53,9 @@ class ZygoteSpawner final : public Spawner {
                             jail_status_file(req), kRequestTimeout);
     if (out.handle) {
       common::log_debug("kernel={} helper={} msg=\"kernel forked by the fork server\"", req.kernel_id, out.handle->pid);
-      return out.handle;
+      return std::move(out.handle);
     }
-    if (!out.may_fall_back) return out.handle;
+    if (!out.may_fall_back) return std::move(out.handle);
     common::log_info("kernel={} msg=\"fork server unavailable; cold start\" error=\"{}\"", req.kernel_id,
                      out.handle.error().message);
     return cold_->spawn(req);

@@ -20,7 +20,8 @@ constexpr const char* kEntryModule = "_cellgate_zygote";
 
 // Defines the kernel's entry in __main__; the preload itself only imports modules.
 // What `python3 -m ipykernel_launcher -f FILE` would do, minus the interpreter start:
-//  - the environment is exactly the jail's (os.environ and the C environ);
+//  - the environment is exactly the jail's (os.environ and the C environ); PYTHONUNBUFFERED and
+//    PYTHONDONTWRITEBYTECODE take effect as at an interpreter start;
 //  - SIGINT/SIGPIPE/SIGXFSZ as a fresh interpreter sets them (the jail reset every signal to default);
 //  - the random state is the zygote's copy in every kernel: reseed numpy's global RandomState and
 //    `random` (os.register_at_fork reseeds `random` too; explicit is cheap). str hashes keep the
@@ -32,6 +33,11 @@ def _cellgate_kernel(argv, env):
     import os, random, signal, site, sys
     os.environ.clear()
     os.environ.update(env)
+    # The two PYTHON* variables the spawner lets through (others make it start the kernel cold).
+    sys.dont_write_bytecode = bool(env.get("PYTHONDONTWRITEBYTECODE"))
+    if env.get("PYTHONUNBUFFERED"):
+        sys.stdout.reconfigure(write_through=True)
+        sys.stderr.reconfigure(write_through=True)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
