@@ -157,17 +157,29 @@ def start(kernel, mode, bins, sock):
         kernel.start_cold(bins + "/cellgate-jail")
 
 
+def cpu_ms(pid):
+    """utime + stime of a process so far (clock ticks -> ms)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def one_start(mode, bins, sock, ctx):
+    """(wall seconds to kernel_info_reply, CPU ms its jail's processes spent until then)."""
     k = Kernel()
     t0 = time.monotonic()
     start(k, mode, bins, sock)
     ok = k.kernel_info(ctx, t0 + 30)
     elapsed = time.monotonic() - t0
     k.wait_ready_line()
+    cpu = sum(cpu_ms(p) for p in k.pids())
     k.stop()
     if not ok:
         raise RuntimeError(f"{mode}: no kernel_info_reply within 30 s")
-    return elapsed
+    return elapsed, cpu
 
 
 def parallel(mode, n, bins, sock, ctx):
@@ -227,10 +239,16 @@ def main():
         for mode in ("cold", "zygote"):
             one_start(mode, a.bin, sock, ctx)  # warm the page cache and the seccomp cache
         times = {"cold": [], "zygote": []}
+        cpus = {"cold": [], "zygote": []}
+        zygote_cpu0 = cpu_ms(zygote.pid)
         for _ in range(a.runs):
             for mode in ("cold", "zygote"):
-                times[mode].append(one_start(mode, a.bin, sock, ctx))
+                wall, cpu = one_start(mode, a.bin, sock, ctx)
+                times[mode].append(wall)
+                cpus[mode].append(cpu)
+        fig["zygote_fork_cpu_ms"] = (cpu_ms(zygote.pid) - zygote_cpu0) / a.runs
         for mode in ("cold", "zygote"):
+            fig[f"{mode}_start_cpu_ms"] = statistics.median(cpus[mode])
             t = sorted(times[mode])
             fig[f"{mode}_start_p50_ms"] = statistics.median(t) * 1000
             fig[f"{mode}_start_p90_ms"] = t[min(len(t) - 1, int(len(t) * 0.9))] * 1000
@@ -251,6 +269,7 @@ def main():
     rows = [
         ("start -> kernel_info_reply p50 (ms)", "cold_start_p50_ms", "zygote_start_p50_ms", "<= 150"),
         ("start -> kernel_info_reply p90 (ms)", "cold_start_p90_ms", "zygote_start_p90_ms", ""),
+        ("CPU of the jail's processes per start (ms)", "cold_start_cpu_ms", "zygote_start_cpu_ms", ""),
         (f"{n} in parallel, all ready (s)", "cold_parallel_s", "zygote_parallel_s", "<= 0.5 (20)"),
         ("PSS per idle kernel, jail processes (MiB)", "cold_pss_mib", "zygote_pss_mib", "<= 20"),
     ]
@@ -258,6 +277,7 @@ def main():
     for label, c, z, target in rows:
         print(f"{label:44} {fig[c]:10.3f} {fig[z]:10.3f} {fig[z] / fig[c]:7.2f}  {target}")
     print(f"{'zygote PSS spread over the batch (MiB)':44} {'':10} {fig['zygote_pss_share_mib']:10.3f}")
+    print(f"{'zygote CPU per request (fork, ms)':44} {'':10} {fig['zygote_fork_cpu_ms']:10.3f}")
     print(f"zygote boot (preload) {fig['zygote_boot_s']:.2f} s; runs {a.runs}; load {os.getloadavg()[0]:.2f}; "
           f"cpus {os.cpu_count()}")
     if a.json:
