@@ -7,15 +7,19 @@ does (the same cellgate-jail command line, through the zygote's socket or by run
 prints:
   - start: request -> kernel_info_reply on shell, sequential starts (median and p90);
   - parallel: N kernels requested at once -> the last kernel_info_reply;
-  - PSS of an idle kernel: the sum of Pss over its jail's processes (helper, init, kernel) with the
-    parallel batch alive, and the zygote's own PSS spread over that batch.
+  - CPU per start: what the jail's processes (helper, init, kernel) spent until the reply, a figure the
+    machine's load does not inflate (wall times do: the load average is printed);
+  - PSS of an idle kernel: the sum of Pss over its jail's processes with the parallel batch alive, and
+    the zygote's own PSS spread over that batch; USS: their private memory, what one more kernel costs.
 Targets (issue 8): start <= 150 ms, 20 in parallel <= 0.5 s, <= 20 MiB PSS per idle kernel.
 
-usage: zygote_bench.py --bin BUILD/bin [--runs N] [--parallel N] [--short]
+usage: zygote_bench.py --bin BUILD/bin [--runs N] [--parallel N] [--short] [--json FILE]
+(exits 1 when a figure is malformed, 4 when it cannot run here)
 """
 import argparse
 import array
 import json
+import math
 import os
 import select
 import shutil
@@ -139,15 +143,25 @@ class Kernel:
         shutil.rmtree(self.private, ignore_errors=True)
 
 
-def pss_kib(pid):
+def rollup_kib(pid, *keys):
+    """Sum of the given smaps_rollup fields (KiB); 0 for a process that is gone."""
+    total = 0
     try:
         with open(f"/proc/{pid}/smaps_rollup") as f:
             for line in f:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1])
+                if line.split(":")[0] in keys:
+                    total += int(line.split()[1])
     except OSError:
         pass
-    return 0
+    return total
+
+
+def pss_kib(pid):
+    return rollup_kib(pid, "Pss")
+
+
+def uss_kib(pid):
+    return rollup_kib(pid, "Private_Clean", "Private_Dirty")
 
 
 def start(kernel, mode, bins, sock):
@@ -257,6 +271,7 @@ def main():
             time.sleep(2)  # idle: the kernels have answered and settled
             per_kernel = [sum(pss_kib(p) for p in k.pids()) for k in kernels]
             fig[f"{mode}_pss_mib"] = statistics.mean(per_kernel) / 1024
+            fig[f"{mode}_uss_mib"] = statistics.mean(sum(uss_kib(p) for p in k.pids()) for k in kernels) / 1024
             if mode == "zygote":
                 fig["zygote_pss_share_mib"] = pss_kib(zygote.pid) / 1024 / a.parallel
             for k in kernels:
@@ -272,6 +287,7 @@ def main():
         ("CPU of the jail's processes per start (ms)", "cold_start_cpu_ms", "zygote_start_cpu_ms", ""),
         (f"{n} in parallel, all ready (s)", "cold_parallel_s", "zygote_parallel_s", "<= 0.5 (20)"),
         ("PSS per idle kernel, jail processes (MiB)", "cold_pss_mib", "zygote_pss_mib", "<= 20"),
+        ("USS per idle kernel, jail processes (MiB)", "cold_uss_mib", "zygote_uss_mib", ""),
     ]
     print(f"{'figure':44} {'cold jail':>10} {'zygote':>10} {'ratio':>7}  target")
     for label, c, z, target in rows:
@@ -283,6 +299,11 @@ def main():
     if a.json:
         with open(a.json, "w") as f:
             json.dump(fig, f, indent=1)
+    bad = [k for k, v in fig.items() if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0)]
+    bad += [k for k in ("cold_start_p50_ms", "zygote_start_p50_ms", "cold_pss_mib", "zygote_pss_mib") if not fig[k] > 0]
+    if bad:
+        print(f"zygote_bench: malformed figures: {bad}", file=sys.stderr)
+        return 1
     return 0
 
 
