@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -15,9 +16,9 @@
 
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
-#include "isolation/jail_options.h"
 #include "isolation/zygote_protocol.h"
 #include "kernels/zygote/helper_child.h"
 #include "kernels/zygote/python_image.h"
@@ -165,26 +166,22 @@ void ForkServer::handle(int conn) {
     log_line("bad request", "truncated, or not exactly 3 fds");
     return send_reply(conn, EINVAL, -1, -1);
   }
-  auto args = isolation::decode_zygote_request(std::string_view(buf.data(), static_cast<size_t>(got)));
-  if (!args) {
-    log_line("bad request", args.error().message);
-    return send_reply(conn, EINVAL, -1, -1);
-  }
-  // Checked here, before any fork: only ipykernel starts, only jails (the child re-parses the same argv).
-  std::vector<const char*> argv = {"cellgate-jail"};
-  for (const auto& a : *args) argv.push_back(a.c_str());
-  auto options = isolation::parse_options(static_cast<int>(argv.size()), argv.data());
-  if (!options || options->help || !options->join.empty() || options->ready_fd != 3 ||
-      !isolation::zygote_can_run(options->command)) {
-    log_line("refused request", options ? "not an ipykernel jail with --ready-fd 3" : options.error().message);
+  // Only the framing is checked here. The request's content (a tenant's environment among it) is
+  // decoded in the child and wiped from our memory right after the fork: every later kernel starts as
+  // a copy of this process, and must not find another kernel's request in it.
+  std::string_view bytes(buf.data(), static_cast<size_t>(got));
+  if (!bytes.starts_with(isolation::kZygoteMagic)) {
+    ::explicit_bzero(buf.data(), buf.size());
+    log_line("bad request", "not a zygote request");
     return send_reply(conn, EINVAL, -1, -1);
   }
   const int raw[3] = {fds[0].get(), fds[1].get(), fds[2].get()};
   before_fork();
   pid_t pid = ::fork();
-  if (pid == 0) run_helper(*args, raw);
+  if (pid == 0) run_helper(bytes, raw);
   int fork_err = errno;
   after_fork_in_parent();
+  ::explicit_bzero(buf.data(), buf.size());
   if (pid < 0) {
     log_line("fork", "", fork_err);
     return send_reply(conn, fork_err, -1, -1);

@@ -6,11 +6,17 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "isolation/jail_entry.h"
+#include "isolation/jail_options.h"
+#include "isolation/status_json.h"
+#include "isolation/zygote_protocol.h"
 #include "kernels/zygote/python_image.h"
 
 namespace cellgate::zygote {
@@ -45,6 +51,14 @@ std::string joined(const std::vector<std::string>& args, size_t from, size_t to)
   return out;
 }
 
+// A request the fork server does not run: one line on the log, a failed ready line, exit 125 (as
+// cellgate-jail's bad options).
+[[noreturn]] void refuse(const std::string& message) {
+  std::fprintf(stderr, "cellgate-zygote: refused: %s\n", message.c_str());
+  isolation::write_ready_line(3, isolation::failed_json("options", EINVAL, "fork server: " + message));
+  ::_exit(125);
+}
+
 }  // namespace
 
 void set_title_area(char* start, size_t len) {
@@ -52,7 +66,7 @@ void set_title_area(char* start, size_t len) {
   g_title_len = len;
 }
 
-void run_helper(const std::vector<std::string>& jail_args, const int fds[3]) {
+void run_helper(std::string_view request, const int fds[3]) {
   // Out of the way of 0..3 first: a received fd may already sit on one of them.
   int high[3];
   for (int i = 0; i < 3; ++i) high[i] = ::fcntl(fds[i], F_DUPFD_CLOEXEC, 10);
@@ -67,8 +81,17 @@ void run_helper(const std::vector<std::string>& jail_args, const int fds[3]) {
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
 
+  auto jail_args = isolation::decode_zygote_request(request);
+  if (!jail_args) refuse(jail_args.error().message);
   std::vector<std::string> argv_store = {"cellgate-jail"};
-  argv_store.insert(argv_store.end(), jail_args.begin(), jail_args.end());
+  argv_store.insert(argv_store.end(), jail_args->begin(), jail_args->end());
+  {
+    std::vector<const char*> check;
+    for (const auto& a : argv_store) check.push_back(a.c_str());
+    auto options = isolation::parse_options(static_cast<int>(check.size()), check.data());
+    if (options && (options->ready_fd != 3 || !isolation::zygote_can_run(options->command)))
+      refuse("the fork server runs only `/usr/bin/python3 -m ipykernel_launcher -f /FILE` jails with --ready-fd 3");
+  }
   size_t dashdash = argv_store.size();
   for (size_t i = 1; i < argv_store.size(); ++i) {
     if (argv_store[i] == "--") {

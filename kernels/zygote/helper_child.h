@@ -2,8 +2,8 @@
 // helper_child: what the zygote's forked child does — become an ordinary cellgate-jail helper.
 #pragma once
 
-#include <string>
-#include <vector>
+#include <cstddef>
+#include <string_view>
 
 namespace cellgate::zygote {
 
@@ -14,9 +14,11 @@ inline constexpr size_t kTitleBytes = 512;
 void set_title_area(char* start, size_t len);
 
 // runs in: the freshly forked child of the (single-threaded) zygote. Puts stdin, the log (stdout and
-// stderr) and the ready pipe on fds 0, 1+2 and 3, closes everything else, resets signals, renames the
-// process (/proc/PID/cmdline reads as cellgate-jail's, which the gateway checks when it re-adopts),
-// then runs isolation::jail_main with the fork-server hooks and _exits with its code. Never runs Python.
-[[noreturn]] void run_helper(const std::vector<std::string>& jail_args, const int fds[3]);
+// stderr) and the ready pipe on fds 0, 1+2 and 3, closes everything else, resets signals, decodes and
+// checks the request (only an ipykernel jail with --ready-fd 3: else a failed ready line, exit 125),
+// renames the process (/proc/PID/cmdline reads as cellgate-jail's, which the gateway checks when it
+// re-adopts), then runs isolation::jail_main with the fork-server hooks and _exits with its code.
+// Never runs Python itself.
+[[noreturn]] void run_helper(std::string_view request, const int fds[3]);
 
 }  // namespace cellgate::zygote

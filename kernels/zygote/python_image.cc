@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -176,6 +177,9 @@ void before_fork() {
 void after_fork_in_parent() { PyOS_AfterFork_Parent(); }
 
 void enter_kernel(const isolation::child::ChildPlan& plan) noexcept {
+  // An execve by uid 1000 would have made the process dumpable again (the uid change in the jail's
+  // init cleared it): its /proc/self files are its own, as in a cold kernel.
+  ::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
   for (int i = 0; i < g_devnull_count; ++i) {
     int fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
     if (fd >= 0 && fd != g_devnull_fds[i]) {

@@ -99,7 +99,8 @@ def zygote_request(sock_path, jail_args, log_path):
 class Kernel:
     """One jailed ipykernel: `zygote` is a ZygoteServer (fork server) or None (cold cellgate-jail)."""
 
-    def __init__(self, jail, zygote=None, command=None):
+    def __init__(self, jail, zygote=None, command=None, env=None):
+        self.env = dict(ENV, **(env or {}))
         self.kid = "zt" + uuid.uuid4().hex[:12]
         self.runtime = f"{RUN}/k/{self.kid}"
         self.private = f"{RUN}/s/{self.kid}"
@@ -158,7 +159,7 @@ class Kernel:
     def args(self, ready_fd, command):
         out = ["--name", self.kid, "--bind-same", self.runtime, "--status-file", self.private + "/jail.json",
                "--ready-fd", str(ready_fd)]
-        for k, v in sorted(ENV.items()):
+        for k, v in sorted(self.env.items()):
             out += ["--env", f"{k}={v}"]
         return out + ["--"] + command
 

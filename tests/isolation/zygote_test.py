@@ -10,10 +10,12 @@ Cases:
   reseeded           two forked kernels draw different numpy and `random` numbers
   zygote_untouched   what a kernel does (state, files, kill attempts, a big allocation) never reaches the
                      zygote or the next kernel
+  no_request_residue a kernel's memory (a copy of the zygote's) holds nothing of an earlier request
   interrupt          SIGINT to the helper interrupts a running cell with KeyboardInterrupt
   outlives_zygote    a forked kernel keeps working after the zygote is killed
-  refuses            the zygote forks nothing for requests that are not a jailed ipykernel
+  refuses            requests that are not a jailed ipykernel fail before any jail is built
 """
+import hashlib
 import json
 import os
 import signal
@@ -58,6 +60,7 @@ _info = {
     'rlimits': [resource.getrlimit(r) for r in (resource.RLIMIT_NOFILE, resource.RLIMIT_FSIZE, resource.RLIMIT_CORE, resource.RLIMIT_NPROC)],
     'umask': os.umask(0o22), 'procs': sorted(int(p) for p in os.listdir('/proc') if p.isdigit()),
     'cmdline': open('/proc/self/cmdline').read().replace('\0', ' ').split()[:3],
+    'own_proc_files': os.stat('/proc/self/mem').st_uid == os.getuid(),
 }
 """
 
@@ -153,6 +156,46 @@ def case_zygote_untouched(jail, zygote):
         a.stop()
 
 
+# Counts 32-hex-digit runs in the kernel's own writable memory whose SHA-256 is TARGET: the code
+# carries only the hash, so the secret itself can only be found where something else put it (malloc
+# overwrites the start of a freed chunk, so no fixed prefix around it can be relied on).
+SCAN = r"""
+import ctypes, hashlib, re
+_target = bytes.fromhex('TARGET')
+_hits = 0
+with open('/proc/self/maps') as _maps:
+    _regions = [_l.split()[:2] for _l in _maps]
+for _range, _perms in _regions:
+    if not _perms.startswith('rw'):
+        continue
+    _lo, _hi = (int(x, 16) for x in _range.split('-'))
+    for _at in range(_lo, _hi, 1 << 20):
+        _chunk = ctypes.string_at(_at, min((1 << 20) + 64, _hi - _at))
+        for _m in re.finditer(rb'(?<![0-9a-f])[0-9a-f]{32}(?![0-9a-f])', _chunk):
+            _hits += hashlib.sha256(_m.group()).digest() == _target
+print(_hits)
+"""
+
+
+def case_no_request_residue(jail, zygote):
+    secret = os.urandom(16).hex()
+    a = zk.Kernel(jail, zygote, env={"CG_SECRET": secret})
+    try:
+        check(a.value("__import__('os').environ['CG_SECRET']") == secret, "kernel A has its secret")
+        scan = SCAN.replace("TARGET", hashlib.sha256(secret.encode()).hexdigest())
+        status, out, _ = a.execute(scan)
+        check(status == "ok" and int(out) >= 1, f"the scan finds the secret where it is (kernel A: {out.strip()})")
+        b = zk.Kernel(jail, zygote)
+        try:
+            status, out, _ = b.execute(scan)
+            check(status == "ok" and int(out) == 0,
+                  f"kernel B, forked after A, holds nothing of A's request ({out.strip()} hits)")
+        finally:
+            b.stop()
+    finally:
+        a.stop()
+
+
 def case_interrupt(jail, zygote):
     k = zk.Kernel(jail, zygote)
     try:
@@ -188,13 +231,15 @@ def case_outlives_zygote(jail, zygote):
 
 
 def case_refuses(jail, zygote):
+    # Decoded in the forked child (the zygote keeps no request in its memory): the jail fails at
+    # "options" before anything is built, as cellgate-jail does for bad options.
     for command in (["/bin/sh", "-c", "id"], ["/usr/bin/python3", "-c", "print(1)"],
                     ["/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "rel.json", "--extra"]):
         k = None
         try:
             k = zk.Kernel(jail, zygote, command=command)
         except RuntimeError as e:
-            check("refused" in str(e), f"refused {command[0]} {command[1]}: {e}")
+            check("'stage': 'options'" in str(e) and "fork server" in str(e), f"refused {command[0]} {command[1]}: {e}")
         else:
             k.stop()
             raise AssertionError(f"the zygote ran {command}")
