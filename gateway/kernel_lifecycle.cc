@@ -280,6 +280,8 @@ void Gateway::schedule_cull() {
     std::vector<std::string> victims;
     for (const auto& [id, hub] : kernels_) {
       auto& k = hub->kernel();
+      // A kernel still starting has had no chance to be used (a slow start must not be culled).
+      if (k.state() == launcher::KernelState::kStarting || k.state() == launcher::KernelState::kRestarting) continue;
       if (k.state() == launcher::KernelState::kBusy && !config_.cull_busy) continue;
       if (hub->connections() > 0 && !config_.cull_connected) continue;
       if (now - k.last_activity() > std::chrono::seconds(config_.cull_idle_timeout_s)) victims.push_back(id);
