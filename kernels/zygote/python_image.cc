@@ -152,7 +152,8 @@ std::string start_python(const std::vector<std::string>& modules, const std::str
   if (!failed.empty()) std::fprintf(stderr, "cellgate-zygote: not preloaded (import failed): %s\n", failed.c_str());
   // Everything preloaded is permanent: gc.freeze() keeps collections in kernels from writing GC
   // headers into the shared pages (copy-on-write erosion).
-  if (PyRun_SimpleString("import gc\ngc.collect()\ngc.freeze()\ndel gc\n") != 0) return "python: gc.freeze failed";
+  if (PyRun_SimpleString("import gc, sys\ngc.collect()\ngc.freeze()\nsys.stdout.flush()\nsys.stderr.flush()\ndel gc, sys\n") != 0)
+    return "python: gc.freeze failed";
   std::fflush(nullptr);
   return record_preloaded_fds();
 }
@@ -169,7 +170,7 @@ int thread_count() {
 }
 
 void before_fork() {
-  PyRun_SimpleString("import sys\nsys.stdout.flush()\nsys.stderr.flush()\ndel sys\n");
+  // No Python code runs per request: its streams were flushed once after the preload.
   std::fflush(nullptr);
   PyOS_BeforeFork();
 }
