@@ -5,7 +5,9 @@
 Needs root (it builds real jails). For each mode it starts real jailed ipykernels exactly as the gateway
 does (the same cellgate-jail command line, through the zygote's socket or by running the helper) and
 prints:
-  - start: request -> kernel_info_reply on shell, sequential starts (median and p90);
+  - start: request -> kernel_info_reply on shell, sequential starts (median and p90); and through a
+    real `cellgate serve` (--fork-server off / on): POST /api/kernels -> 201, which the gateway
+    answers once the kernel has answered kernel_info;
   - parallel: N kernels requested at once -> the last kernel_info_reply;
   - CPU per start: what the jail's processes (helper, init, kernel) spent until the reply, a figure the
     machine's load does not inflate (wall times do: the load average is printed);
@@ -218,6 +220,31 @@ def parallel(mode, n, bins, sock, ctx):
     return max(done), kernels
 
 
+def gateway_starts(bins, fork_server, runs):
+    """POST /api/kernels -> 201 (the gateway answers once the kernel answered kernel_info) on a real
+    `cellgate serve --spawner jail --fork-server on|off`; returns the wall times in seconds."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "integration"))
+    import targets as tm
+    t = tm.CellgateTarget(os.path.join(bins, "cellgate"), spawner="jail", extra_args=["--fork-server", fork_server])
+    t.start()
+    try:
+        if fork_server == "on":
+            deadline = time.monotonic() + 60
+            while not os.path.exists(os.path.join(t.run_dir, "zygote.sock")) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        kid = t.start_kernel()["id"]  # warm-up
+        t.delete_kernel(kid)
+        out = []
+        for _ in range(runs):
+            t0 = time.monotonic()
+            kid = t.start_kernel()["id"]
+            out.append(time.monotonic() - t0)
+            t.delete_kernel(kid)
+        return out
+    finally:
+        t.stop()
+
+
 def start_zygote(bins, sock):
     log = open(f"{RUN}/zygote-bench.log", "ab")
     proc = subprocess.Popen([bins + "/cellgate-zygote", "--socket", sock], stdin=subprocess.DEVNULL, stdout=log,
@@ -280,6 +307,9 @@ def main():
         zygote.terminate()
         zygote.wait(timeout=10)
         ctx.term()
+    if os.path.exists(os.path.join(a.bin, "cellgate")):
+        fig["gateway_cold_start_p50_ms"] = statistics.median(gateway_starts(a.bin, "off", a.runs)) * 1000
+        fig["gateway_zygote_start_p50_ms"] = statistics.median(gateway_starts(a.bin, "on", a.runs)) * 1000
     n = a.parallel
     rows = [
         ("start -> kernel_info_reply p50 (ms)", "cold_start_p50_ms", "zygote_start_p50_ms", "<= 150"),
@@ -289,6 +319,9 @@ def main():
         ("PSS per idle kernel, jail processes (MiB)", "cold_pss_mib", "zygote_pss_mib", "<= 20"),
         ("USS per idle kernel, jail processes (MiB)", "cold_uss_mib", "zygote_uss_mib", ""),
     ]
+    if "gateway_cold_start_p50_ms" in fig:
+        rows.insert(2, ("POST /api/kernels -> 201 via cellgate, p50 (ms)", "gateway_cold_start_p50_ms",
+                        "gateway_zygote_start_p50_ms", "<= 150"))
     print(f"{'figure':44} {'cold jail':>10} {'zygote':>10} {'ratio':>7}  target")
     for label, c, z, target in rows:
         print(f"{label:44} {fig[c]:10.3f} {fig[z]:10.3f} {fig[z] / fig[c]:7.2f}  {target}")
