@@ -122,14 +122,34 @@ bool Gateway::start_zygote() {
   }
   zygote_ = std::move(z.value());
   common::log_info("msg=\"fork server starting\" pid={} socket={}", zygote_.pid, zygote_socket());
+  watch_zygote();
   return true;
 }
 
+void Gateway::watch_zygote() {
+  constexpr auto kZygoteRestartDelay = std::chrono::seconds(5);
+  zygote_watch_ = std::make_unique<asio::posix::stream_descriptor>(io_, ::dup(zygote_.pidfd.get()));
+  zygote_watch_->async_wait(asio::posix::stream_descriptor::wait_read, [this, kZygoteRestartDelay](const boost::system::error_code& ec) {
+    if (ec || zygote_.pid <= 0) return;  // cancelled: we are stopping it
+    int status = launcher::reap(zygote_);
+    common::log_warn("msg=\"fork server exited; kernels start cold until it is back\" pid={} status=\"{}\"", zygote_.pid,
+                     launcher::describe_wait_status(status));
+    zygote_.pid = -1;
+    if (!zygote_timer_) zygote_timer_ = std::make_unique<asio::steady_timer>(io_);
+    zygote_timer_->expires_after(kZygoteRestartDelay);
+    zygote_timer_->async_wait([this](const boost::system::error_code& tec) {
+      if (!tec) start_zygote();
+    });
+  });
+}
+
 void Gateway::stop_zygote() {
+  if (zygote_timer_) zygote_timer_->cancel();
   if (zygote_.pid <= 0) return;
   ::kill(zygote_.pid, SIGTERM);  // it removes its socket and exits; the kernels it forked stay
   for (int i = 0; i < 100 && launcher::reap(zygote_) < 0; ++i) ::usleep(10000);
   zygote_.pid = -1;
+  if (zygote_watch_) zygote_watch_->close();
 }
 
 Gateway::~Gateway() {

@@ -256,6 +256,7 @@ awaitable<void> Gateway::adopt_kernels() {
 
 awaitable<void> Gateway::stop() {
   if (cull_timer_) cull_timer_->cancel();
+  stop_zygote();  // kernels do not depend on it; stopping it first keeps it from being restarted
   if (config_.shutdown_kernels_on_exit) {
     std::vector<std::string> ids;
     for (const auto& [id, hub] : kernels_) ids.push_back(id);

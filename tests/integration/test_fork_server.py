@@ -60,7 +60,7 @@ def exe(t, kid):
     return run(t, kid, "import os; print(os.readlink('/proc/self/exe'))")
 
 
-def test_ipykernels_are_forked_and_start_cold_without_the_fork_server():
+def test_ipykernels_are_forked_and_start_cold_without_the_fork_server_until_it_is_back():
     t = jail_target()
     t.start()
     try:
@@ -70,12 +70,23 @@ def test_ipykernels_are_forked_and_start_cold_without_the_fork_server():
         run(t, forked, "x = 41")
         pid = zygote_pid(t)
         assert pid, "fork server process not found"
+        old_inode = os.stat(zygote_socket(t)).st_ino
         os.kill(pid, signal.SIGKILL)
         time.sleep(0.5)
         cold = t.start_kernel()["id"]
         assert "python3" in exe(t, cold), t.log_tail()
         assert "fork server unavailable; cold start" in t.log_tail(200)
         assert run(t, forked, "print(x + 1)") == "42", "the forked kernel outlives its fork server"
+        # The gateway starts a new fork server (after a few seconds); once it serves, kernels fork again.
+        deadline = time.monotonic() + 120
+        while True:
+            new = zygote_pid(t)
+            if new and new != pid and os.stat(zygote_socket(t)).st_ino != old_inode:
+                break
+            assert time.monotonic() < deadline, "no new fork server:\n" + t.log_tail()
+            time.sleep(0.2)
+        again = t.start_kernel()["id"]
+        assert exe(t, again).endswith("cellgate-zygote"), t.log_tail()
     finally:
         t.stop()
 
