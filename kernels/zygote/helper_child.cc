@@ -15,6 +15,7 @@
 
 #include "isolation/jail_entry.h"
 #include "isolation/jail_options.h"
+#include "isolation/jail_plan.h"
 #include "isolation/status_json.h"
 #include "isolation/zygote_protocol.h"
 #include "kernels/zygote/python_image.h"
@@ -33,7 +34,7 @@ std::string* g_kernel_cmdline = nullptr;
 // /proc/PID/cmdline reads the argv area; when its last byte is not NUL the kernel reads it as one
 // string up to the first NUL (the setproctitle(3) convention), so trailing padding does not show.
 // The helper's starts "cellgate-jail --name ID", which is what the gateway looks for when it re-adopts.
-void set_cmdline(const std::string& text) {
+void set_cmdline(const std::string& text) noexcept {
   if (g_title == nullptr || g_title_len < 2) return;
   size_t n = std::min(text.size(), g_title_len - 2);
   std::memcpy(g_title, text.data(), n);
@@ -64,6 +65,10 @@ std::string joined(const std::vector<std::string>& args, size_t from, size_t to)
 void set_title_area(char* start, size_t len) {
   g_title = start;
   g_title_len = len;
+}
+
+void show_kernel_title() noexcept {
+  if (g_kernel_cmdline != nullptr) set_cmdline(*g_kernel_cmdline);
 }
 
 void run_helper(std::string_view request, const int fds[3]) {
@@ -101,7 +106,13 @@ void run_helper(std::string_view request, const int fds[3]) {
   }
   g_helper_cmdline = new std::string(joined(argv_store, 0, argv_store.size()));
   g_kernel_cmdline = new std::string(joined(argv_store, dashdash + 1, argv_store.size()));
-  if (!g_kernel_cmdline->empty()) set_cmdline(*g_kernel_cmdline);
+  // Init blanks our title in its copy to "cellgate-init", as cellgate-jail's init does (no host paths
+  // in /proc/1/cmdline); the kernel then writes its own command (show_kernel_title).
+  set_cmdline(*g_kernel_cmdline);  // the zygote's own argv strings must not reach the jail
+  if (g_title != nullptr) {
+    char* area[] = {g_title};
+    isolation::remember_helper_argv(1, area);
+  }
   std::vector<char*> argv;
   for (auto& a : argv_store) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -12,6 +12,9 @@ namespace cellgate::zygote {
 // sure the area is at least kTitleBytes long (it re-executes itself with padding otherwise).
 inline constexpr size_t kTitleBytes = 512;
 void set_title_area(char* start, size_t len);
+// runs in: the kernel process, at entry. The jail's init overwrote the title it inherited
+// ("cellgate-init"); the kernel shows its own command again, as after an execve. No allocation.
+void show_kernel_title() noexcept;
 
 // runs in: the freshly forked child of the (single-threaded) zygote. Puts stdin, the log (stdout and
 // stderr) and the ready pipe on fds 0, 1+2 and 3, closes everything else, resets signals, decodes and

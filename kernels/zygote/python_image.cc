@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "kernels/zygote/helper_child.h"
+
 namespace cellgate::zygote {
 namespace {
 
@@ -181,6 +183,7 @@ void enter_kernel(const isolation::child::ChildPlan& plan) noexcept {
   // An execve by uid 1000 would have made the process dumpable again (the uid change in the jail's
   // init cleared it): its /proc/self files are its own, as in a cold kernel.
   ::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+  show_kernel_title();
   for (int i = 0; i < g_devnull_count; ++i) {
     int fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
     if (fd >= 0 && fd != g_devnull_fds[i]) {
