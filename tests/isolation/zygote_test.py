@@ -61,6 +61,7 @@ _info = {
     'umask': os.umask(0o22), 'procs': sorted(int(p) for p in os.listdir('/proc') if p.isdigit()),
     'cmdline': open('/proc/self/cmdline').read().replace('\0', ' ').split()[:3],
     'own_proc_files': os.stat('/proc/self/mem').st_uid == os.getuid(),
+    'init_cmdline': open('/proc/1/cmdline').read().replace('\0', ' ').strip(),
 }
 """
 
