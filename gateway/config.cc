@@ -86,6 +86,16 @@ const std::vector<Option>& options() {
        }},
       {"jail-helper", "PATH", false, "the cellgate-jail binary (default: beside cellgate)",
        [](Config& c, const std::string& v) { c.jail_helper = v; }},
+      {"fork-server", "on|off", false,
+       "start Debian ipykernels from a preloaded fork server, cellgate-zygote (default on; jail spawner only; "
+       "kernels start cold while it is unavailable)",
+       [](Config& c, const std::string& v) {
+         if (v == "on" || v == "true") c.fork_server = true;
+         else if (v == "off" || v == "false") c.fork_server = false;
+         else throw ConfigError("--fork-server: expected on or off, got '" + v + "'");
+       }},
+      {"zygote", "PATH", false, "the cellgate-zygote binary (default: beside cellgate)",
+       [](Config& c, const std::string& v) { c.zygote_binary = v; }},
       {"jail-policy", "FILE", false, "jail policy file for every kernel (default: built-in policy)",
        [](Config& c, const std::string& v) { c.jail_policy = v; }},
       {"transport", "ipc|tcp", false, "ZeroMQ transport to kernels (default ipc)",
@@ -258,6 +268,10 @@ void finish(Config& c) {
   if (c.jail_helper.empty()) {
     auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
     c.jail_helper = (self.parent_path() / "cellgate-jail").string();
+  }
+  if (c.zygote_binary.empty()) {
+    auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    c.zygote_binary = (self.parent_path() / "cellgate-zygote").string();
   }
   if (c.certfile.empty() != c.keyfile.empty())
     throw ConfigError(c.certfile.empty() ? "--keyfile needs --certfile" : "--certfile needs --keyfile");

@@ -2,7 +2,9 @@
 // gateway: the server's state (users, kernels, sessions, workspaces) and the REST route table.
 #include "gateway/gateway.h"
 
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -18,6 +20,7 @@
 #include "gateway/snapshot_index.h"
 #include "gateway/ws_session.h"
 #include "kernel-launcher/kernel_env.h"
+#include "kernel-launcher/spawn_util.h"
 #include "mcp/http_backend.h"
 #include "mcp/server.h"
 #include "protocol/signer.h"
@@ -65,18 +68,23 @@ Gateway::Gateway(asio::io_context& io, Config config)
     : io_(io), config_(std::move(config)),
       limiter_(state::AuthRateLimiter::Options{config_.auth_failures_per_minute, std::chrono::seconds(60),
                                                std::chrono::seconds(60), 10000}) {
+  // Per-kernel dirs: k/<id> is handed to the kernel; s/<id> (status, log) never is.
+  make_dirs(config_.runtime_dir + "/k", 0711);
+  make_dirs(config_.runtime_dir + "/s", 0700);
   if (config_.spawner == "plain") {
     spawner_ = launcher::make_plain_spawner();
   } else {
     if (::access(config_.jail_helper.c_str(), X_OK) != 0)
       throw ConfigError("jail helper not found at " + config_.jail_helper + " (use --jail-helper or --spawner plain)");
-    spawner_ = launcher::make_jail_spawner(config_.jail_helper, {});
+    auto jail = launcher::make_jail_spawner(config_.jail_helper, {});
+    if (config_.fork_server && start_zygote()) {
+      spawner_ = launcher::make_zygote_spawner(zygote_socket(), std::move(jail), {});
+    } else {
+      spawner_ = std::move(jail);
+    }
   }
   kernelspec_path_ = launcher::kernelspec_search_path(config_.kernelspec_dirs);
   make_dirs(config_.data_dir, 0700);
-  // Per-kernel dirs: k/<id> is handed to the kernel; s/<id> (status, log) never is.
-  make_dirs(config_.runtime_dir + "/k", 0711);
-  make_dirs(config_.runtime_dir + "/s", 0700);
   auto db = state::Database::open(config_.data_dir);
   if (!db) throw ConfigError("cannot open the state database: " + db.error().message);
   db_ = std::make_unique<state::Database>(std::move(db.value()));
@@ -116,7 +124,56 @@ Gateway::Gateway(asio::io_context& io, Config config)
   start_pool();
 }
 
+std::string Gateway::zygote_socket() const { return config_.runtime_dir + "/zygote.sock"; }
+
+bool Gateway::start_zygote() {
+  if (::access(config_.zygote_binary.c_str(), X_OK) != 0) {
+    common::log_warn("msg=\"fork server not found; kernels start cold\" path={}", config_.zygote_binary);
+    return false;
+  }
+  // Its own session (spawn_process), so it is not tied to our terminal; a zygote left by an earlier
+  // gateway is replaced (the new one renames its socket over the old, which then exits). Until it has
+  // preloaded (a few seconds), and whenever it is gone, kernels start cold.
+  auto z = launcher::spawn_process({config_.zygote_binary, "--socket", zygote_socket()},
+                                   {{"PATH", "/usr/sbin:/usr/bin:/sbin:/bin"}}, "/", config_.runtime_dir + "/zygote.log", -1);
+  if (!z) {
+    common::log_warn("msg=\"fork server did not start; kernels start cold\" error=\"{}\"", z.error().message);
+    return false;
+  }
+  zygote_ = std::move(z.value());
+  common::log_info("msg=\"fork server starting\" pid={} socket={}", zygote_.pid, zygote_socket());
+  watch_zygote();
+  return true;
+}
+
+void Gateway::watch_zygote() {
+  constexpr auto kZygoteRestartDelay = std::chrono::seconds(5);
+  zygote_watch_ = std::make_unique<asio::posix::stream_descriptor>(io_, ::dup(zygote_.pidfd.get()));
+  zygote_watch_->async_wait(asio::posix::stream_descriptor::wait_read, [this, kZygoteRestartDelay](const boost::system::error_code& ec) {
+    if (ec || zygote_.pid <= 0) return;  // cancelled: we are stopping it
+    int status = launcher::reap(zygote_);
+    common::log_warn("msg=\"fork server exited; kernels start cold until it is back\" pid={} status=\"{}\"", zygote_.pid,
+                     launcher::describe_wait_status(status));
+    zygote_.pid = -1;
+    if (!zygote_timer_) zygote_timer_ = std::make_unique<asio::steady_timer>(io_);
+    zygote_timer_->expires_after(kZygoteRestartDelay);
+    zygote_timer_->async_wait([this](const boost::system::error_code& tec) {
+      if (!tec) start_zygote();
+    });
+  });
+}
+
+void Gateway::stop_zygote() {
+  if (zygote_timer_) zygote_timer_->cancel();
+  if (zygote_.pid <= 0) return;
+  ::kill(zygote_.pid, SIGTERM);  // it removes its socket and exits; the kernels it forked stay
+  for (int i = 0; i < 100 && launcher::reap(zygote_) < 0; ++i) ::usleep(10000);
+  zygote_.pid = -1;
+  if (zygote_watch_) zygote_watch_->close();
+}
+
 Gateway::~Gateway() {
+  stop_zygote();
   // MCP calls in flight wait on this gateway's own (now stopped) server: fail them so the pool can join.
   if (mcp_backend_) mcp_backend_->stop();
   if (mcp_pool_) mcp_pool_->join();

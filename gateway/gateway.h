@@ -9,6 +9,7 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <zmq.hpp>
 
@@ -125,12 +126,21 @@ class Gateway {
   void snapshot_after_execute(const std::shared_ptr<KernelHub>& hub, protocol::Message reply,
                               std::function<void(protocol::Message)> deliver);
   void schedule_cull();
+  // The fork server (cellgate-zygote) for ipykernels; false when it cannot be started. One that dies
+  // is started again after kZygoteRestartDelay (kernels start cold meanwhile).
+  bool start_zygote();
+  void watch_zygote();
+  void stop_zygote();
+  std::string zygote_socket() const;
 
   boost::asio::io_context& io_;
   Config config_;
   zmq::context_t zmq_{1};
   boost::asio::thread_pool pool_{2};
   std::unique_ptr<launcher::Spawner> spawner_;
+  launcher::ProcessHandle zygote_;  // the fork server we started (pid -1: none)
+  std::unique_ptr<boost::asio::posix::stream_descriptor> zygote_watch_;
+  std::unique_ptr<boost::asio::steady_timer> zygote_timer_;
   std::vector<std::string> kernelspec_path_;
   std::map<std::string, std::shared_ptr<KernelHub>> kernels_;
   std::map<std::string, int> starting_;  // owner → kernels being started

@@ -320,6 +320,7 @@ awaitable<common::Status> Gateway::start_services() {
 
 awaitable<void> Gateway::stop() {
   if (cull_timer_) cull_timer_->cancel();
+  stop_zygote();  // kernels do not depend on it; stopping it first keeps it from being restarted
   if (pause_timer_) pause_timer_->cancel();
   if (kernel_pool_) co_await kernel_pool_->stop();
   if (notebook_http_) {
@@ -354,6 +355,8 @@ void Gateway::schedule_cull() {
     std::vector<std::string> victims;
     for (const auto& [id, hub] : kernels_) {
       auto& k = hub->kernel();
+      // A kernel still starting has had no chance to be used (a slow start must not be culled).
+      if (k.state() == launcher::KernelState::kStarting || k.state() == launcher::KernelState::kRestarting) continue;
       if (k.state() == launcher::KernelState::kBusy && !config_.cull_busy) continue;
       if (hub->connections() > 0 && !config_.cull_connected) continue;
       if (now - k.last_activity() > std::chrono::seconds(config_.cull_idle_timeout_s)) victims.push_back(id);

@@ -39,6 +39,11 @@ class Jail {
   // runs in: the helper's only thread. Builds everything, clones, releases the child and
   // supervises it until the jail ends; returns the helper's exit code.
   int run();
+  // The fork server's hooks (see jail_entry.h JailHooks).
+  void set_hooks(void (*enter)(const child::ChildPlan&) noexcept, void (*spawned)()) {
+    enter_ = enter;
+    spawned_ = spawned;
+  }
 
  private:
   struct RwDir {
@@ -68,6 +73,8 @@ class Jail {
   pid_t kernel_pid_ = -1;
   int ready_fd_ = -1;
   bool killed_ = false;
+  void (*enter_)(const child::ChildPlan&) noexcept = nullptr;
+  void (*spawned_)() = nullptr;
 };
 
 }  // namespace cellgate::isolation

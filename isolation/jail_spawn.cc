@@ -199,6 +199,7 @@ std::optional<SetupFailure> Jail::spawn() {
   if (::setsockopt(report_.get(), SOL_SOCKET, SO_PASSCRED, &one, sizeof one) < 0)
     return sys_failure("clone", errno, "SO_PASSCRED");
   child::ChildPlan cp = plan_->child_plan(sync_r.get(), report_child.get(), exit_w.get());
+  cp.enter = enter_;
 
   int pidfd = -1;
   clone_args args{};
@@ -237,6 +238,7 @@ std::optional<SetupFailure> Jail::spawn() {
   }
   init_pid_ = static_cast<pid_t>(pid);
   pidfd_.reset(pidfd);
+  if (spawned_ != nullptr) spawned_();
 
   const std::string map = "0 " + std::to_string(slot_.base) + " " + std::to_string(kSlotSize) + "\n";
   const std::string proc = "/proc/" + std::to_string(init_pid_);

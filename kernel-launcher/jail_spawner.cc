@@ -8,10 +8,10 @@
 #include <fstream>
 #include <sstream>
 
-#include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
 #include "isolation/cgroup.h"
+#include "kernel-launcher/jail_args.h"
 #include "kernel-launcher/spawn_util.h"
 #include "kernel-launcher/spawner.h"
 
@@ -29,23 +29,9 @@ class JailSpawner final : public Spawner {
 
   common::Result<ProcessHandle> spawn(const SpawnRequest& req) override {
     // The helper's own environment is empty: the kernel's comes only through --env.
-    // The status file and the log live outside the dir the kernel can write: a kernel must not be able
-    // to forge the pids the gateway signals, or swap the log for a symlink the gateway would read.
-    std::vector<std::string> argv = {helper_, "--name", req.kernel_id, "--bind-same", req.runtime_dir,
-                                     "--status-file", req.private_dir + "/jail.json", "--ready-fd", "3"};
-    if (!req.workspace_dir.empty()) argv.insert(argv.end(), {"--workspace", req.workspace_dir});
-    if (!req.policy_file.empty()) argv.insert(argv.end(), {"--policy", req.policy_file});
-    const Limits& l = req.limits;
-    if (l.memory_bytes) argv.insert(argv.end(), {"--memory", std::to_string(l.memory_bytes)});
-    if (l.pids) argv.insert(argv.end(), {"--pids", std::to_string(l.pids)});
-    if (l.cpus > 0) argv.insert(argv.end(), {"--cpu", fmt::format("{}", l.cpus)});
-    if (l.nofile) argv.insert(argv.end(), {"--nofile", std::to_string(l.nofile)});
-    if (l.fsize_bytes) argv.insert(argv.end(), {"--fsize", std::to_string(l.fsize_bytes)});
-    if (l.tmp_bytes) argv.insert(argv.end(), {"--tmp-size", std::to_string(l.tmp_bytes)});
-    argv.insert(argv.end(), extra_.begin(), extra_.end());
-    for (const auto& [k, v] : req.env) argv.insert(argv.end(), {"--env", k + "=" + v});
-    argv.push_back("--");
-    argv.insert(argv.end(), req.argv.begin(), req.argv.end());
+    std::vector<std::string> argv = {helper_};
+    auto args = jail_args(req, extra_, 3);
+    argv.insert(argv.end(), args.begin(), args.end());
 
     int pipefd[2];
     if (::pipe2(pipefd, O_CLOEXEC) != 0) return make_error(Errc::kInternal, "pipe", errno);
@@ -54,7 +40,7 @@ class JailSpawner final : public Spawner {
     auto h = spawn_process(argv, helper_env, "/", req.private_dir + "/kernel.log", write_end.get());
     if (!h) return h;
     h->ready_fd = std::move(read_end);
-    h->status_file = req.private_dir + "/jail.json";
+    h->status_file = jail_status_file(req);
     return h;
   }
 

@@ -74,6 +74,13 @@ std::unique_ptr<Spawner> make_plain_spawner();
 // Kernels jailed by the cellgate-jail helper at helper_path (see isolation/).
 std::unique_ptr<Spawner> make_jail_spawner(std::string helper_path, std::vector<std::string> extra_args);
 
+// Debian ipykernels (`python3 -m ipykernel_launcher -f FILE` on /usr/bin/python3) from the
+// cellgate-zygote fork server listening on socket_path, jailed exactly as `cold` would jail them;
+// every other request, and every one the fork server cannot take (not running yet, gone, refused),
+// goes to `cold` (the jail spawner). extra_args as for make_jail_spawner.
+std::unique_ptr<Spawner> make_zygote_spawner(std::string socket_path, std::unique_ptr<Spawner> cold,
+                                             std::vector<std::string> extra_args);
+
 // Reaps the process if it is our child and has exited; returns its wait status, or -1 when unknown.
 int reap(const ProcessHandle& process);
 // Describes a wait status: "exit code 1", "killed by signal 9 (Killed)".

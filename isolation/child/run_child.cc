@@ -48,6 +48,11 @@ int install_init_signals() noexcept {
   if (int err = apply_close_fds_except(keep, 1)) fail(plan, Stage::kFds, err);
   // The helper learns our host pid from the SCM_CREDENTIALS of this record.
   report(plan.report_fd, ReportKind::kHello, Stage::kExec, 0, 0);
+  if (plan.enter != nullptr) {
+    close(plan.report_fd);  // the helper's EOF: the kernel "has exec'd"
+    plan.enter(plan);
+    _exit(127);
+  }
   exec_command(plan);
 }
 

@@ -87,6 +87,10 @@ struct ChildPlan {
   int exit_fd;                  // write end: init writes the kernel's wait status (int)
   char* title_area;             // the helper's argv strings, which init inherits and overwrites:
   size_t title_len;             // /proc/1/cmdline is readable by all in the jail (host paths, names)
+  // The fork server (kernels/zygote): when set, the kernel process calls this instead of execve and
+  // continues in the image it was forked from. Called after the whole lockdown, the hello report and
+  // with the report fd closed (as execve would have closed it); must not return.
+  void (*enter)(const ChildPlan& plan) noexcept;
 };
 
 // runs in: child (pid 1 of the new namespaces), async-signal-safe. Never returns: builds the root,

@@ -1,0 +1,344 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""zygote_bench: fork-server kernels (cellgate-zygote) against cold jailed ipykernels, in one run.
+
+Needs root (it builds real jails). For each mode it starts real jailed ipykernels exactly as the gateway
+does (the same cellgate-jail command line, through the zygote's socket or by running the helper) and
+prints:
+  - start: request -> kernel_info_reply on shell, sequential starts (median and p90); and through a
+    real `cellgate serve` (--fork-server off / on): POST /api/kernels -> 201, which the gateway
+    answers once the kernel has answered kernel_info;
+  - parallel: N kernels requested at once -> the last kernel_info_reply;
+  - CPU per start: what the jail's processes (helper, init, kernel) spent until the reply, a figure the
+    machine's load does not inflate (wall times do: the load average is printed);
+  - PSS of an idle kernel: the sum of Pss over its jail's processes with the parallel batch alive, and
+    the zygote's own PSS spread over that batch; USS: their private memory, what one more kernel costs.
+Targets (issue 8): start <= 150 ms, 20 in parallel <= 0.5 s, <= 20 MiB PSS per idle kernel.
+
+usage: zygote_bench.py --bin BUILD/bin [--runs N] [--parallel N] [--short] [--json FILE]
+(exits 1 when a figure is malformed, 4 when it cannot run here)
+"""
+import argparse
+import array
+import json
+import math
+import os
+import select
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+import zmq
+from jupyter_client.connect import write_connection_file
+from jupyter_client.session import Session
+
+RUN = "/run/cellgate"
+KERNEL_CMD = ["/usr/bin/python3", "-m", "ipykernel_launcher", "-f"]
+ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "IPYTHONDIR": "/tmp/.ipython",
+       "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
+
+
+class Kernel:
+    def __init__(self):
+        self.kid = "zb" + uuid.uuid4().hex[:12]
+        self.runtime = f"{RUN}/k/{self.kid}"
+        self.private = f"{RUN}/s/{self.kid}"
+        os.makedirs(self.runtime, mode=0o700)
+        os.makedirs(self.private, mode=0o700)
+        self.conn = self.runtime + "/connection.json"
+        write_connection_file(self.conn, transport="ipc", ip=self.runtime + "/k")
+        with open(self.conn) as f:
+            self.info = json.load(f)
+        self.helper = None
+        self.popen = None
+        self.pidfd = None
+        self.ready = None
+        self.status = None
+
+    def jail_args(self, ready_fd=3):
+        args = ["--name", self.kid, "--bind-same", self.runtime, "--status-file", self.private + "/jail.json",
+                "--ready-fd", str(ready_fd)]
+        for k, v in sorted(ENV.items()):
+            args += ["--env", f"{k}={v}"]
+        return args + ["--"] + KERNEL_CMD + [self.conn]
+
+    def start_cold(self, jail):
+        r, w = os.pipe()
+        log = open(self.private + "/kernel.log", "ab")
+        self.popen = subprocess.Popen([jail] + self.jail_args(w), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                      pass_fds=(w,), start_new_session=True,
+                                      env={"PATH": "/usr/bin:/bin"})
+        os.close(w)
+        log.close()
+        self.helper = self.popen.pid
+        self.ready = r
+
+    def start_zygote(self, sock_path):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.connect(sock_path)
+        r, w = os.pipe()
+        devnull = os.open("/dev/null", os.O_RDONLY)
+        log = os.open(self.private + "/kernel.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        payload = b"CGZ1\0" + b"".join(a.encode() + b"\0" for a in self.jail_args())
+        s.sendmsg([payload], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [devnull, log, w]))])
+        for fd in (w, devnull, log):
+            os.close(fd)
+        msg, anc, _, _ = s.recvmsg(16, socket.CMSG_SPACE(4))
+        s.close()
+        _, err, pid, _ = array.array("i", msg)
+        if err:
+            raise RuntimeError(f"zygote refused: {os.strerror(err)}")
+        self.helper = pid
+        self.pidfd = array.array("i", anc[0][2])[0]
+        self.ready = r
+
+    def wait_ready_line(self):
+        line = b""
+        while not line.endswith(b"\n"):
+            chunk = os.read(self.ready, 4096)
+            if not chunk:
+                break
+            line += chunk
+        os.close(self.ready)
+        self.status = json.loads(line)
+        if self.status.get("state") != "running":
+            raise RuntimeError(f"jail failed: {self.status}")
+
+    def kernel_info(self, ctx, deadline):
+        """Sends kernel_info_request at once (ZeroMQ queues it until the kernel binds); returns at the reply."""
+        session = Session(key=self.info["key"].encode(), signature_scheme=self.info["signature_scheme"])
+        sock = ctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.RECONNECT_IVL, 5)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.connect(f"ipc://{self.info['ip']}-{self.info['shell_port']}")
+        session.send(sock, "kernel_info_request", {})
+        try:
+            while time.monotonic() < deadline:
+                if sock.poll(int(max(1, (deadline - time.monotonic()) * 1000))):
+                    _, msg = session.recv(sock)
+                    if msg and msg["msg_type"] == "kernel_info_reply":
+                        return True
+            return False
+        finally:
+            sock.close()
+
+    def pids(self):
+        return [self.status[k] for k in ("helper_pid", "init_pid", "kernel_pid")]
+
+    def stop(self):
+        try:
+            os.kill(self.helper, signal.SIGUSR1)  # the helper kills the whole jail and cleans up
+        except ProcessLookupError:
+            pass
+        if self.popen is not None:
+            self.popen.wait(timeout=10)
+        elif self.pidfd is not None:
+            select.select([self.pidfd], [], [], 10)
+            os.close(self.pidfd)
+        shutil.rmtree(self.runtime, ignore_errors=True)
+        shutil.rmtree(self.private, ignore_errors=True)
+
+
+def rollup_kib(pid, *keys):
+    """Sum of the given smaps_rollup fields (KiB); 0 for a process that is gone."""
+    total = 0
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.split(":")[0] in keys:
+                    total += int(line.split()[1])
+    except OSError:
+        pass
+    return total
+
+
+def pss_kib(pid):
+    return rollup_kib(pid, "Pss")
+
+
+def uss_kib(pid):
+    return rollup_kib(pid, "Private_Clean", "Private_Dirty")
+
+
+def start(kernel, mode, bins, sock):
+    if mode == "zygote":
+        kernel.start_zygote(sock)
+    else:
+        kernel.start_cold(bins + "/cellgate-jail")
+
+
+def cpu_ms(pid):
+    """utime + stime of a process so far (clock ticks -> ms)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def one_start(mode, bins, sock, ctx):
+    """(wall seconds to kernel_info_reply, CPU ms its jail's processes spent until then)."""
+    k = Kernel()
+    t0 = time.monotonic()
+    start(k, mode, bins, sock)
+    ok = k.kernel_info(ctx, t0 + 30)
+    elapsed = time.monotonic() - t0
+    k.wait_ready_line()
+    cpu = sum(cpu_ms(p) for p in k.pids())
+    k.stop()
+    if not ok:
+        raise RuntimeError(f"{mode}: no kernel_info_reply within 30 s")
+    return elapsed, cpu
+
+
+def parallel(mode, n, bins, sock, ctx):
+    kernels = [Kernel() for _ in range(n)]
+    done = [None] * n
+    t0 = time.monotonic()
+
+    def run(i):
+        start(kernels[i], mode, bins, sock)
+        if kernels[i].kernel_info(ctx, t0 + 60):
+            done[i] = time.monotonic() - t0
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k in kernels:
+        k.wait_ready_line()
+    if None in done:
+        raise RuntimeError(f"{mode}: {done.count(None)} of {n} kernels did not answer")
+    return max(done), kernels
+
+
+def gateway_starts(bins, fork_server, runs):
+    """POST /api/kernels -> 201 (the gateway answers once the kernel answered kernel_info) on a real
+    `cellgate serve --spawner jail --fork-server on|off`; returns the wall times in seconds."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "integration"))
+    import targets as tm
+    t = tm.CellgateTarget(os.path.join(bins, "cellgate"), spawner="jail", extra_args=["--fork-server", fork_server])
+    t.start()
+    try:
+        if fork_server == "on":
+            deadline = time.monotonic() + 60
+            while not os.path.exists(os.path.join(t.run_dir, "zygote.sock")) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        kid = t.start_kernel()["id"]  # warm-up
+        t.delete_kernel(kid)
+        out = []
+        for _ in range(runs):
+            t0 = time.monotonic()
+            kid = t.start_kernel()["id"]
+            out.append(time.monotonic() - t0)
+            t.delete_kernel(kid)
+        return out
+    finally:
+        t.stop()
+
+
+def start_zygote(bins, sock):
+    log = open(f"{RUN}/zygote-bench.log", "ab")
+    proc = subprocess.Popen([bins + "/cellgate-zygote", "--socket", sock], stdin=subprocess.DEVNULL, stdout=log,
+                            stderr=log, start_new_session=True, env={"PATH": "/usr/bin:/bin"})
+    t0 = time.monotonic()
+    while not os.path.exists(sock):
+        if proc.poll() is not None or time.monotonic() - t0 > 60:
+            raise RuntimeError(f"the zygote did not start (see {RUN}/zygote-bench.log)")
+        time.sleep(0.05)
+    return proc, time.monotonic() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True, help="dir with cellgate-jail and cellgate-zygote")
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--parallel", type=int, default=20)
+    ap.add_argument("--short", action="store_true", help="CI: 2 runs, 4 in parallel")
+    ap.add_argument("--json", help="also write the figures here")
+    a = ap.parse_args()
+    if a.short:
+        a.runs, a.parallel = 2, 4
+    if os.geteuid() != 0:
+        print("zygote_bench: needs root (it builds jails)", file=sys.stderr)
+        return 4
+    os.makedirs(f"{RUN}/k", exist_ok=True)
+    os.makedirs(f"{RUN}/s", mode=0o700, exist_ok=True)
+    sock = f"{RUN}/zygote-bench.sock"
+    zygote, boot = start_zygote(a.bin, sock)
+    ctx = zmq.Context()
+    fig = {"zygote_boot_s": boot}
+    try:
+        for mode in ("cold", "zygote"):
+            one_start(mode, a.bin, sock, ctx)  # warm the page cache and the seccomp cache
+        times = {"cold": [], "zygote": []}
+        cpus = {"cold": [], "zygote": []}
+        zygote_cpu0 = cpu_ms(zygote.pid)
+        for _ in range(a.runs):
+            for mode in ("cold", "zygote"):
+                wall, cpu = one_start(mode, a.bin, sock, ctx)
+                times[mode].append(wall)
+                cpus[mode].append(cpu)
+        fig["zygote_fork_cpu_ms"] = (cpu_ms(zygote.pid) - zygote_cpu0) / a.runs
+        for mode in ("cold", "zygote"):
+            fig[f"{mode}_start_cpu_ms"] = statistics.median(cpus[mode])
+            t = sorted(times[mode])
+            fig[f"{mode}_start_p50_ms"] = statistics.median(t) * 1000
+            fig[f"{mode}_start_p90_ms"] = t[min(len(t) - 1, int(len(t) * 0.9))] * 1000
+            wall, kernels = parallel(mode, a.parallel, a.bin, sock, ctx)
+            fig[f"{mode}_parallel_s"] = wall
+            time.sleep(2)  # idle: the kernels have answered and settled
+            per_kernel = [sum(pss_kib(p) for p in k.pids()) for k in kernels]
+            fig[f"{mode}_pss_mib"] = statistics.mean(per_kernel) / 1024
+            fig[f"{mode}_uss_mib"] = statistics.mean(sum(uss_kib(p) for p in k.pids()) for k in kernels) / 1024
+            if mode == "zygote":
+                fig["zygote_pss_share_mib"] = pss_kib(zygote.pid) / 1024 / a.parallel
+            for k in kernels:
+                k.stop()
+    finally:
+        zygote.terminate()
+        zygote.wait(timeout=10)
+        ctx.term()
+    if os.path.exists(os.path.join(a.bin, "cellgate")):
+        fig["gateway_cold_start_p50_ms"] = statistics.median(gateway_starts(a.bin, "off", a.runs)) * 1000
+        fig["gateway_zygote_start_p50_ms"] = statistics.median(gateway_starts(a.bin, "on", a.runs)) * 1000
+    n = a.parallel
+    rows = [
+        ("start -> kernel_info_reply p50 (ms)", "cold_start_p50_ms", "zygote_start_p50_ms", "<= 150"),
+        ("start -> kernel_info_reply p90 (ms)", "cold_start_p90_ms", "zygote_start_p90_ms", ""),
+        ("CPU of the jail's processes per start (ms)", "cold_start_cpu_ms", "zygote_start_cpu_ms", ""),
+        (f"{n} in parallel, all ready (s)", "cold_parallel_s", "zygote_parallel_s", "<= 0.5 (20)"),
+        ("PSS per idle kernel, jail processes (MiB)", "cold_pss_mib", "zygote_pss_mib", "<= 20"),
+        ("USS per idle kernel, jail processes (MiB)", "cold_uss_mib", "zygote_uss_mib", ""),
+    ]
+    if "gateway_cold_start_p50_ms" in fig:
+        rows.insert(2, ("POST /api/kernels -> 201 via cellgate, p50 (ms)", "gateway_cold_start_p50_ms",
+                        "gateway_zygote_start_p50_ms", "<= 150"))
+    print(f"{'figure':44} {'cold jail':>10} {'zygote':>10} {'ratio':>7}  target")
+    for label, c, z, target in rows:
+        print(f"{label:44} {fig[c]:10.3f} {fig[z]:10.3f} {fig[z] / fig[c]:7.2f}  {target}")
+    print(f"{'zygote PSS spread over the batch (MiB)':44} {'':10} {fig['zygote_pss_share_mib']:10.3f}")
+    print(f"{'zygote CPU per request (fork, ms)':44} {'':10} {fig['zygote_fork_cpu_ms']:10.3f}")
+    print(f"zygote boot (preload) {fig['zygote_boot_s']:.2f} s; runs {a.runs}; load {os.getloadavg()[0]:.2f}; "
+          f"cpus {os.cpu_count()}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(fig, f, indent=1)
+    bad = [k for k, v in fig.items() if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0)]
+    bad += [k for k in ("cold_start_p50_ms", "zygote_start_p50_ms", "cold_pss_mib", "zygote_pss_mib") if not fig[k] > 0]
+    if bad:
+        print(f"zygote_bench: malformed figures: {bad}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

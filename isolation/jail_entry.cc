@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// jail_entry: parse options and policy, then build and supervise one jail (or join one).
+#include "isolation/jail_entry.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "isolation/attach_workspace.h"
+#include "isolation/jail.h"
+#include "isolation/join.h"
+#include "isolation/seccomp_policy.h"
+#include "isolation/status_json.h"
+
+namespace cellgate::isolation {
+namespace {
+
+int bad_options(const std::string& message, int ready_fd) {
+  std::fprintf(stderr, "cellgate-jail: %s\n", message.c_str());
+  write_ready_line(ready_fd, failed_json("options", 0, message));
+  return 125;
+}
+
+}  // namespace
+
+int jail_main(int argc, char** argv, const JailHooks& hooks) {
+  auto options = parse_options(argc, argv);
+  if (!options) return bad_options(options.error().message, -1);
+  const bool forked = hooks.enter != nullptr;
+  if (options->help && !forked) {
+    std::fputs(help_text().c_str(), stdout);
+    return 0;
+  }
+  if (!options->attach_workspace.empty() && !forked)
+    return attach_workspace(options->attach_workspace, options->workspace);
+  int ready_fd = options->ready_fd;
+  if (ready_fd >= 0 && ::fcntl(ready_fd, F_GETFD) < 0)
+    return bad_options("--ready-fd " + std::to_string(ready_fd) + " is not open", -1);
+  if (forked && (options->help || !options->join.empty()))
+    return bad_options("the fork server builds jails only (no --help, no --join)", ready_fd);
+  if (options->name.empty()) options->name = "jail-" + std::to_string(::getpid());
+  auto policy = options->policy_file.empty() ? default_policy() : load_policy(options->policy_file);
+  if (!policy) return bad_options(policy.error().message, ready_fd);
+  if (auto names = check_syscall_names(*policy); !names) return bad_options(names.error().message, ready_fd);
+  if (!options->join.empty()) {
+    // Same session as the caller: the command belongs to whoever runs the join.
+    Join join(std::move(options.value()), std::move(policy.value()));
+    return join.run();
+  }
+  // Its own session, so the gateway's death (and its terminal's signals) leave the jail alone;
+  // EPERM when we already lead a process group, which is harmless.
+  ::setsid();
+  Jail jail(std::move(options.value()), std::move(policy.value()));
+  jail.set_hooks(hooks.enter, hooks.spawned);
+  return jail.run();
+}
+
+}  // namespace cellgate::isolation

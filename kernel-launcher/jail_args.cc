@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// jail_args: the cellgate-jail command line for one kernel (shared by the jail and zygote spawners).
+#include "kernel-launcher/jail_args.h"
+
+#include <fmt/core.h>
+
+namespace cellgate::launcher {
+
+std::string jail_status_file(const SpawnRequest& req) { return req.private_dir + "/jail.json"; }
+
+std::vector<std::string> jail_args(const SpawnRequest& req, const std::vector<std::string>& extra, int ready_fd) {
+  // The status file and the log live outside the dir the kernel can write: a kernel must not be able
+  // to forge the pids the gateway signals, or swap the log for a symlink the gateway would read.
+  std::vector<std::string> argv = {"--name", req.kernel_id, "--bind-same", req.runtime_dir,
+                                   "--status-file", jail_status_file(req), "--ready-fd", std::to_string(ready_fd)};
+  if (!req.workspace_dir.empty()) argv.insert(argv.end(), {"--workspace", req.workspace_dir});
+  if (!req.policy_file.empty()) argv.insert(argv.end(), {"--policy", req.policy_file});
+  const Limits& l = req.limits;
+  if (l.memory_bytes) argv.insert(argv.end(), {"--memory", std::to_string(l.memory_bytes)});
+  if (l.pids) argv.insert(argv.end(), {"--pids", std::to_string(l.pids)});
+  if (l.cpus > 0) argv.insert(argv.end(), {"--cpu", fmt::format("{}", l.cpus)});
+  if (l.nofile) argv.insert(argv.end(), {"--nofile", std::to_string(l.nofile)});
+  if (l.fsize_bytes) argv.insert(argv.end(), {"--fsize", std::to_string(l.fsize_bytes)});
+  if (l.tmp_bytes) argv.insert(argv.end(), {"--tmp-size", std::to_string(l.tmp_bytes)});
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  for (const auto& [k, v] : req.env) argv.insert(argv.end(), {"--env", k + "=" + v});
+  argv.push_back("--");
+  argv.insert(argv.end(), req.argv.begin(), req.argv.end());
+  return argv;
+}
+
+}  // namespace cellgate::launcher

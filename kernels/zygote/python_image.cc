@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// python_image: the fork server's embedded CPython — preloaded once, then entered by each kernel.
+#include "kernels/zygote/python_image.h"
+
+#include <Python.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/zygote/helper_child.h"
+
+namespace cellgate::zygote {
+namespace {
+
+constexpr const wchar_t* kPythonProgram = L"/usr/bin/python3";
+constexpr const char* kEntryModule = "_cellgate_zygote";
+
+// Defines the kernel's entry in __main__; the preload itself only imports modules.
+// What `python3 -m ipykernel_launcher -f FILE` would do, minus the interpreter start:
+//  - the environment is exactly the jail's (os.environ and the C environ); PYTHONUNBUFFERED and
+//    PYTHONDONTWRITEBYTECODE take effect as at an interpreter start;
+//  - SIGINT/SIGPIPE/SIGXFSZ as a fresh interpreter sets them (the jail reset every signal to default);
+//  - the random state is the zygote's copy in every kernel: reseed numpy's global RandomState and
+//    `random` (os.register_at_fork reseeds `random` too; explicit is cheap). str hashes keep the
+//    zygote's secret (PYTHONHASHSEED cannot change after start): equal in all fork-server kernels;
+//  - matplotlib was imported with Agg: the jail's MPLBACKEND (ipykernel's inline) applies from now;
+//  - sys.path[0] is the working directory, as `-m` makes it; the user site dir is added if present.
+constexpr const char* kKernelEntry = R"PY(
+def _cellgate_kernel(argv, env):
+    import os, random, signal, site, sys
+    os.environ.clear()
+    os.environ.update(env)
+    # The two PYTHON* variables the spawner lets through (others make it start the kernel cold).
+    sys.dont_write_bytecode = bool(env.get("PYTHONDONTWRITEBYTECODE"))
+    if env.get("PYTHONUNBUFFERED"):
+        sys.stdout.reconfigure(write_through=True)
+        sys.stderr.reconfigure(write_through=True)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    random.seed()
+    if "numpy.random" in sys.modules:
+        sys.modules["numpy.random"].seed()
+    mpl = sys.modules.get("matplotlib")
+    if mpl is not None and env.get("MPLBACKEND"):
+        mpl.rcParams["backend"] = env["MPLBACKEND"]
+    site.USER_BASE = None
+    site.USER_SITE = None
+    user_site = site.getusersitepackages()
+    if os.path.isdir(user_site):
+        site.addsitedir(user_site)
+    sys.path.insert(0, os.getcwd())
+    import ipykernel_launcher
+    sys.argv = [ipykernel_launcher.__file__] + list(argv[3:])
+    from ipykernel.kernelapp import IPKernelApp
+    IPKernelApp.launch_instance(argv=list(argv[3:]))
+)PY";
+
+void set_env(const char* name, const std::string& value) { ::setenv(name, value.c_str(), 1); }
+
+// Files the preload left open (IPython.utils.io keeps `devnull = open(os.devnull, "w")`). The jail
+// closes every fd >= 3 before the kernel enters, and a Python file object whose fd number is reused
+// would write into (and, when collected, close) an unrelated file: each such fd is reopened on
+// /dev/null at the same number in the kernel. Only /dev/null is allowed (checked at start).
+constexpr int kMaxPreloadFds = 16;
+int g_devnull_fds[kMaxPreloadFds];
+int g_devnull_count = 0;
+
+std::string record_preloaded_fds() {
+  DIR* d = ::opendir("/proc/self/fd");
+  if (d == nullptr) return "cannot list /proc/self/fd";
+  std::string bad;
+  const int own = ::dirfd(d);
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    int fd = std::atoi(e->d_name);
+    if (fd < 3 || fd == own) continue;
+    char target[256] = {};
+    std::string link = "/proc/self/fd/" + std::string(e->d_name);
+    ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
+    if (n > 0 && std::strcmp(target, "/dev/null") == 0 && g_devnull_count < kMaxPreloadFds) {
+      g_devnull_fds[g_devnull_count++] = fd;
+    } else {
+      bad += " " + std::to_string(fd) + "->" + std::string(target);
+    }
+  }
+  ::closedir(d);
+  return bad.empty() ? "" : "the preload left files open:" + bad + " (only /dev/null is handled)";
+}
+
+}  // namespace
+
+std::vector<std::string> default_preload() {
+  return {"numpy", "numpy.random", "pandas", "matplotlib", "matplotlib.pyplot", "matplotlib.backends.backend_agg",
+          "matplotlib_inline.backend_inline", "IPython", "IPython.core.interactiveshell", "IPython.core.completer",
+          "ipykernel_launcher", "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell",
+          "ipykernel.iostream", "ipykernel.heartbeat", "ipykernel.parentpoller", "ipykernel.comm",
+          "ipykernel.debugger", "jupyter_client.session", "jupyter_client.connect", "zmq", "zmq.eventloop.zmqstream",
+          "tornado.ioloop", "asyncio", "sqlite3", "jedi", "parso", "psutil", "pygments", "pygments.lexers.python",
+          "pygments.formatters.html", "json", "uuid", "hmac", "pickle", "decimal"};
+}
+
+std::string start_python(const std::vector<std::string>& modules, const std::string& mpl_dir) {
+  // Nothing of the caller's environment reaches the shared image; kernels get theirs at entry.
+  ::clearenv();
+  set_env("PATH", "/usr/local/bin:/usr/bin:/bin");
+  set_env("LANG", "C.UTF-8");
+  set_env("HOME", "/workspace");
+  for (const char* v : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+                        "NUMEXPR_MAX_THREADS", "VECLIB_MAXIMUM_THREADS"})
+    set_env(v, "1");
+  set_env("MPLBACKEND", "Agg");
+  struct stat st {};
+  if (!mpl_dir.empty() && ::stat(mpl_dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) set_env("MPLCONFIGDIR", mpl_dir);
+
+  PyConfig config;
+  PyConfig_InitPythonConfig(&config);
+  config.parse_argv = 0;
+  config.install_signal_handlers = 1;
+  config.use_environment = 0;       // no PYTHON* variables of whoever started us
+  config.user_site_directory = 0;   // kernels add their own at entry
+  config.write_bytecode = 0;        // root must not write .pyc files under /usr
+  PyStatus status = PyConfig_SetString(&config, &config.program_name, kPythonProgram);
+  if (!PyStatus_Exception(status)) status = PyConfig_SetString(&config, &config.executable, kPythonProgram);
+  if (!PyStatus_Exception(status)) status = Py_InitializeFromConfig(&config);
+  PyConfig_Clear(&config);
+  if (PyStatus_Exception(status)) return std::string("python: ") + (status.err_msg ? status.err_msg : "init failed");
+
+  // In a module of its own: IPython gives the user a fresh __main__, but nothing of ours should show.
+  PyObject* globals = PyModule_GetDict(PyImport_AddModule(kEntryModule));
+  PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins());
+  PyObject* defined = PyRun_String(kKernelEntry, Py_file_input, globals, globals);
+  if (defined == nullptr) {
+    PyErr_Print();
+    return "python: cannot define the kernel entry";
+  }
+  Py_DECREF(defined);
+  std::string failed;
+  for (const auto& name : modules) {
+    PyObject* mod = PyImport_ImportModule(name.c_str());
+    if (mod == nullptr) {
+      PyErr_Print();
+      failed += (failed.empty() ? "" : ",") + name;
+      continue;
+    }
+    Py_DECREF(mod);
+  }
+  if (!failed.empty()) std::fprintf(stderr, "cellgate-zygote: not preloaded (import failed): %s\n", failed.c_str());
+  // Everything preloaded is permanent: gc.freeze() keeps collections in kernels from writing GC
+  // headers into the shared pages (copy-on-write erosion).
+  if (PyRun_SimpleString("import gc, sys\ngc.collect()\ngc.freeze()\nsys.stdout.flush()\nsys.stderr.flush()\ndel gc, sys\n") != 0)
+    return "python: gc.freeze failed";
+  std::fflush(nullptr);
+  return record_preloaded_fds();
+}
+
+int thread_count() {
+  DIR* d = ::opendir("/proc/self/task");
+  if (d == nullptr) return -1;
+  int n = 0;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] != '.') ++n;
+  }
+  ::closedir(d);
+  return n;
+}
+
+void before_fork() {
+  // No Python code runs per request: its streams were flushed once after the preload.
+  std::fflush(nullptr);
+  PyOS_BeforeFork();
+}
+
+void after_fork_in_parent() { PyOS_AfterFork_Parent(); }
+
+void enter_kernel(const isolation::child::ChildPlan& plan) noexcept {
+  // An execve by uid 1000 would have made the process dumpable again (the uid change in the jail's
+  // init cleared it): its /proc/self files are its own, as in a cold kernel.
+  ::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+  show_kernel_title();
+  for (int i = 0; i < g_devnull_count; ++i) {
+    int fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (fd >= 0 && fd != g_devnull_fds[i]) {
+      ::dup3(fd, g_devnull_fds[i], O_CLOEXEC);
+      ::close(fd);
+    }
+  }
+  PyOS_AfterFork_Child();
+  PyObject* argv = PyList_New(0);
+  for (char* const* a = plan.argv; a != nullptr && *a != nullptr; ++a) {
+    PyObject* s = PyUnicode_DecodeFSDefault(*a);
+    if (s != nullptr) PyList_Append(argv, s);
+    Py_XDECREF(s);
+  }
+  PyObject* env = PyDict_New();
+  for (char* const* e = plan.envp; e != nullptr && *e != nullptr; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (eq == nullptr) continue;
+    PyObject* k = PyUnicode_DecodeFSDefaultAndSize(*e, eq - *e);
+    PyObject* v = PyUnicode_DecodeFSDefault(eq + 1);
+    if (k != nullptr && v != nullptr) PyDict_SetItem(env, k, v);
+    Py_XDECREF(k);
+    Py_XDECREF(v);
+  }
+  PyObject* entry = PyObject_GetAttrString(PyImport_AddModule(kEntryModule), "_cellgate_kernel");
+  PyObject* result = entry != nullptr ? PyObject_CallFunctionObjArgs(entry, argv, env, nullptr) : nullptr;
+  if (result == nullptr) {
+    PyErr_Print();  // SystemExit(n) exits here with n, as the interpreter would
+    Py_Exit(1);
+  }
+  Py_Exit(0);
+}
+
+}  // namespace cellgate::zygote

@@ -1,0 +1,136 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# The fork server (cellgate-zygote) behind `cellgate serve --spawner jail`: ipykernels come from it,
+# start cold when it is gone, and survive a gateway restart like any jailed kernel.
+import json
+import os
+import signal
+import time
+
+import pytest
+
+import targets as tm
+
+
+def jail_target(*extra):
+    path, why = tm.cellgate_binary()
+    if not path:
+        pytest.fail("cellgate target required but " + why)
+    if os.geteuid() != 0:
+        pytest.skip("jailed kernels need root")
+    return tm.CellgateTarget(path, spawner="jail", extra_args=list(extra))
+
+
+def zygote_socket(t):
+    return os.path.join(t.run_dir, "zygote.sock")
+
+
+def wait_for_zygote(t, timeout=120):
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(zygote_socket(t)):
+        assert time.monotonic() < deadline, "no fork server socket:\n" + t.log_tail()
+        time.sleep(0.1)
+
+
+def zygote_pid(t):
+    """The fork server serving this gateway's socket (found by its command line)."""
+    needle = zygote_socket(t).encode()
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                cmd = f.read().split(b"\0")
+        except OSError:
+            continue
+        if cmd[0].endswith(b"cellgate-zygote") and needle in cmd:
+            return int(p)
+    return None
+
+
+def run(t, kid, code):
+    r = t.post("api/kernels/%s/execute" % kid, json={"code": code, "timeout": 60})
+    assert r.status_code == 200, r.text
+    rep = r.json()
+    assert rep["status"] == "ok", rep
+    return "".join(o.get("text", "") for o in rep["outputs"] if o.get("name") == "stdout").strip()
+
+
+def exe(t, kid):
+    """What the kernel process is an image of: cellgate-zygote when forked, python3.x when cold."""
+    return run(t, kid, "import os; print(os.readlink('/proc/self/exe'))")
+
+
+def test_ipykernels_are_forked_and_start_cold_without_the_fork_server_until_it_is_back():
+    t = jail_target()
+    t.start()
+    try:
+        wait_for_zygote(t)
+        forked = t.start_kernel()["id"]
+        assert exe(t, forked).endswith("cellgate-zygote"), t.log_tail()
+        run(t, forked, "x = 41")
+        pid = zygote_pid(t)
+        assert pid, "fork server process not found"
+        old_inode = os.stat(zygote_socket(t)).st_ino
+        os.kill(pid, signal.SIGKILL)
+        time.sleep(0.5)
+        cold = t.start_kernel()["id"]
+        assert "python3" in exe(t, cold), t.log_tail()
+        assert "fork server unavailable; cold start" in t.log_tail(200)
+        assert run(t, forked, "print(x + 1)") == "42", "the forked kernel outlives its fork server"
+        # The gateway starts a new fork server (after a few seconds); once it serves, kernels fork again.
+        deadline = time.monotonic() + 120
+        while True:
+            new = zygote_pid(t)
+            if new and new != pid and os.stat(zygote_socket(t)).st_ino != old_inode:
+                break
+            assert time.monotonic() < deadline, "no new fork server:\n" + t.log_tail()
+            time.sleep(0.2)
+        again = t.start_kernel()["id"]
+        assert exe(t, again).endswith("cellgate-zygote"), t.log_tail()
+    finally:
+        t.stop()
+
+
+def test_forked_kernel_gets_its_own_environment():
+    t = jail_target()
+    t.start()
+    try:
+        wait_for_zygote(t)
+        kid = t.start_kernel(name=tm.TEST_SPEC)["id"]
+        assert exe(t, kid).endswith("cellgate-zygote")
+        env = run(t, kid, "import os, json; print(json.dumps(dict(os.environ)))")
+        env = json.loads(env)
+        assert env.get(tm.SPEC_ENV[0]) == tm.SPEC_ENV[1], env
+        assert env.get("KERNEL_ID") == kid, env
+        assert tm.SECRET_NAME not in env, "the gateway's environment leaked"
+        assert "OMP_NUM_THREADS" not in env and "MPLCONFIGDIR" in env, "the fork server's own settings leaked"
+    finally:
+        t.stop()
+
+
+def test_forked_kernel_is_readopted_after_a_gateway_restart():
+    t = jail_target()
+    t.start()
+    try:
+        wait_for_zygote(t)
+        kid = t.start_kernel()["id"]
+        assert exe(t, kid).endswith("cellgate-zygote")
+        run(t, kid, "x = 7")
+        t.terminate_gateway()
+        t.start()
+        listed = [k["id"] for k in t.get("api/kernels").json()]
+        assert kid in listed, (listed, t.log_tail())
+        assert run(t, kid, "print(x)") == "7", t.log_tail()
+    finally:
+        t.stop()
+
+
+def test_fork_server_off():
+    t = jail_target("--fork-server", "off")
+    t.start()
+    try:
+        kid = t.start_kernel()["id"]
+        assert "python3" in exe(t, kid)
+        assert not os.path.exists(zygote_socket(t))
+    finally:
+        t.stop()

@@ -1,0 +1,278 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""zygote_test: kernels from the fork server (cellgate-zygote) behave like cold jailed kernels.
+
+usage: zygote_test.py CASE   (CELLGATE_JAIL and CELLGATE_ZYGOTE name the binaries; root; exit 4 = skip)
+Cases:
+  jailed_like_cold   the same probe in a cold and a forked kernel: identical jail (uid, caps, seccomp,
+                     no_new_privs, pid namespace, mounts, network, read-only root, cgroup, env, rlimits),
+                     and the host sees the forked kernel under an unprivileged slot uid
+  reseeded           two forked kernels draw different numpy and `random` numbers
+  zygote_untouched   what a kernel does (state, files, kill attempts, a big allocation) never reaches the
+                     zygote or the next kernel
+  no_request_residue a kernel's memory (a copy of the zygote's) holds nothing of an earlier request
+  interrupt          SIGINT to the helper interrupts a running cell with KeyboardInterrupt
+  outlives_zygote    a forked kernel keeps working after the zygote is killed
+  refuses            requests that are not a jailed ipykernel fail before any jail is built
+"""
+import hashlib
+import json
+import os
+import signal
+import sys
+import time
+
+import zygote_kernel as zk
+
+PROBE = r"""
+import os, resource, socket
+_st = {l.split(':')[0]: l.split(':', 1)[1].strip() for l in open('/proc/self/status')}
+def _write(p):
+    try:
+        open(p, 'w').close()
+        return 'written'
+    except OSError as e:
+        return e.errno
+def _net():
+    s = socket.socket()
+    s.settimeout(2)
+    try:
+        s.connect(('1.1.1.1', 53))
+        return 'connected'
+    except OSError as e:
+        return e.errno
+    finally:
+        s.close()
+_info = {
+    'uid': os.getresuid(), 'gid': os.getresgid(), 'groups': os.getgroups(), 'pid': os.getpid(),
+    'ppid': os.getppid(), 'sid_is_pid': os.getsid(0) == os.getpid(),
+    'caps': [_st[k] for k in ('CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb')],
+    'seccomp': _st['Seccomp'], 'no_new_privs': _st['NoNewPrivs'],
+    'hostname': socket.gethostname(), 'cwd': os.getcwd(), 'ifaces': sorted(n for _, n in socket.if_nameindex()),
+    'net': _net(), 'usr_write': _write('/usr/cg-probe'), 'etc_write': _write('/etc/cg-probe'),
+    'ws_write': _write('/workspace/cg-probe'),
+    'cgroup': open('/proc/self/cgroup').read(),
+    'mounts': sorted((l.split()[4], l.split(' - ')[1].split()[0]) for l in open('/proc/self/mountinfo')),
+    'uid_map_count': open('/proc/self/uid_map').read().split()[2],
+    'uid_map_base_unprivileged': int(open('/proc/self/uid_map').read().split()[1]) >= 100000,
+    'env': sorted(k for k in os.environ if not k.startswith(('JPY_', 'PYDEVD'))),
+    'rlimits': [resource.getrlimit(r) for r in (resource.RLIMIT_NOFILE, resource.RLIMIT_FSIZE, resource.RLIMIT_CORE, resource.RLIMIT_NPROC)],
+    'umask': os.umask(0o22), 'procs': sorted(int(p) for p in os.listdir('/proc') if p.isdigit()),
+    'cmdline': open('/proc/self/cmdline').read().replace('\0', ' ').split()[:3],
+    'own_proc_files': os.stat('/proc/self/mem').st_uid == os.getuid(),
+    'init_cmdline': open('/proc/1/cmdline').read().replace('\0', ' ').strip(),
+}
+"""
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+    print(f"ok: {what}", flush=True)
+
+
+def host_uid(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("Uid:"):
+                return [int(x) for x in line.split()[1:]]
+    return None
+
+
+def case_jailed_like_cold(jail, zygote):
+    cold = zk.Kernel(jail)
+    forked = zk.Kernel(jail, zygote)
+    try:
+        infos = []
+        for k in (cold, forked):
+            status, _, ename = k.execute(PROBE)
+            check(status == "ok", f"probe ran ({ename})")
+            infos.append(json.loads(json.dumps(k.value("_info")).replace(k.kid, "KID")))
+        c, z = infos
+        for key in sorted(c):
+            check(c[key] == z[key], f"{key}: forked {z[key]!r} == cold {c[key]!r}")
+        check(z["uid"] == [1000] * 3 and z["gid"] == [1000] * 3, "uid/gid 1000 inside")
+        check(z["caps"] == ["0000000000000000"] * 5, "no capabilities at all")
+        check(z["seccomp"] == "2" and z["no_new_privs"] == "1", "seccomp filter mode 2, no_new_privs")
+        check(z["pid"] == 2 and z["ppid"] == 1, "pid 2 under the jail's init")
+        check(z["ifaces"] == ["lo"] and z["net"] != "connected", "no network but loopback")
+        check(z["usr_write"] != "written" and z["etc_write"] != "written", "read-only root")
+        check(z["uid_map_base_unprivileged"], "uid 0 inside maps to an unprivileged host uid")
+        kpid = forked.status["kernel_pid"]
+        check(host_uid(kpid) == [forked.status["host_uid"]] * 4 and forked.status["host_uid"] >= 100000,
+              f"host sees the kernel as uid {forked.status['host_uid']}")
+        with open(f"/proc/{forked.helper}/cmdline", "rb") as f:
+            check(forked.kid.encode() in f.read(), "the helper's cmdline names the kernel (re-adoption check)")
+    finally:
+        cold.stop()
+        forked.stop()
+
+
+def case_reseeded(jail, zygote):
+    a, b = zk.Kernel(jail, zygote), zk.Kernel(jail, zygote)
+    try:
+        expr = "[__import__('numpy').random.rand(), __import__('random').random(), __import__('numpy').random.randint(1 << 30)]"
+        va, vb = a.value(expr), b.value(expr)
+        check(va[0] != vb[0] and va[2] != vb[2], f"numpy's global RNG differs: {va[0]} vs {vb[0]}")
+        check(va[1] != vb[1], f"random differs: {va[1]} vs {vb[1]}")
+    finally:
+        a.stop()
+        b.stop()
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def case_zygote_untouched(jail, zygote):
+    zpid = zygote.proc.pid
+    before = rss_kib(zpid)
+    a = zk.Kernel(jail, zygote)
+    try:
+        status, out, _ = a.execute(
+            "import numpy, os, signal\n"
+            "numpy.cellgate_mark = 1\n"
+            "open('/tmp/cg-mark', 'w').write('x')\n"
+            "big = bytearray(256 << 20)\n"
+            f"try:\n    os.kill({zpid}, signal.SIGKILL)\nexcept OSError as e:\n    print('zygote', e.errno)\n"
+            "try:\n    os.kill(os.getppid(), signal.SIGKILL)\nexcept OSError as e:\n    print('init', e.errno)\n"
+            "print('done')\n")
+        check(status == "ok" and "done" in out, f"kernel ran its mischief: {out.strip()!r}")
+        check(a.alive(), "the kernel's jail is still there (its init ignores SIGKILL from inside)")
+        check(zygote.proc.poll() is None, "the zygote is alive")
+        after = rss_kib(zpid)
+        check(after - before < 16 * 1024, f"zygote RSS unchanged by the kernel's 256 MiB ({before} -> {after} KiB)")
+        b = zk.Kernel(jail, zygote)
+        try:
+            v = b.value("[hasattr(__import__('numpy'), 'cellgate_mark'), __import__('os').path.exists('/tmp/cg-mark'), 'big' in globals()]")
+            check(v == [False, False, False], f"the next kernel sees none of it: {v}")
+        finally:
+            b.stop()
+    finally:
+        a.stop()
+
+
+# Counts 32-hex-digit runs in the kernel's own writable memory whose SHA-256 is TARGET: the code
+# carries only the hash, so the secret itself can only be found where something else put it (malloc
+# overwrites the start of a freed chunk, so no fixed prefix around it can be relied on).
+SCAN = r"""
+import ctypes, hashlib, re
+_target = bytes.fromhex('TARGET')
+_hits = 0
+with open('/proc/self/maps') as _maps:
+    _regions = [_l.split()[:2] for _l in _maps]
+for _range, _perms in _regions:
+    if not _perms.startswith('rw'):
+        continue
+    _lo, _hi = (int(x, 16) for x in _range.split('-'))
+    for _at in range(_lo, _hi, 1 << 20):
+        _chunk = ctypes.string_at(_at, min((1 << 20) + 64, _hi - _at))
+        for _m in re.finditer(rb'(?<![0-9a-f])[0-9a-f]{32}(?![0-9a-f])', _chunk):
+            _hits += hashlib.sha256(_m.group()).digest() == _target
+print(_hits)
+"""
+
+
+def case_no_request_residue(jail, zygote):
+    secret = os.urandom(16).hex()
+    a = zk.Kernel(jail, zygote, env={"CG_SECRET": secret})
+    try:
+        check(a.value("__import__('os').environ['CG_SECRET']") == secret, "kernel A has its secret")
+        scan = SCAN.replace("TARGET", hashlib.sha256(secret.encode()).hexdigest())
+        status, out, _ = a.execute(scan)
+        check(status == "ok" and int(out) >= 1, f"the scan finds the secret where it is (kernel A: {out.strip()})")
+        b = zk.Kernel(jail, zygote)
+        try:
+            status, out, _ = b.execute(scan)
+            check(status == "ok" and int(out) == 0,
+                  f"kernel B, forked after A, holds nothing of A's request ({out.strip()} hits)")
+        finally:
+            b.stop()
+    finally:
+        a.stop()
+
+
+def case_interrupt(jail, zygote):
+    k = zk.Kernel(jail, zygote)
+    try:
+        kc = k.kc
+        msg_id = kc.execute("import time\nprint('started', flush=True)\ntime.sleep(60)\n")
+        t0 = time.monotonic()
+        # Only once the cell runs: a SIGINT before that lands in ipykernel's event loop (its race, as
+        # in kernel_conformance_test), not in the cell.
+        while True:
+            msg = kc.get_iopub_msg(timeout=60)
+            if msg["msg_type"] == "stream" and "started" in msg["content"]["text"] \
+                    and msg["parent_header"].get("msg_id") == msg_id:
+                break
+        os.kill(k.helper, signal.SIGINT)
+        while True:
+            reply = kc.get_shell_msg(timeout=30)
+            if reply["parent_header"].get("msg_id") == msg_id:
+                break
+        status, ename = reply["content"]["status"], reply["content"].get("ename")
+        check(status == "error" and ename == "KeyboardInterrupt", f"KeyboardInterrupt ({status}, {ename})")
+        check(time.monotonic() - t0 < 50, "well before the sleep would end")
+        for _ in range(20):  # ipykernel aborts requests that arrive right after an error
+            if k.execute("print(1 + 1)")[0] != "aborted":
+                break
+            time.sleep(0.25)
+        check(k.value("1 + 1") == 2, "the kernel still answers")
+    finally:
+        k.stop()
+
+
+def case_outlives_zygote(jail, zygote):
+    k = zk.Kernel(jail, zygote)
+    try:
+        zygote.proc.send_signal(signal.SIGKILL)
+        zygote.proc.wait(timeout=30)
+        time.sleep(0.5)
+        check(k.alive(), "the helper survives the zygote")
+        check(k.value("sum(range(10))") == 45, "the kernel still executes")
+    finally:
+        k.stop()
+
+
+def case_refuses(jail, zygote):
+    # Decoded in the forked child (the zygote keeps no request in its memory): the jail fails at
+    # "options" before anything is built, as cellgate-jail does for bad options.
+    for command in (["/bin/sh", "-c", "id"], ["/usr/bin/python3", "-c", "print(1)"],
+                    ["/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "rel.json", "--extra"]):
+        k = None
+        try:
+            k = zk.Kernel(jail, zygote, command=command)
+        except RuntimeError as e:
+            check("'stage': 'options'" in str(e) and "fork server" in str(e), f"refused {command[0]} {command[1]}: {e}")
+        else:
+            k.stop()
+            raise AssertionError(f"the zygote ran {command}")
+    check(zygote.proc.poll() is None, "the zygote is still serving")
+
+
+CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
+
+
+def main():
+    if len(sys.argv) != 2 or sys.argv[1] not in CASES:
+        print(__doc__, file=sys.stderr)
+        return 2
+    jail, zygote_bin = zk.require_or_skip()
+    zygote = zk.ZygoteServer(zygote_bin, sys.argv[1])
+    try:
+        CASES[sys.argv[1]](jail, zygote)
+    except AssertionError as e:
+        print(f"FAIL: {e}\nzygote log:\n{zygote.log()}", flush=True)
+        return 1
+    finally:
+        zygote.stop()
+    print("PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
