@@ -23,6 +23,7 @@ using launcher::KernelState;
 namespace {
 constexpr size_t kMaxPendingRequests = 8192;
 constexpr size_t kMaxOfflineSessions = 32;
+constexpr size_t kMaxSilentPending = 1024;
 
 const char* channel_name(Channel c) { return launcher::kChannelNames[static_cast<size_t>(c)]; }
 
@@ -112,6 +113,7 @@ void KernelHub::from_client(WsSession& session, const std::string& channel, prot
     auto header = protocol::peek_header(message.header);
     if (header) {
       remember_request(header->msg_id, session.session_id());
+      note_silent(*header, message);
       if (execute_limit_.count() > 0 && header->msg_type == "execute_request" && limited_.size() < 1024)
         limited_.emplace(header->msg_id, message.header);
     }
@@ -139,8 +141,17 @@ void KernelHub::broadcast(const OutgoingPtr& m) {
   for (auto& [sid, r] : offline_) buffer(r, m);
 }
 
+void KernelHub::note_silent(const protocol::HeaderFields& header, const protocol::Message& message) {
+  // A silent execute leaves no trace in the notebook; its reply skips the after-execute snapshot (the
+  // next ordinary execute's snapshot sees whatever it changed). Bounded: past the cap, replies snapshot.
+  if (header.msg_type == "execute_request" && silent_.size() < kMaxSilentPending &&
+      protocol::peek_true_member(message.content, "silent"))
+    silent_.insert(header.msg_id);
+}
+
 bool KernelHub::send_watched(Channel channel, const protocol::Message& message, const std::string& msg_id,
                              std::shared_ptr<RequestWatcher> watcher) {
+  if (auto header = protocol::peek_header(message.header)) note_silent(*header, message);
   watchers_[msg_id] = watcher;
   return kernel_->send(channel, message);
 }
@@ -169,6 +180,10 @@ void KernelHub::on_kernel_message(Channel channel, const protocol::Message& mess
         limited_.erase(it);
       }
     }
+  }
+  if (is_execute_reply && !silent_.empty()) {
+    if (parent_id.empty()) parent_id = protocol::peek_parent_msg_id(message.parent_header);
+    if (silent_.erase(parent_id)) is_execute_reply = false;  // delivered as it is, without a snapshot
   }
   if (is_execute_reply && reply_hook_) {
     reply_hook_(message, [self = shared_from_this(), parent_id](protocol::Message reply) {
@@ -211,6 +226,7 @@ void KernelHub::dispatch(Channel channel, const protocol::Message& message, std:
 }
 
 void KernelHub::on_kernel_state(KernelState state, const std::string& reason) {
+  if (state == KernelState::kRestarting || state == KernelState::kDead) silent_.clear();  // no replies will come
   auto watchers = watchers_;  // a watcher may unwatch itself from its callback
   for (auto& [id, w] : watchers)
     if (auto sw = w.lock()) sw->on_state(state, reason);
