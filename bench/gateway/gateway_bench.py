@@ -392,7 +392,9 @@ def main():
     p.add_argument("--quick", action="store_true", help="small sizes: a smoke run (ctest)")
     p.add_argument("--cellgate", default=os.environ.get("CELLGATE_BIN"),
                    help="cellgate binary (default $CELLGATE_BIN); without it cellgate is skipped")
-    p.add_argument("--spawner", default=os.environ.get("CELLGATE_TEST_SPAWNER", "jail"))
+    p.add_argument("--spawner", default=os.environ.get("CELLGATE_TEST_SPAWNER", "plain"),
+                   help="cellgate kernel spawner (default plain: unjailed kernels, like the floor's and "
+                        "jupyter server's; bench/density measures jailed ones)")
     p.add_argument("--backends", default="floor,cellgate,jupyter_server,jupyter_server_nodelay",
                    help="comma list of: floor, cellgate, jupyter_server, jupyter_server_nodelay")
     p.add_argument("--require-cellgate", action="store_true",
