@@ -213,7 +213,8 @@ def main():
     try:
         target.start()
         rows["gw RSS idle"] = (gb.proc_rss_mb(target.proc.pid), "MiB", "<= 20")
-        for step in (measure_kernels, measure_websockets):
+        # WebSockets first: on a fresh gateway RSS growth is theirs, not reuse of what kernels freed.
+        for step in (measure_websockets, measure_kernels):
             print("# density: %s ..." % step.__name__, file=sys.stderr, flush=True)
             try:
                 step(target, a, rows)
