@@ -158,7 +158,7 @@ bool KernelHub::send_watched(Channel channel, const protocol::Message& message, 
 
 void KernelHub::unwatch(const std::string& msg_id) { watchers_.erase(msg_id); }
 
-void KernelHub::on_kernel_message(Channel channel, const protocol::Message& message) {
+void KernelHub::on_kernel_message(Channel channel, protocol::Message&& message) {
   std::string parent_id;
   bool is_execute_reply = false;
   if (channel == Channel::kShell && (reply_hook_ || !limited_.empty())) {
@@ -186,15 +186,15 @@ void KernelHub::on_kernel_message(Channel channel, const protocol::Message& mess
     if (silent_.erase(parent_id)) is_execute_reply = false;  // delivered as it is, without a snapshot
   }
   if (is_execute_reply && reply_hook_) {
-    reply_hook_(message, [self = shared_from_this(), parent_id](protocol::Message reply) {
-      self->dispatch(Channel::kShell, reply, parent_id);
+    reply_hook_(std::move(message), [self = shared_from_this(), parent_id](protocol::Message reply) {
+      self->dispatch(Channel::kShell, std::move(reply), parent_id);
     });
     return;
   }
-  dispatch(channel, message, std::move(parent_id));
+  dispatch(channel, std::move(message), std::move(parent_id));
 }
 
-void KernelHub::dispatch(Channel channel, const protocol::Message& message, std::string parent_id) {
+void KernelHub::dispatch(Channel channel, protocol::Message message, std::string parent_id) {
   if (!watchers_.empty()) {
     // Only paid while an agent request is in flight: find the request this message answers.
     if (parent_id.empty()) parent_id = protocol::peek_parent_msg_id(message.parent_header);
@@ -207,12 +207,12 @@ void KernelHub::dispatch(Channel channel, const protocol::Message& message, std:
       if (channel != Channel::kIopub) return;  // replies to our own requests are ours alone
     }
   }
-  auto out = std::make_shared<Outgoing>(channel_name(channel), message);
   if (channel == Channel::kIopub) {
-    broadcast(out);
+    broadcast(std::make_shared<Outgoing>(channel_name(channel), std::move(message)));
     return;
   }
   if (parent_id.empty()) parent_id = protocol::peek_parent_msg_id(message.parent_header);
+  auto out = std::make_shared<Outgoing>(channel_name(channel), std::move(message));
   auto it = requests_.find(parent_id);
   if (it == requests_.end()) {
     common::log_debug("kernel={} channel={} msg=\"reply to an unknown request dropped\"", kernel_->id(),

@@ -77,7 +77,7 @@ class KernelHub : public launcher::KernelObserver, public std::enable_shared_fro
   // Kernel deleted: close every connection with this reason and drop the buffers.
   void close_all(const std::string& reason);
 
-  void on_kernel_message(launcher::Channel channel, const protocol::Message& message) override;
+  void on_kernel_message(launcher::Channel channel, protocol::Message&& message) override;
   void on_kernel_state(launcher::KernelState state, const std::string& reason) override;
 
  private:
@@ -89,7 +89,7 @@ class KernelHub : public launcher::KernelObserver, public std::enable_shared_fro
   void deliver_to_session(const std::string& session_id, const OutgoingPtr& m);
   void buffer(Replay& r, const OutgoingPtr& m);
   void broadcast(const OutgoingPtr& m);
-  void dispatch(launcher::Channel channel, const protocol::Message& message, std::string parent_id);
+  void dispatch(launcher::Channel channel, protocol::Message message, std::string parent_id);
   void remember_request(const std::string& msg_id, const std::string& session_id);
   void note_silent(const protocol::HeaderFields& header, const protocol::Message& message);
   void on_execute_started(const std::string& msg_id);

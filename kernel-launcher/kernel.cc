@@ -252,7 +252,7 @@ void Kernel::on_frames(Channel channel, const FrameViews& frames) {
                      kChannelNames[static_cast<size_t>(channel)], decoded.error().message);
     return;
   }
-  const protocol::Message& m = decoded.value();
+  protocol::Message& m = decoded.value();
   touch();
   auto header = protocol::peek_header(m.header);
   if (!header) return;
@@ -278,7 +278,7 @@ void Kernel::on_frames(Channel channel, const FrameViews& frames) {
   if (!internal && observer_) {
     // The session boundary for kernel traffic: nothing a kernel sends may take the gateway down.
     try {
-      observer_->on_kernel_message(channel, m);
+      observer_->on_kernel_message(channel, std::move(m));
     } catch (const std::exception& e) {
       common::log_error("kernel={} msg=\"error handling a kernel message\" error=\"{}\"", id(), e.what());
     }
