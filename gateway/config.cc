@@ -108,6 +108,16 @@ const std::vector<Option>& options() {
        [](Config& c, const std::string& v) { c.max_kernels = static_cast<int>(parse_int("max-kernels", v, 0, 1 << 20)); }},
       {"kernel-start-timeout", "SECONDS", false, "deadline for a kernel to answer kernel_info (default 60)",
        [](Config& c, const std::string& v) { c.kernel_start_timeout_s = static_cast<int>(parse_int("kernel-start-timeout", v, 1, 3600)); }},
+      {"certfile", "FILE", false, "PEM certificate (chain) for HTTPS and WSS; needs --keyfile (default: plain HTTP)",
+       [](Config& c, const std::string& v) { c.certfile = v; }},
+      {"keyfile", "FILE", false, "PEM private key of --certfile",
+       [](Config& c, const std::string& v) { c.keyfile = v; }},
+      {"max-header", "SIZE", false, "largest HTTP request head: request line and headers (default 64K)",
+       [](Config& c, const std::string& v) {
+         c.max_header_bytes = parse_size("max-header", v);
+         if (c.max_header_bytes < 1024 || c.max_header_bytes > (64ull << 20))
+           throw ConfigError("--max-header: expected 1K to 64M, got '" + v + "'");
+       }},
       {"max-body", "SIZE", false, "largest HTTP request body (default 64M)",
        [](Config& c, const std::string& v) { c.max_body_bytes = parse_size("max-body", v); }},
       {"max-ws-message", "SIZE", false, "largest WebSocket message from a client (default 256M)",
@@ -124,6 +134,8 @@ const std::vector<Option>& options() {
        [](Config& c, const std::string& v) { c.execute_limit_s = static_cast<int>(parse_int("execute-limit", v, 0, 86400 * 7)); }},
       {"max-kernels-per-user", "N", false, "default per-user kernel quota; 0 = none (users may have their own)",
        [](Config& c, const std::string& v) { c.max_kernels_per_user = static_cast<int>(parse_int("max-kernels-per-user", v, 0, 1 << 20)); }},
+      {"max-connections-per-user", "N", false, "open WebSockets one user may hold; 0 = none (default 64; users may have their own)",
+       [](Config& c, const std::string& v) { c.max_connections_per_user = static_cast<int>(parse_int("max-connections-per-user", v, 0, 1 << 20)); }},
       {"workspace-bytes", "SIZE", false, "default cap on a workspace's bytes (default 10G)",
        [](Config& c, const std::string& v) { c.workspace_bytes = parse_size("workspace-bytes", v); }},
       {"workspace-files", "N", false, "default cap on a workspace's files (default 200000)",
@@ -208,6 +220,8 @@ void finish(Config& c) {
     auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
     c.jail_helper = (self.parent_path() / "cellgate-jail").string();
   }
+  if (c.certfile.empty() != c.keyfile.empty())
+    throw ConfigError(c.certfile.empty() ? "--keyfile needs --certfile" : "--certfile needs --keyfile");
   if (c.log_level != "debug" && c.log_level != "info" && c.log_level != "warn" && c.log_level != "error")
     throw ConfigError("--log-level: expected debug, info, warn or error, got '" + c.log_level + "'");
 }
@@ -250,16 +264,16 @@ Config load_config(int argc, char** argv) {
       name = name.substr(0, eq);
       has_value = true;
     }
+    const Option* opt = find_option(name);
+    if (!opt && name != "config") throw ConfigError("unknown option --" + name + " (see --help)");
     if (!has_value) {
       if (i + 1 >= argc) throw ConfigError("--" + name + " needs a value");
       value = argv[++i];
     }
-    if (name == "config") {
+    if (!opt) {
       config_file = value;
       continue;
     }
-    const Option* opt = find_option(name);
-    if (!opt) throw ConfigError("unknown option --" + name + " (see --help)");
     flags.emplace_back(opt, value);
   }
   if (!config_file.empty()) apply_config_file(c, config_file);

@@ -35,6 +35,9 @@ struct Config {
   std::string transport = "ipc";
   std::string log_level = "info";
   launcher::Limits limits;                   // per-kernel defaults
+  std::string certfile;                      // PEM chain; with keyfile, serve HTTPS/WSS only
+  std::string keyfile;
+  uint64_t max_header_bytes = 64ull << 10;
   uint64_t max_body_bytes = 64ull << 20;
   uint64_t max_ws_message_bytes = 256ull << 20;
   uint64_t ws_queue_bytes = 64ull << 20;     // per WebSocket; see README "slow clients"
@@ -44,6 +47,7 @@ struct Config {
   int auth_failures_per_minute = 100;        // per client address; past it 429 for a minute
   int max_kernels = 0;
   int max_kernels_per_user = 0;               // default quota; a user's own limit overrides it
+  int max_connections_per_user = 64;          // open WebSockets per user; a user's own limit overrides it; 0 = none
   uint64_t workspace_bytes = 10ull << 30;     // per workspace
   uint64_t workspace_files = 200000;
   size_t snapshot_keep = 20;                  // automatic snapshots kept per workspace (labelled: all)
@@ -51,7 +55,7 @@ struct Config {
   int cull_interval_s = 60;
   bool cull_busy = false;
   bool cull_connected = false;
-  bool shutdown_kernels_on_exit = false;      // default: kernels outlive the gateway and are re-adopted                       // 0 = unlimited
+  bool shutdown_kernels_on_exit = false;      // default: kernels outlive the gateway and are re-adopted
   int kernel_start_timeout_s = 60;
   int ws_ping_interval_s = 30;
   int shutdown_grace_ms = 3000;

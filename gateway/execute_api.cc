@@ -11,6 +11,7 @@
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/beast/ssl.hpp>
 
 #include "gateway/agent_exec.h"
 #include "gateway/gateway.h"
@@ -79,7 +80,8 @@ bool Gateway::is_stream_request(const Request& req) const {
   return req.method() == http::verb::post && wants_ndjson(req) && !kernel_id_of_execute(req, config_.base_url).empty();
 }
 
-awaitable<void> Gateway::handle_stream(beast::tcp_stream& stream, Request req, std::string peer_ip) {
+template <class Stream>
+awaitable<void> Gateway::handle_stream(Stream& stream, Request req, std::string peer_ip) {
   boost::system::error_code ec;
   auto fail = [&](Response& res) -> awaitable<void> {
     add_cors(req, res);
@@ -130,5 +132,8 @@ awaitable<void> Gateway::handle_stream(beast::tcp_stream& stream, Request req, s
   auto last = http::make_chunk_last();
   co_await asio::async_write(stream, last, asio::redirect_error(asio::use_awaitable, ec));
 }
+
+template awaitable<void> Gateway::handle_stream<PlainStream>(PlainStream&, Request, std::string);
+template awaitable<void> Gateway::handle_stream<TlsStream>(TlsStream&, Request, std::string);
 
 }  // namespace cellgate::gateway

@@ -9,10 +9,13 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/beast/ssl.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 #include <fmt/core.h>
 
 #include "common/log.h"
 #include "common/random.h"
+#include "gateway/snapshot_index.h"
 #include "gateway/ws_session.h"
 #include "kernel-launcher/kernel_env.h"
 #include "mcp/http_backend.h"
@@ -96,6 +99,12 @@ Gateway::Gateway(asio::io_context& io, Config config)
   auto ws = workspace::WorkspaceManager::open(config_.data_dir, wc);
   if (!ws) throw ConfigError("cannot open the workspace store: " + ws.error().message);
   workspaces_ = std::move(ws.value());
+  // The store is the truth for content: rows it has no snapshot for go, snapshots without a row get one.
+  auto reconciled = reconcile_snapshot_index(*db_, *workspaces_);
+  if (!reconciled) throw ConfigError("cannot reconcile the snapshot index: " + reconciled.error().message);
+  if (reconciled->rebuilt || reconciled->dropped)
+    common::log_info("msg=\"snapshot index reconciled with the store\" rebuilt={} dropped={}", reconciled->rebuilt,
+                     reconciled->dropped);
   if (kernelspecs().count(config_.default_kernel) == 0)
     common::log_warn("msg=\"default kernelspec not found\" name={}", config_.default_kernel);
   schedule_cull();
@@ -227,14 +236,16 @@ awaitable<Response> Gateway::route(Request& req, const Caller& caller) {
   co_return error_response(req, Errc::kNotFound, "not found");
 }
 
-awaitable<void> Gateway::handle_upgrade(beast::tcp_stream stream, Request req, std::string peer_ip) {
+template <class Stream>
+awaitable<void> Gateway::handle_upgrade(Stream stream, Request req, std::string peer_ip) {
   std::string_view target(req.target().data(), req.target().size());
   std::string_view path = target_path(target);
   auto reply = [&](Response& res) -> awaitable<void> {
     res.keep_alive(false);
     boost::system::error_code ec;
+    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
     co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
-    stream.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+    tcp_socket(stream).shutdown(asio::ip::tcp::socket::shutdown_send, ec);
   };
   auto parts = path.starts_with(config_.base_url) ? split_path(path.substr(config_.base_url.size()))
                                                   : std::vector<std::string>{};
@@ -255,8 +266,22 @@ awaitable<void> Gateway::handle_upgrade(beast::tcp_stream stream, Request req, s
     refusal = error_response(req, Errc::kNotFound, "no such kernel " + parts[2]);
   } else if (session_id.size() > 256) {
     refusal = error_response(req, Errc::kBadRequest, "session_id too long");
+  } else if (int64_t cap = max_connections(caller->user); cap > 0 && (*ws_open_)[caller->user.name] >= cap) {
+    refusal = error_response(req, Errc::kForbidden,
+                             fmt::format("quota exceeded: max_connections ({}) open WebSockets for user {}", cap,
+                                         caller->user.name));
   }
   if (refusal.result() != http::status::ok) co_return co_await reply(refusal);
+  // Counted until the connection ends; the counter is shared so a frame destroyed after the gateway is safe.
+  struct OpenSocket {
+    std::shared_ptr<std::map<std::string, int>> counts;
+    std::string user;
+    ~OpenSocket() {
+      if (--(*counts)[user] <= 0) counts->erase(user);
+    }
+  };
+  ++(*ws_open_)[caller->user.name];
+  OpenSocket counted{ws_open_, caller->user.name};
   auto proto = protocol::WsProtocol::kLegacy;
   std::string_view offered(req[http::field::sec_websocket_protocol].data(), req[http::field::sec_websocket_protocol].size());
   while (!offered.empty()) {
@@ -269,8 +294,16 @@ awaitable<void> Gateway::handle_upgrade(beast::tcp_stream stream, Request req, s
     offered.remove_prefix(comma + 1);
   }
   WsLimits limits{config_.max_ws_message_bytes, config_.ws_queue_bytes, config_.ws_ping_interval_s};
-  auto session = std::make_shared<WsSession>(WsSession::Stream(std::move(stream)), hub, session_id, proto, limits);
+  auto session = std::make_shared<WsConnection<Stream>>(typename WsConnection<Stream>::Ws(std::move(stream)), hub,
+                                                       session_id, proto, limits);
   co_await session->run(std::move(req));
+}
+
+template awaitable<void> Gateway::handle_upgrade<PlainStream>(PlainStream, Request, std::string);
+template awaitable<void> Gateway::handle_upgrade<TlsStream>(TlsStream, Request, std::string);
+
+int64_t Gateway::max_connections(const state::User& user) const {
+  return user.limits.max_connections ? *user.limits.max_connections : config_.max_connections_per_user;
 }
 
 std::shared_ptr<KernelHub> Gateway::find_kernel(const std::string& id, const Caller& caller) const {

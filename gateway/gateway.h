@@ -10,12 +10,12 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <zmq.hpp>
 
 #include "gateway/config.h"
 #include "gateway/http_types.h"
 #include "gateway/kernel_hub.h"
+#include "gateway/tls.h"
 #include "kernel-launcher/kernelspec.h"
 #include "kernel-launcher/spawner.h"
 #include "state/audit_log.h"
@@ -47,15 +47,20 @@ class Gateway {
   const Config& config() const { return config_; }
   // Serves one HTTP request (not an upgrade). Never throws: failures become JSON error responses.
   boost::asio::awaitable<Response> handle(Request req, std::string peer_ip);
-  // Serves a WebSocket upgrade request on stream until the connection ends.
-  boost::asio::awaitable<void> handle_upgrade(boost::beast::tcp_stream stream, Request req, std::string peer_ip);
+  // Serves a WebSocket upgrade request on stream until the connection ends. Stream: PlainStream or TlsStream.
+  template <class Stream>
+  boost::asio::awaitable<void> handle_upgrade(Stream stream, Request req, std::string peer_ip);
   // Requests answered by writing to the stream directly (NDJSON execute streaming).
   bool is_stream_request(const Request& req) const;
-  boost::asio::awaitable<void> handle_stream(boost::beast::tcp_stream& stream, Request req, std::string peer_ip);
+  template <class Stream>
+  boost::asio::awaitable<void> handle_stream(Stream& stream, Request req, std::string peer_ip);
   // Re-adopts the kernels the database says are running (after a gateway restart or crash).
   boost::asio::awaitable<void> adopt_kernels();
-  // The port the gateway listens on, for the MCP endpoint's loopback calls to the REST API.
-  void set_local_port(int port) { local_port_ = port; }
+  // Where the MCP endpoint's loopback calls to the REST API go (plain HTTP).
+  void set_local_endpoint(std::string ip, int port) {
+    local_ip_ = std::move(ip);
+    local_port_ = port;
+  }
   // On exit: kernels keep running (they are re-adopted next start) unless config says otherwise.
   boost::asio::awaitable<void> stop();
 
@@ -90,6 +95,8 @@ class Gateway {
   boost::asio::awaitable<Response> handle_mcp(Request& req);  // mcp_api.cc
   std::optional<Caller> authenticate(const Request& req, const std::string& ip, Response& refusal);
   bool origin_allowed(const Request& req) const;
+  // Open WebSockets one user may hold (0 = no cap): the user's own limit, else the config default.
+  int64_t max_connections(const state::User& user) const;
   void add_cors(const Request& req, Response& res) const;
   std::shared_ptr<KernelHub> make_hub(launcher::KernelOptions options, const std::string& owner,
                                       const std::string& workspace, const state::User* user);
@@ -105,6 +112,7 @@ class Gateway {
   std::vector<std::string> kernelspec_path_;
   std::map<std::string, std::shared_ptr<KernelHub>> kernels_;
   std::map<std::string, int> starting_;  // owner → kernels being started
+  std::shared_ptr<std::map<std::string, int>> ws_open_ = std::make_shared<std::map<std::string, int>>();  // user → open WebSockets
   std::unique_ptr<state::Database> db_;
   std::unique_ptr<state::UserStore> users_;
   std::unique_ptr<state::AuditLog> audit_;
@@ -114,6 +122,7 @@ class Gateway {
   common::SystemTime started_ = std::chrono::system_clock::now();
   // MCP over streamable HTTP (/mcp): tools call this gateway's REST API over loopback with the caller's
   // token, from worker threads (the calls block, and this io thread must stay free to serve them).
+  std::string local_ip_;
   int local_port_ = 0;
   int mcp_in_flight_ = 0;
   std::shared_ptr<mcp::HttpBackend> mcp_backend_;

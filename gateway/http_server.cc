@@ -2,16 +2,20 @@
 // http_server: the TCP listener and the HTTP/1.1 session loop.
 #include "gateway/http_server.h"
 
+#include <array>
+#include <type_traits>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 
 #include "common/log.h"
+#include "gateway/tls.h"
 
 namespace cellgate::gateway {
 
@@ -22,54 +26,115 @@ using asio::ip::tcp;
 
 namespace {
 
-constexpr auto kReadTimeout = std::chrono::seconds(60);   // a request must arrive in full within this
-constexpr uint32_t kHeaderLimit = 64 * 1024;
+constexpr auto kReadTimeout = std::chrono::seconds(60);       // a request must arrive in full within this
+constexpr auto kHandshakeTimeout = std::chrono::seconds(10);  // TCP accept to TLS established
+constexpr auto kTlsShutdownTimeout = std::chrono::seconds(2);
 
-awaitable<void> session(tcp::socket socket, Gateway& gw) {
-  beast::tcp_stream stream(std::move(socket));
+template <class Stream>
+awaitable<void> serve_requests(Stream& stream, Gateway& gw, std::string peer) {
   boost::system::error_code ec;
-  // Nagle adds ~40 ms to small request/response pairs (measured against jupyter_server).
-  stream.socket().set_option(tcp::no_delay(true), ec);
   beast::flat_buffer buffer;
+  auto& lowest = beast::get_lowest_layer(stream);
   for (;;) {
     http::request_parser<http::string_body> parser;
-    parser.header_limit(kHeaderLimit);
+    parser.header_limit(static_cast<uint32_t>(gw.config().max_header_bytes));
     parser.body_limit(gw.config().max_body_bytes);
-    stream.expires_after(kReadTimeout);
+    lowest.expires_after(kReadTimeout);
     co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
     if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::eof) break;
     if (ec) {
       // Malformed or oversized: say so once, then close (the stream position is unknown).
       Request bad{http::verb::get, "/", 11};
       bool too_large = ec == http::error::body_limit || ec == http::error::header_limit;
-      auto res = error_response(bad, too_large ? common::Errc::kTooLarge : common::Errc::kBadRequest,
-                                too_large ? "request too large" : "malformed HTTP request: " + ec.message());
+      std::string why = ec == http::error::header_limit ? "request headers larger than --max-header"
+                        : too_large                     ? "request body larger than --max-body"
+                                                        : "malformed HTTP request: " + ec.message();
+      auto res = error_response(bad, too_large ? common::Errc::kTooLarge : common::Errc::kBadRequest, why);
+      if (ec == http::error::header_limit) res.result(http::status::request_header_fields_too_large);
       res.keep_alive(false);
-      stream.expires_after(std::chrono::seconds(5));
+      lowest.expires_after(std::chrono::seconds(5));
       co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
       break;
     }
     Request req = parser.release();
-    std::string peer = stream.socket().remote_endpoint(ec).address().to_string();
     if (beast::websocket::is_upgrade(req)) {
-      stream.expires_never();
+      lowest.expires_never();
       co_await gw.handle_upgrade(std::move(stream), std::move(req), std::move(peer));
       co_return;
     }
-    stream.expires_never();  // handlers may wait for a kernel to start
+    lowest.expires_never();  // handlers may wait for a kernel to start
     if (gw.is_stream_request(req)) {
       bool keep = req.keep_alive();
-      co_await gw.handle_stream(stream, std::move(req), std::move(peer));
+      co_await gw.handle_stream(stream, std::move(req), peer);
       if (!keep) break;
       continue;
     }
-    Response res = co_await gw.handle(std::move(req), std::move(peer));
+    Response res = co_await gw.handle(std::move(req), peer);
     bool keep = res.keep_alive();
-    stream.expires_after(std::chrono::seconds(60));
+    lowest.expires_after(std::chrono::seconds(60));
     co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
     if (ec || !keep) break;
   }
-  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  if constexpr (std::is_same_v<Stream, TlsStream>) {
+    // close_notify, bounded: a peer that never answers it does not hold the coroutine.
+    lowest.expires_after(kTlsShutdownTimeout);
+    co_await stream.async_shutdown(asio::redirect_error(asio::use_awaitable, ec));
+  }
+  tcp_socket(stream).shutdown(tcp::socket::shutdown_send, ec);
+}
+
+std::string peer_of(tcp::socket& socket) {
+  boost::system::error_code ec;
+  auto ep = socket.remote_endpoint(ec);
+  return ec ? std::string() : ep.address().to_string();
+}
+
+awaitable<void> plain_session(tcp::socket socket, Gateway& gw) {
+  PlainStream stream(std::move(socket));
+  boost::system::error_code ec;
+  // Nagle adds ~40 ms to small request/response pairs (measured against jupyter_server).
+  stream.socket().set_option(tcp::no_delay(true), ec);
+  std::string peer = peer_of(stream.socket());
+  co_await serve_requests(stream, gw, std::move(peer));
+}
+
+awaitable<void> tls_session(tcp::socket socket, Gateway& gw, asio::ssl::context& ctx) {
+  TlsStream stream(std::move(socket), ctx);
+  boost::system::error_code ec;
+  auto& raw = stream.next_layer();
+  raw.socket().set_option(tcp::no_delay(true), ec);
+  std::string peer = peer_of(raw.socket());
+  // The first bytes decide: a ClientHello goes on to the handshake (with them), plain HTTP gets a
+  // plain-text 400 rather than a connection that just drops.
+  std::array<char, 16> first{};
+  raw.expires_after(kHandshakeTimeout);
+  size_t n = co_await raw.async_read_some(asio::buffer(first), asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) co_return;
+  if (looks_like_plain_http(std::string_view(first.data(), n))) {
+    Request bad{http::verb::get, "/", 11};
+    auto res = error_response(bad, common::Errc::kBadRequest, "this port speaks HTTPS; use https:// (and wss://)");
+    res.keep_alive(false);
+    res.set(http::field::server, "cellgate");
+    co_await http::async_write(raw, res, asio::redirect_error(asio::use_awaitable, ec));
+    raw.socket().shutdown(tcp::socket::shutdown_both, ec);
+    co_return;
+  }
+  co_await stream.async_handshake(asio::ssl::stream_base::server, asio::buffer(first.data(), n),
+                                  asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) {
+    common::log_debug("ip={} msg=\"TLS handshake failed\" error=\"{}\"", peer, ec.message());
+    co_return;
+  }
+  co_await serve_requests(stream, gw, std::move(peer));
+}
+
+void log_session_end(std::exception_ptr e) {
+  if (!e) return;
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    common::log_error("msg=\"connection ended by an exception\" error=\"{}\"", ex.what());
+  }
 }
 
 }  // namespace
@@ -88,8 +153,7 @@ tcp::acceptor make_acceptor(asio::io_context& io, const std::string& ip, int por
   return acceptor;
 }
 
-awaitable<void> accept_loop(tcp::acceptor& acceptor, Gateway& gw) {
-  gw.set_local_port(acceptor.local_endpoint().port());
+awaitable<void> accept_loop(tcp::acceptor& acceptor, Gateway& gw, asio::ssl::context* tls) {
   for (;;) {
     boost::system::error_code ec;
     tcp::socket socket = co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
@@ -102,14 +166,10 @@ awaitable<void> accept_loop(tcp::acceptor& acceptor, Gateway& gw) {
       co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       continue;
     }
-    asio::co_spawn(acceptor.get_executor(), session(std::move(socket), gw), [](std::exception_ptr e) {
-      if (!e) return;
-      try {
-        std::rethrow_exception(e);
-      } catch (const std::exception& ex) {
-        common::log_error("msg=\"connection ended by an exception\" error=\"{}\"", ex.what());
-      }
-    });
+    if (tls)
+      asio::co_spawn(acceptor.get_executor(), tls_session(std::move(socket), gw, *tls), log_session_end);
+    else
+      asio::co_spawn(acceptor.get_executor(), plain_session(std::move(socket), gw), log_session_end);
   }
 }
 

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// http_server: the TCP listener and the HTTP/1.1 session loop (Beast), handing upgrades to the gateway.
+// http_server: the TCP listener and the HTTP/1.1 session loop (Beast), plain or TLS, handing upgrades to the gateway.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
 
 #include "gateway/gateway.h"
 
@@ -13,6 +14,9 @@ namespace cellgate::gateway {
 boost::asio::ip::tcp::acceptor make_acceptor(boost::asio::io_context& io, const std::string& ip, int port);
 
 // Accepts connections until the acceptor is closed; each connection runs its own session coroutine.
-boost::asio::awaitable<void> accept_loop(boost::asio::ip::tcp::acceptor& acceptor, Gateway& gateway);
+// With tls, every connection must complete a TLS handshake within a bounded time first; a plain-HTTP
+// request on it is answered 400 in plain text and closed.
+boost::asio::awaitable<void> accept_loop(boost::asio::ip::tcp::acceptor& acceptor, Gateway& gateway,
+                                         boost::asio::ssl::context* tls = nullptr);
 
 }  // namespace cellgate::gateway

@@ -231,7 +231,9 @@ void KernelHub::on_kernel_state(KernelState state, const std::string& reason) {
   for (auto& [id, w] : watchers)
     if (auto sw = w.lock()) sw->on_state(state, reason);
   const char* es = nullptr;
-  if (state == KernelState::kRestarting) es = "restarting";
+  // Only an automatic restart (it has a reason) is announced: jupyter_server sends "restarting" from its
+  // auto-restarter alone, and JupyterLab takes that status as "autorestarting" and reconnects.
+  if (state == KernelState::kRestarting && !reason.empty()) es = "restarting";
   else if (state == KernelState::kDead && reason != "shutdown") es = "dead";
   else if (state == KernelState::kStarting) es = "starting";
   if (!es) return;

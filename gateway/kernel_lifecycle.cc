@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/random.h"
 #include "gateway/gateway.h"
+#include "gateway/snapshot_index.h"
 #include "kernel-launcher/kernel_env.h"
 #include "kernel-launcher/spawn_util.h"
 #include "state/kernel_records.h"
@@ -76,6 +77,7 @@ void Gateway::snapshot_after_execute(const std::shared_ptr<KernelHub>& hub, prot
   asio::post(*hub->snapshot_strand, [this, ref, ws_config, reply = std::move(reply), deliver = std::move(deliver),
                                      id = hub->kernel().id()]() mutable {
     json info;
+    workspace::SnapshotResult taken;
     auto ws = workspaces_->open(ref);
     if (!ws) {
       info = {{"error", ws.error().message}};
@@ -86,6 +88,7 @@ void Gateway::snapshot_after_execute(const std::shared_ptr<KernelHub>& hub, prot
         info = {{"error", "snapshot failed: " + snap.error().message}};
         common::log_warn("kernel={} msg=\"snapshot after execute failed\" error=\"{}\"", id, snap.error().message);
       } else {
+        taken = snap.value();
         info = {{"workspace", ref.name},
                 {"snapshot", snap->id},
                 {"new_snapshot", snap->created},
@@ -98,7 +101,19 @@ void Gateway::snapshot_after_execute(const std::shared_ptr<KernelHub>& hub, prot
     if (!md.is_object()) md = json::object();
     md["cellgate"] = std::move(info);
     reply.metadata = md.dump(-1, ' ', false, json::error_handler_t::replace);
-    asio::post(io_, [reply = std::move(reply), deliver = std::move(deliver)]() mutable { deliver(std::move(reply)); });
+    SnapshotOrigin origin{id, std::nullopt};
+    if (auto content = json::parse(reply.content, nullptr, false);
+        content.is_object() && content.contains("execution_count") && content["execution_count"].is_number_integer())
+      origin.execution_count = content["execution_count"].get<int64_t>();
+    asio::post(io_, [this, ref, taken = std::move(taken), origin = std::move(origin), reply = std::move(reply),
+                     deliver = std::move(deliver)]() mutable {
+      // The database is the io thread's; the index is written before the client hears of the snapshot.
+      if (taken.created || !taken.pruned.empty()) {
+        if (auto st = index_snapshot(*db_, ref, taken, workspace::SnapshotOptions{}, origin); !st)
+          common::log_error("kernel={} msg=\"cannot index snapshot\" error=\"{}\"", origin.kernel_id, st.error().message);
+      }
+      deliver(std::move(reply));
+    });
   });
 }
 
@@ -179,7 +194,10 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> Gateway::start_kernel(cons
   if (!st) {
     kernels_.erase(id);
     (void)state::delete_kernel(*db_, id);
-    if (options.ephemeral) co_await offload([&] { return workspaces_->remove(ref); });
+    if (options.ephemeral) {
+      co_await offload([&] { return workspaces_->remove(ref); });
+      (void)unindex_workspace(*db_, ref);
+    }
     audit(caller, "start", "kernel", id, {{"kernelspec", name}, {"error", st.error().message}}, false);
     common::log_error("kernel={} msg=\"kernel failed to start\" error=\"{}\"", id, st.error().message);
     co_return make_error(st.error().code == Errc::kTimeout ? Errc::kTimeout : Errc::kInternal,
@@ -203,6 +221,7 @@ awaitable<void> Gateway::delete_kernel(std::string id, std::string who) {
   if (hub->ephemeral) {
     workspace::WorkspaceRef ref{hub->owner, hub->workspace};
     co_await offload([&] { return workspaces_->remove(ref); });
+    (void)unindex_workspace(*db_, ref);
   }
   audit(Caller{state::User{who, false, {}, "", false}, ""}, "stop", "kernel", id, {{"owner", hub->owner}});
   common::log_info("kernel={} by={} msg=\"kernel deleted\"", id, who);

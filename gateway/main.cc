@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include <boost/asio/co_spawn.hpp>
@@ -17,6 +18,7 @@
 #include "gateway/config.h"
 #include "gateway/gateway.h"
 #include "gateway/http_server.h"
+#include "gateway/tls.h"
 #include "mcp/stdio_transport.h"
 #include "state/user_cli.h"
 #include "workspace/fsck.h"
@@ -87,24 +89,39 @@ int serve(int argc, char** argv) {
   ::signal(SIGPIPE, SIG_IGN);
   raise_fd_limit();
 
+  // TLS first: a bad certificate or key fails before anything else starts.
+  std::unique_ptr<asio::ssl::context> tls;
+  if (!config.certfile.empty()) tls = gateway::make_tls_context(config.certfile, config.keyfile);
   asio::io_context io(1);
   gateway::Gateway gw(io, config);
   auto acceptor = gateway::make_acceptor(io, config.ip, config.port);
   const int port = acceptor.local_endpoint().port();
+  // /mcp calls this gateway's REST API over loopback HTTP. With TLS on, those calls go to a second,
+  // plain listener bound to 127.0.0.1 only (still token-authenticated), so the MCP client needs no TLS.
+  std::optional<asio::ip::tcp::acceptor> internal;
+  if (tls) {
+    internal.emplace(gateway::make_acceptor(io, "127.0.0.1", 0));
+    gw.set_local_endpoint("127.0.0.1", internal->local_endpoint().port());
+  } else {
+    gw.set_local_endpoint(config.ip, port);
+  }
   std::string host = config.ip.find(':') != std::string::npos ? "[" + config.ip + "]" : config.ip;
-  std::printf("cellgate serving at http://%s:%d%s?token=%s\n", host.c_str(), port, config.base_url.c_str(),
+  const char* scheme = tls ? "https" : "http";
+  std::printf("cellgate serving at %s://%s:%d%s?token=%s\n", scheme, host.c_str(), port, config.base_url.c_str(),
               config.token.c_str());
   std::fflush(stdout);
-  common::log_info("msg=\"listening\" address={}:{} spawner={}", host, port, config.spawner);
+  common::log_info("msg=\"listening\" address={}://{}:{} spawner={}", scheme, host, port, config.spawner);
 
   asio::co_spawn(io, gw.adopt_kernels(), asio::detached);
-  asio::co_spawn(io, gateway::accept_loop(acceptor, gw), asio::detached);
+  asio::co_spawn(io, gateway::accept_loop(acceptor, gw, tls.get()), asio::detached);
+  if (internal) asio::co_spawn(io, gateway::accept_loop(*internal, gw), asio::detached);
   asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int sig) {
     if (ec) return;
     common::log_info("msg=\"stopping\" signal={}", sig);
     boost::system::error_code ignored;
     acceptor.close(ignored);
+    if (internal) internal->close(ignored);
     asio::co_spawn(io, gw.stop(), [&io](std::exception_ptr) { io.stop(); });
   });
   io.run();

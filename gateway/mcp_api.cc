@@ -37,7 +37,7 @@ std::string loopback_host(const std::string& ip) {
 
 awaitable<Response> Gateway::handle_mcp(Request& req) {
   if (!mcp_) {
-    auto url = mcp::parse_base_url(fmt::format("http://{}:{}{}", loopback_host(config_.ip), local_port_, config_.base_url));
+    auto url = mcp::parse_base_url(fmt::format("http://{}:{}{}", loopback_host(local_ip_), local_port_, config_.base_url));
     if (!url || local_port_ == 0) co_return error_response(req, common::Errc::kUnavailable, "MCP endpoint not ready");
     mcp_backend_ = std::make_shared<mcp::HttpBackend>(url.value());
     mcp_ = std::make_unique<mcp::McpServer>(mcp_backend_);

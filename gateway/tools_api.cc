@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // tools_api: the sandbox tools agent platforms expose, scoped to one kernel's workspace and jail:
 // POST /api/kernels/{id}/tools/{read,write,edit,exec,process}.
+#include "common/utf8.h"
 #include "gateway/agent_exec.h"
 #include "gateway/gateway.h"
 #include "gateway/unified_diff.h"
@@ -16,12 +17,6 @@ using nlohmann::json;
 namespace {
 
 constexpr size_t kDefaultReadLines = 2000;
-
-bool valid_utf8(std::string_view s) {
-  return !json::parse("\"\"", nullptr, false).is_discarded() &&
-         json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace).find("\xEF\xBF\xBD") ==
-             json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::ignore).find("\xEF\xBF\xBD");
-}
 
 std::string base64(std::string_view in) {
   static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -94,7 +89,7 @@ awaitable<Response> handle_tools(Gateway& gw, Request& req, const Caller& caller
     auto data = co_await gw.offload([&] { return files.read_file(path); });
     if (!data) co_return error_response(req, data.error());
     const std::string& text = data.value();
-    if (text.find('\0') != std::string::npos || !valid_utf8(text))
+    if (text.find('\0') != std::string::npos || !common::valid_utf8(text))
       co_return json_response(req, http::status::ok,
                               {{"path", path}, {"encoding", "base64"}, {"bytes", text.size()}, {"content", base64(text)}});
     size_t line = 0, start = 0, total = 0, from = std::string::npos, to = text.size();

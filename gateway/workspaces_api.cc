@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // workspaces_api: /api/workspaces — workspaces, their files, snapshots, diff, restore and archives.
+#include "common/log.h"
 #include "gateway/gateway.h"
+#include "gateway/snapshot_index.h"
+#include "state/workspace_records.h"
 #include "workspace/file_api.h"
 #include "workspace/layout.h"
 
@@ -35,13 +38,30 @@ const char* type_name(workspace::EntryType t) {
 
 json diff_json(const workspace::Diff& d) { return {{"added", d.added}, {"changed", d.changed}, {"removed", d.removed}}; }
 
-json snapshot_info_json(const workspace::SnapshotInfo& s) {
-  return {{"id", s.id},
-          {"created", common::iso8601(common::SystemTime(std::chrono::nanoseconds(s.created_ns)))},
-          {"automatic", s.automatic},
+json snapshot_row_json(const state::SnapshotRow& s) {
+  auto opt = [](const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); };
+  return {{"id", s.snapshot_id},
+          {"created", s.created},
+          {"automatic", s.auto_taken},
           {"label", s.label},
           {"entries", s.entries},
-          {"bytes", s.bytes}};
+          {"bytes", s.bytes},
+          {"parent", s.parent.empty() ? json(nullptr) : json(s.parent)},
+          {"kernel_id", s.kernel_id.empty() ? json(nullptr) : json(s.kernel_id)},
+          {"execution_count", opt(s.execution_count)},
+          {"added", opt(s.added)},
+          {"changed", opt(s.changed)},
+          {"removed", opt(s.removed)}};
+}
+
+// After a store operation that made snapshots the gateway did not take itself (fork, restore).
+awaitable<void> resync_index(Gateway& gw, workspace::WorkspaceRef ref) {
+  auto known = indexed_ids(gw.db(), ref);
+  if (!known) co_return;
+  auto& mgr = gw.workspaces();
+  auto in_store = co_await gw.offload([&] { return store_snapshots(mgr, ref, known.value()); });
+  if (!in_store) co_return;
+  (void)apply_store_snapshots(gw.db(), ref, in_store.value());
 }
 
 Response raw_response(const Request& req, std::string body, const char* content_type) {
@@ -86,6 +106,7 @@ awaitable<Response> handle_workspaces(Gateway& gw, Request& req, const Caller& c
     workspace::WorkspaceRef ref{owner, body["name"].get<std::string>()};
     auto ws = co_await gw.offload([&] { return mgr.create(ref); });
     if (!ws) co_return error_response(req, ws.error());
+    (void)state::ensure_workspace(gw.db(), state::WorkspaceRow{owner, ref.name, common::iso8601_now(), false});
     gw.audit(caller, "create", "workspace", owner + "/" + ref.name);
     Response res = json_response(req, http::status::created, {{"name", ref.name}, {"owner", owner}});
     res.set(http::field::location, gw.config().base_url + "api/workspaces/" + ref.name);
@@ -103,7 +124,7 @@ awaitable<Response> handle_workspaces(Gateway& gw, Request& req, const Caller& c
 
   if (parts.size() == 3) {
     if (method == http::verb::get) {
-      auto snaps = co_await gw.offload([&] { return ws.list_snapshots(); });
+      auto snaps = state::list_snapshots(gw.db(), owner, ref.name);
       co_return json_response(req, http::status::ok,
                               {{"name", ref.name}, {"owner", owner}, {"head", ws.head_id()},
                                {"snapshots", snaps ? snaps->size() : 0}, {"kernels", users_of}});
@@ -114,6 +135,7 @@ awaitable<Response> handle_workspaces(Gateway& gw, Request& req, const Caller& c
       auto st = co_await gw.offload([&] { return mgr.remove(ref); });
       gw.audit(caller, "delete", "workspace", owner + "/" + ref.name, json::object(), st.has_value());
       if (!st) co_return error_response(req, st.error());
+      (void)unindex_workspace(gw.db(), ref);
       co_return empty_response(req);
     }
     co_return error_response(req, Errc::kBadRequest, "unsupported method");
@@ -169,10 +191,11 @@ awaitable<Response> handle_workspaces(Gateway& gw, Request& req, const Caller& c
 
   if (parts.size() == 4) {
     if (method == http::verb::get) {
-      auto snaps = co_await gw.offload([&] { return ws.list_snapshots(); });
+      // Served from the index (the database), which start-up reconciles with the store.
+      auto snaps = state::list_snapshots(gw.db(), owner, ref.name);
       if (!snaps) co_return error_response(req, snaps.error());
       json list = json::array();
-      for (const auto& s : snaps.value()) list.push_back(snapshot_info_json(s));
+      for (const auto& s : snaps.value()) list.push_back(snapshot_row_json(s));
       co_return json_response(req, http::status::ok, list);
     }
     if (method != http::verb::post) co_return error_response(req, Errc::kBadRequest, "unsupported method");
@@ -189,6 +212,9 @@ awaitable<Response> handle_workspaces(Gateway& gw, Request& req, const Caller& c
     auto snap = co_await gw.offload([&] { return ws.snapshot(opts); });
     gw.audit(caller, "snapshot", "workspace", owner + "/" + ref.name, {{"label", opts.label}}, snap.has_value());
     if (!snap) co_return error_response(req, snap.error());
+    // The snapshot exists either way; a row that could not be written is rebuilt at the next start.
+    if (auto st = index_snapshot(gw.db(), ref, snap.value(), opts, SnapshotOrigin{}); !st)
+      common::log_error("workspace={}/{} msg=\"cannot index snapshot\" error=\"{}\"", owner, ref.name, st.error().message);
     json out = diff_json(snap->diff);
     out["id"] = snap->id;
     out["label"] = opts.label;
@@ -222,6 +248,7 @@ awaitable<Response> handle_workspaces(Gateway& gw, Request& req, const Caller& c
       auto st = co_await gw.offload([&] { return ws.delete_snapshot(snap_id); });
       gw.audit(caller, "delete", "snapshot", owner + "/" + ref.name + "@" + snap_id, json::object(), st.has_value());
       if (!st) co_return error_response(req, st.error());
+      (void)unindex_snapshot(gw.db(), ref, snap_id);
       co_return empty_response(req);
     }
     co_return error_response(req, Errc::kBadRequest, "unsupported method");
@@ -236,11 +263,13 @@ awaitable<Response> handle_workspaces(Gateway& gw, Request& req, const Caller& c
       gw.audit(caller, "restore", "workspace", owner + "/" + to.name, {{"from", ref.name}, {"snapshot", snap_id}},
                forked.has_value());
       if (!forked) co_return error_response(req, forked.error());
+      co_await resync_index(gw, to);
       co_return json_response(req, http::status::created, {{"restored", snap_id}, {"workspace", to.name}, {"forked_from", ref.name}});
     }
     auto r = co_await gw.offload([&] { return ws.restore(snap_id); });
     gw.audit(caller, "restore", "workspace", owner + "/" + ref.name, {{"snapshot", snap_id}}, r.has_value());
     if (!r) co_return error_response(req, r.error());
+    co_await resync_index(gw, ref);
     json out = diff_json(r->applied);
     out["restored"] = snap_id;
     out["workspace"] = ref.name;

@@ -5,6 +5,8 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/ssl.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 
 #include "common/log.h"
 #include "gateway/kernel_hub.h"
@@ -15,13 +17,15 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace websocket = beast::websocket;
 
-WsSession::WsSession(Stream ws, std::shared_ptr<KernelHub> hub, std::string session_id,
-                     protocol::WsProtocol protocol, WsLimits limits)
-    : ws_(std::move(ws)), hub_(std::move(hub)), session_id_(std::move(session_id)), protocol_(protocol),
+template <class Stream>
+WsConnection<Stream>::WsConnection(Ws ws, std::shared_ptr<KernelHub> hub, std::string session_id,
+                                   protocol::WsProtocol protocol, WsLimits limits)
+    : WsSession(std::move(session_id)), ws_(std::move(ws)), hub_(std::move(hub)), protocol_(protocol),
       limits_(limits) {}
 
-asio::awaitable<void> WsSession::run(Request req) {
-  auto self = shared_from_this();
+template <class Stream>
+asio::awaitable<void> WsConnection<Stream>::run(Request req) {
+  auto me = shared();
   beast::get_lowest_layer(ws_).expires_never();
   websocket::stream_base::timeout timeouts{};
   timeouts.handshake_timeout = std::chrono::seconds(30);
@@ -43,7 +47,7 @@ asio::awaitable<void> WsSession::run(Request req) {
     common::log_debug("msg=\"websocket handshake failed\" error=\"{}\"", ec.message());
     co_return;
   }
-  hub_->attach(self);
+  hub_->attach(me);
   hub_->kernel().touch();
   beast::flat_buffer buffer;
   while (!closed_) {
@@ -54,7 +58,7 @@ asio::awaitable<void> WsSession::run(Request req) {
     auto decoded = protocol::decode_ws(protocol_, data, ws_.got_binary());
     if (!decoded) {
       common::log_warn("kernel={} session={} msg=\"dropped client frame\" error=\"{}\"", hub_->kernel().id(),
-                       session_id_, decoded.error().message);
+                       session_id(), decoded.error().message);
       continue;
     }
     hub_->from_client(*this, decoded->channel, std::move(decoded->message));
@@ -63,7 +67,8 @@ asio::awaitable<void> WsSession::run(Request req) {
   hub_->detach(this, take_unsent());
 }
 
-std::vector<OutgoingPtr> WsSession::take_unsent() {
+template <class Stream>
+std::vector<OutgoingPtr> WsConnection<Stream>::take_unsent() {
   std::vector<OutgoingPtr> out;
   // The front message may be half written; the client saw a broken frame, so resend it too.
   for (auto& m : queue_) out.push_back(m);
@@ -72,19 +77,20 @@ std::vector<OutgoingPtr> WsSession::take_unsent() {
   return out;
 }
 
-void WsSession::deliver(const OutgoingPtr& m) {
+template <class Stream>
+void WsConnection<Stream>::deliver(const OutgoingPtr& m) {
   if (closed_ || closing_) return;
   queue_.push_back(m);
   queued_bytes_ += m->bytes();
   if (queued_bytes_ > limits_.queue_bytes && queue_.size() > 1) {
     common::log_warn("kernel={} session={} msg=\"client too slow; closing\" queued_bytes={}", hub_->kernel().id(),
-                     session_id_, queued_bytes_);
+                     session_id(), queued_bytes_);
     // Keep the message being written; the rest waits in the replay buffer for a reconnect.
     std::deque<OutgoingPtr> rest(queue_.begin() + (writing_ ? 1 : 0), queue_.end());
     queue_.erase(queue_.begin() + (writing_ ? 1 : 0), queue_.end());
     queued_bytes_ = 0;
     for (auto& q : queue_) queued_bytes_ += q->bytes();
-    auto self = shared_from_this();
+    auto keep = shared();
     hub_->detach(this, std::vector<OutgoingPtr>(rest.begin(), rest.end()));
     close("write queue limit exceeded; reconnect with the same session_id to resume", 1008);
     return;
@@ -92,15 +98,17 @@ void WsSession::deliver(const OutgoingPtr& m) {
   if (!writing_) do_write();
 }
 
-void WsSession::close(const std::string& reason, uint16_t code) {
+template <class Stream>
+void WsConnection<Stream>::close(const std::string& reason, uint16_t code) {
   if (closed_ || closing_) return;
   closing_ = true;
   close_reason_ = websocket::close_reason(static_cast<websocket::close_code>(code), reason);
   if (!writing_) do_write();
 }
 
-void WsSession::do_write() {
-  auto self = shared_from_this();
+template <class Stream>
+void WsConnection<Stream>::do_write() {
+  auto self = shared();
   if (closed_) return;
   if (queue_.empty()) {
     if (!closing_) return;
@@ -129,5 +137,8 @@ void WsSession::do_write() {
     self->do_write();
   });
 }
+
+template class WsConnection<PlainStream>;
+template class WsConnection<TlsStream>;
 
 }  // namespace cellgate::gateway

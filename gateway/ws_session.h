@@ -8,11 +8,11 @@
 #include <vector>
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/websocket.hpp>
 
 #include "gateway/http_types.h"
 #include "gateway/outgoing.h"
+#include "gateway/tls.h"
 #include "protocol/ws_codec.h"
 
 namespace cellgate::gateway {
@@ -25,32 +25,46 @@ struct WsLimits {
   int ping_interval_s;
 };
 
+// One client connection as the hub sees it, whatever stream it runs over. Io thread only.
+class WsSession : public std::enable_shared_from_this<WsSession> {
+ public:
+  explicit WsSession(std::string session_id) : session_id_(std::move(session_id)) {}
+  virtual ~WsSession() = default;
+  // Queues a message. Never blocks.
+  virtual void deliver(const OutgoingPtr& m) = 0;
+  // Sends a close frame after what is queued (code 1000 unless given).
+  virtual void close(const std::string& reason, uint16_t code = 1000) = 0;
+  const std::string& session_id() const { return session_id_; }
+
+ private:
+  std::string session_id_;
+};
+
 // Io thread only. Reads client frames into the hub; writes hub messages from a bounded queue.
 // Slow-client policy: when more than queue_bytes are waiting, the connection is closed with 1008
 // and what it had not been sent goes to its session's replay buffer, so a reconnect with the same
 // session_id gets it: memory stays bounded and nothing is dropped silently.
-class WsSession : public std::enable_shared_from_this<WsSession> {
+// Stream is PlainStream or TlsStream (both instantiated in ws_session.cc).
+template <class Stream>
+class WsConnection final : public WsSession {
  public:
-  using Stream = boost::beast::websocket::stream<boost::beast::tcp_stream>;
+  using Ws = boost::beast::websocket::stream<Stream>;
 
-  WsSession(Stream ws, std::shared_ptr<KernelHub> hub, std::string session_id, protocol::WsProtocol protocol,
-            WsLimits limits);
+  WsConnection(Ws ws, std::shared_ptr<KernelHub> hub, std::string session_id, protocol::WsProtocol protocol,
+               WsLimits limits);
 
   // Completes the handshake for req and serves until the connection ends.
   boost::asio::awaitable<void> run(Request req);
-  // Queues a message. Never blocks.
-  void deliver(const OutgoingPtr& m);
-  // Sends a close frame after what is queued (code 1000 unless given).
-  void close(const std::string& reason, uint16_t code = 1000);
-  const std::string& session_id() const { return session_id_; }
+  void deliver(const OutgoingPtr& m) override;
+  void close(const std::string& reason, uint16_t code = 1000) override;
 
  private:
   void do_write();
   std::vector<OutgoingPtr> take_unsent();
+  std::shared_ptr<WsConnection> shared() { return std::static_pointer_cast<WsConnection>(shared_from_this()); }
 
-  Stream ws_;
+  Ws ws_;
   std::shared_ptr<KernelHub> hub_;
-  std::string session_id_;
   protocol::WsProtocol protocol_;
   WsLimits limits_;
   std::deque<OutgoingPtr> queue_;

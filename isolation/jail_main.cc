@@ -25,6 +25,7 @@ int bad_options(const std::string& message, int ready_fd) {
 
 int main(int argc, char** argv) {
   auto options = cellgate::isolation::parse_options(argc, argv);
+  cellgate::isolation::remember_helper_argv(argc, argv);
   if (!options) return bad_options(options.error().message, -1);
   if (options->help) {
     std::fputs(cellgate::isolation::help_text().c_str(), stdout);

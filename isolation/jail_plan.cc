@@ -2,6 +2,8 @@
 // jail_plan: options + policy → everything the child needs, materialised before clone.
 #include "isolation/jail_plan.h"
 
+#include <cstring>
+
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -101,6 +103,18 @@ void JailPlan::make_pointers() {
   exec_ptrs_.push_back(nullptr);
 }
 
+namespace {
+char* g_title_area = nullptr;
+size_t g_title_len = 0;
+}  // namespace
+
+void remember_helper_argv(int argc, char** argv) {
+  if (argc <= 0 || argv[0] == nullptr) return;
+  // The kernel lays argv strings out contiguously: [argv[0], end of argv[argc-1]] is /proc/pid/cmdline.
+  g_title_area = argv[0];
+  g_title_len = static_cast<size_t>(argv[argc - 1] + std::strlen(argv[argc - 1]) - argv[0]);
+}
+
 child::ChildPlan JailPlan::child_plan(int sync_fd, int report_fd, int exit_fd) {
   make_pointers();
   child::ChildPlan c{};
@@ -124,6 +138,8 @@ child::ChildPlan JailPlan::child_plan(int sync_fd, int report_fd, int exit_fd) {
   c.sync_fd = sync_fd;
   c.report_fd = report_fd;
   c.exit_fd = exit_fd;
+  c.title_area = g_title_area;
+  c.title_len = g_title_len;
   return c;
 }
 

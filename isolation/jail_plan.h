@@ -31,6 +31,10 @@ ResolvedLimits resolve_limits(const Limits& options, const Limits& policy);
 // (raising a hard limit needs CAP_SYS_RESOURCE in the initial namespace).
 std::vector<child::Rlimit> plan_rlimits(const ResolvedLimits& limits, uint64_t hard_nofile_max);
 
+// Called from main() with its argv, so that the jail's init can blank the helper's argv strings,
+// which it inherits (see ChildPlan::title_area).
+void remember_helper_argv(int argc, char** argv);
+
 class JailPlan {
  public:
   // Builds every piece; the filter must already be exported. Strings are owned here.

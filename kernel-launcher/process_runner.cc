@@ -4,7 +4,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,35 +60,9 @@ asio::awaitable<common::Result<ProcessOutcome>> run_process(ProcessRun run) {
   if (run.argv.empty()) co_return make_error(Errc::kBadRequest, "empty command");
   Pipe in, out, err;
   if (!make_pipe(in) || !make_pipe(out) || !make_pipe(err)) co_return make_error(Errc::kInternal, "pipe", errno);
-  std::vector<char*> argv;
-  for (auto& a : run.argv) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : run.env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawnattr_init(&attr);
-  posix_spawn_file_actions_adddup2(&fa, in.read.get(), 0);
-  posix_spawn_file_actions_adddup2(&fa, out.write.get(), 1);
-  posix_spawn_file_actions_adddup2(&fa, err.write.get(), 2);
-  if (!run.cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, run.cwd.c_str());
-  posix_spawn_file_actions_addclosefrom_np(&fa, 3);  // only stdio crosses (see spawn_util.cc)
-  sigset_t all, none;
-  sigfillset(&all);
-  sigemptyset(&none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-  pid_t pid = -1;
-  const std::string program = resolve_program(run.argv[0], run.env);
-  int rc = ::posix_spawn(&pid, program.c_str(), &fa, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) co_return make_error(Errc::kBadRequest, fmt::format("cannot run {}: {}", run.argv[0], ::strerror(rc)), rc);
+  auto spawned = spawn_in_session(run.argv, run.env, run.cwd, {in.read.get(), out.write.get(), err.write.get()});
+  if (!spawned) co_return spawned.error();
+  const pid_t pid = *spawned;
   in.read.reset();
   out.write.reset();
   err.write.reset();

@@ -14,6 +14,8 @@
 
 #include <fmt/core.h>
 
+#include "common/assert.h"
+
 namespace cellgate::launcher {
 
 using common::Errc;
@@ -38,10 +40,10 @@ std::string resolve_program(const std::string& prog, const std::map<std::string,
   return prog;
 }
 
-common::Result<ProcessHandle> spawn_process(const std::vector<std::string>& argv,
-                                            const std::map<std::string, std::string>& env, const std::string& cwd,
-                                            const std::string& log_path, int extra_fd) {
-  if (argv.empty()) return make_error(Errc::kBadRequest, "empty argv");
+common::Result<pid_t> spawn_in_session(const std::vector<std::string>& argv,
+                                       const std::map<std::string, std::string>& env, const std::string& cwd,
+                                       const std::vector<int>& child_fds) {
+  if (argv.empty()) return make_error(Errc::kBadRequest, "empty command");
   const std::string program = resolve_program(argv[0], env);
   std::vector<char*> cargv;
   for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
@@ -56,15 +58,15 @@ common::Result<ProcessHandle> spawn_process(const std::vector<std::string>& argv
   posix_spawnattr_t attr;
   posix_spawn_file_actions_init(&fa);
   posix_spawnattr_init(&attr);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  if (extra_fd >= 0) posix_spawn_file_actions_adddup2(&fa, extra_fd, 3);
+  for (size_t i = 0; i < child_fds.size(); ++i) {
+    CELLGATE_ASSERT(child_fds[i] == static_cast<int>(i) || child_fds[i] >= static_cast<int>(child_fds.size()));
+    posix_spawn_file_actions_adddup2(&fa, child_fds[i], static_cast<int>(i));
+  }
   // Nothing else of the gateway crosses: Asio's sockets (the listener, clients' connections) are not
   // close-on-exec, and a kernel holding them could accept() the gateway's own connections.
-  posix_spawn_file_actions_addclosefrom_np(&fa, extra_fd >= 0 ? 4 : 3);
+  posix_spawn_file_actions_addclosefrom_np(&fa, static_cast<int>(child_fds.size()));
   if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
-  // A new session: the kernel must not die with the gateway's terminal or process group, and must not
+  // A new session: the child must not die with the gateway's terminal or process group, and must not
   // inherit the gateway's signal dispositions or mask.
   sigset_t all, none;
   sigfillset(&all);
@@ -77,15 +79,28 @@ common::Result<ProcessHandle> spawn_process(const std::vector<std::string>& argv
   int rc = ::posix_spawn(&pid, program.c_str(), &fa, &attr, cargv.data(), cenv.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
-  if (rc != 0) return make_error(Errc::kInternal, fmt::format("spawn {}: {}", argv[0], ::strerror(rc)), rc);
+  if (rc != 0) return make_error(Errc::kBadRequest, fmt::format("cannot run {}: {}", argv[0], ::strerror(rc)), rc);
+  return pid;
+}
+
+common::Result<ProcessHandle> spawn_process(const std::vector<std::string>& argv,
+                                            const std::map<std::string, std::string>& env, const std::string& cwd,
+                                            const std::string& log_path, int extra_fd) {
+  common::UniqueFd null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  common::UniqueFd log_fd(::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  if (!null_fd || !log_fd) return make_error(Errc::kInternal, fmt::format("open {}", log_path), errno);
+  std::vector<int> fds{null_fd.get(), log_fd.get(), log_fd.get()};
+  if (extra_fd >= 0) fds.push_back(extra_fd);
+  auto pid = spawn_in_session(argv, env, cwd, fds);
+  if (!pid) return make_error(Errc::kInternal, pid.error().message, pid.error().sys_errno);
 
   ProcessHandle h;
-  h.pid = pid;
-  h.pidfd = open_pidfd(pid);
+  h.pid = *pid;
+  h.pidfd = open_pidfd(h.pid);
   if (!h.pidfd) {
     int err = errno;
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
+    ::kill(h.pid, SIGKILL);
+    ::waitpid(h.pid, nullptr, 0);
     return make_error(Errc::kInternal, "pidfd_open", err);
   }
   return h;

@@ -13,7 +13,7 @@ BUILD=(build-essential cmake pkg-config git
 KERNELS=(python3-ipykernel python3-xeus-python-shell python3-numpy python3-scipy python3-pandas python3-matplotlib
   fonts-dejavu-core fontconfig tree)
 TESTS=(python3-jupyter-client python3-websocket python3-jupyter-server python3-jupyter-kernel-test
-  python3-nbformat python3-requests python3-pytest curl acl iproute2 procps)
+  python3-nbformat python3-requests python3-pytest curl openssl acl iproute2 procps)
 
 if [ "${CELLGATE_DEPS_SKIP_UPDATE:-0}" != 1 ]; then $SUDO apt-get update -qq; fi
 pkgs=("${BUILD[@]}" "${KERNELS[@]}")

@@ -80,6 +80,20 @@ CREATE INDEX sessions_by_owner ON sessions(owner);
 CREATE INDEX sessions_by_kernel ON sessions(kernel_id);
 CREATE INDEX audit_log_by_user ON audit_log(user, seq);
 )sql"},
+      // The snapshot index: who made each snapshot (kernel and execution, or a request), over which parent,
+      // what it changed, and its size, so listings come from here rather than from every manifest.
+      {3, R"sql(
+ALTER TABLE users ADD COLUMN max_connections INTEGER;
+ALTER TABLE snapshots ADD COLUMN created_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE snapshots ADD COLUMN parent TEXT NOT NULL DEFAULT '';
+ALTER TABLE snapshots ADD COLUMN kernel_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE snapshots ADD COLUMN execution_count INTEGER;
+ALTER TABLE snapshots ADD COLUMN added INTEGER;
+ALTER TABLE snapshots ADD COLUMN changed INTEGER;
+ALTER TABLE snapshots ADD COLUMN removed INTEGER;
+ALTER TABLE snapshots ADD COLUMN entries INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE snapshots ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;
+)sql"},
   };
   return kMigrations;
 }

@@ -43,7 +43,8 @@ constexpr const char* kLimitsHelp =
     "  --pids N                      processes per kernel\n"
     "  --workspace-bytes SIZE        size of each workspace\n"
     "  --workspace-files N           files in each workspace\n"
-    "  --exec-timeout SECONDS        longest execute request\n";
+    "  --exec-timeout SECONDS        longest execute request\n"
+    "  --max-connections N           open WebSockets at once\n";
 
 struct Args {
   std::vector<std::string> positional;
@@ -123,7 +124,8 @@ Args parse_args(int argc, char** argv, bool with_admin, bool with_limits, bool a
       continue;
     }
     static const std::vector<std::string> kLimitFlags = {"--max-kernels", "--memory", "--cpus", "--pids",
-                                                         "--workspace-bytes", "--workspace-files", "--exec-timeout"};
+                                                         "--workspace-bytes", "--workspace-files", "--exec-timeout",
+                                                         "--max-connections"};
     if (!with_limits || std::find(kLimitFlags.begin(), kLimitFlags.end(), name) == kLimitFlags.end())
       throw UsageError("unknown option " + name + " (see --help)");
     std::string v = take();
@@ -136,6 +138,7 @@ Args parse_args(int argc, char** argv, bool with_admin, bool with_limits, bool a
     else if (name == "--pids") dst.pids = clear ? 0 : parse_int(name, v, 1, 1 << 22);
     else if (name == "--workspace-bytes") dst.workspace_bytes = clear ? 0 : static_cast<int64_t>(parse_size(name, v));
     else if (name == "--workspace-files") dst.workspace_files = clear ? 0 : parse_int(name, v, 0, int64_t{1} << 40);
+    else if (name == "--max-connections") dst.max_connections = clear ? 0 : parse_int(name, v, 0, 1 << 20);
     else dst.exec_timeout_s = clear ? 0 : parse_int(name, v, 1, 365 * 86400);
   }
   if (a.data_dir.empty()) {
@@ -195,6 +198,7 @@ nlohmann::json limits_json(const UserLimits& l) {
   put("workspace_bytes", l.workspace_bytes);
   put("workspace_files", l.workspace_files);
   put("exec_timeout_s", l.exec_timeout_s);
+  put("max_connections", l.max_connections);
   return j;
 }
 
@@ -242,14 +246,14 @@ int cmd_list(int argc, char** argv) {
   if (!db) return rc;
   auto list = UserStore(*db).list_users();
   if (!list) return fail(list.error());
-  constexpr const char* kRow = "{:<24} {:<5} {:>11} {:>7} {:>5} {:>7} {:>9} {:>9} {:>12}  {}\n";
+  constexpr const char* kRow = "{:<24} {:<5} {:>11} {:>7} {:>5} {:>7} {:>9} {:>9} {:>12} {:>9}  {}\n";
   fmt::print(kRow, "NAME", "ADMIN", "MAX-KERNELS", "MEMORY", "CPUS", "PIDS", "WS-BYTES", "WS-FILES", "EXEC-TIMEOUT",
-             "CREATED");
+             "MAX-CONNS", "CREATED");
   for (const auto& u : list.value()) {
     const auto& l = u.limits;
     fmt::print(kRow, u.name, u.admin ? "yes" : "no", format_opt(l.max_kernels), format_size(l.memory_bytes),
                format_opt(l.cpus), format_opt(l.pids), format_size(l.workspace_bytes), format_opt(l.workspace_files),
-               format_opt(l.exec_timeout_s), u.created);
+               format_opt(l.exec_timeout_s), format_opt(l.max_connections), u.created);
   }
   return 0;
 }
@@ -308,6 +312,7 @@ int cmd_set_limits(int argc, char** argv) {
   merge(l.workspace_bytes, a.limits.workspace_bytes, a.clear.workspace_bytes);
   merge(l.workspace_files, a.limits.workspace_files, a.clear.workspace_files);
   merge(l.exec_timeout_s, a.limits.exec_timeout_s, a.clear.exec_timeout_s);
+  merge(l.max_connections, a.limits.max_connections, a.clear.max_connections);
   if (auto s = users.set_limits(name, l); !s) return fail(s.error());
   audit(*db, a, "user.set_limits", name, {{"limits", limits_json(l)}});
   std::fprintf(stderr, "cellgate user: updated the limits of '%s'\n", name.c_str());

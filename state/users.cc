@@ -21,7 +21,8 @@ namespace {
 constexpr size_t kTokenBytes = 32;  // 256 bits
 constexpr size_t kMaxTokenChars = 4096;  // anything longer is not one of ours; don't hash megabytes
 constexpr const char* kUserColumns =
-    "name, admin, max_kernels, memory_bytes, cpus, pids, workspace_bytes, workspace_files, exec_timeout_s, created";
+    "name, admin, max_kernels, memory_bytes, cpus, pids, workspace_bytes, workspace_files, exec_timeout_s, created, "
+    "max_connections";
 
 User read_user(const Statement& st) {
   User u;
@@ -35,6 +36,7 @@ User read_user(const Statement& st) {
   u.limits.workspace_files = st.column_opt_int(7);
   u.limits.exec_timeout_s = st.column_opt_int(8);
   u.created = st.column_text(9);
+  u.limits.max_connections = st.column_opt_int(10);
   return u;
 }
 
@@ -83,7 +85,8 @@ Status validate_limits(const UserLimits& l) {
   for (auto [v, field] : {std::pair{&l.max_kernels, "max kernels"}, std::pair{&l.memory_bytes, "memory"},
                           std::pair{&l.pids, "pids"}, std::pair{&l.workspace_bytes, "workspace bytes"},
                           std::pair{&l.workspace_files, "workspace files"},
-                          std::pair{&l.exec_timeout_s, "exec timeout"}})
+                          std::pair{&l.exec_timeout_s, "exec timeout"},
+                          std::pair{&l.max_connections, "max connections"}})
     if (auto s = non_negative(*v, field); !s) return s;
   // Zero would read as "no limit" further down (launcher::Limits uses 0 for unset), so it is refused here.
   for (auto [v, field] : {std::pair{&l.memory_bytes, "memory"}, std::pair{&l.pids, "pids"},
@@ -102,11 +105,12 @@ Result<std::string> UserStore::add_user(const std::string& name, bool admin, con
   if (auto s = validate_limits(limits); !s) return s.error();
   std::string token = common::random_hex(kTokenBytes);
   auto st = db_.prepare(std::string("INSERT INTO users (") + kUserColumns +
-                        ", token_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                        ", token_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!st) return st.error();
   st->bind(1, name).bind(2, admin).bind(3, limits.max_kernels).bind(4, limits.memory_bytes).bind(5, limits.cpus);
   st->bind(6, limits.pids).bind(7, limits.workspace_bytes).bind(8, limits.workspace_files);
-  st->bind(9, limits.exec_timeout_s).bind(10, common::iso8601_now()).bind(11, hash_token(token));
+  st->bind(9, limits.exec_timeout_s).bind(10, common::iso8601_now()).bind(11, limits.max_connections);
+  st->bind(12, hash_token(token));
   if (auto s = st->run(); !s) {
     if (s.error().code == Errc::kConflict) return make_error(Errc::kConflict, "user '" + name + "' already exists");
     return s.error();
@@ -134,10 +138,11 @@ Status UserStore::set_limits(const std::string& name, const UserLimits& limits) 
   if (auto s = validate_limits(limits); !s) return s;
   auto st = db_.prepare(
       "UPDATE users SET max_kernels = ?, memory_bytes = ?, cpus = ?, pids = ?, workspace_bytes = ?, "
-      "workspace_files = ?, exec_timeout_s = ? WHERE name = ?");
+      "workspace_files = ?, exec_timeout_s = ?, max_connections = ? WHERE name = ?");
   if (!st) return st.error();
   st->bind(1, limits.max_kernels).bind(2, limits.memory_bytes).bind(3, limits.cpus).bind(4, limits.pids);
-  st->bind(5, limits.workspace_bytes).bind(6, limits.workspace_files).bind(7, limits.exec_timeout_s).bind(8, name);
+  st->bind(5, limits.workspace_bytes).bind(6, limits.workspace_files).bind(7, limits.exec_timeout_s);
+  st->bind(8, limits.max_connections).bind(9, name);
   if (auto s = st->run(); !s) return s;
   return expect_change(db_, name);
 }
@@ -187,7 +192,7 @@ std::optional<User> UserStore::authenticate(std::string_view token) {
     return std::nullopt;
   }
   if (row.value()) {
-    if (!same_hash(st->column_text(10), hash)) return std::nullopt;
+    if (!same_hash(st->column_text(11), hash)) return std::nullopt;
     return read_user(*st);
   }
   if (single_token_hash_.empty()) return std::nullopt;

@@ -22,6 +22,7 @@ struct UserLimits {
   std::optional<int64_t> workspace_bytes;
   std::optional<int64_t> workspace_files;
   std::optional<int64_t> exec_timeout_s;  // per execute_request
+  std::optional<int64_t> max_connections; // open WebSockets at once
   bool operator==(const UserLimits&) const = default;
 };
 

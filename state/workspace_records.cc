@@ -11,15 +11,27 @@ using common::Status;
 
 namespace {
 
-constexpr const char* kSnapshotColumns = "owner, workspace, snapshot_id, label, created, auto";
+constexpr const char* kSnapshotColumns =
+    "owner, workspace, snapshot_id, label, created, auto, created_ns, parent, kernel_id, execution_count, added, "
+    "changed, removed, entries, bytes";
 
 WorkspaceRow read_workspace(const Statement& st) {
   return WorkspaceRow{st.column_text(0), st.column_text(1), st.column_text(2), st.column_int(3) != 0};
 }
 
 SnapshotRow read_snapshot(const Statement& st) {
-  return SnapshotRow{st.column_text(0), st.column_text(1), st.column_text(2),
-                     st.column_text(3), st.column_text(4), st.column_int(5) != 0};
+  SnapshotRow r{st.column_text(0), st.column_text(1), st.column_text(2), st.column_text(3), st.column_text(4),
+                st.column_int(5) != 0};
+  r.created_ns = st.column_int(6);
+  r.parent = st.column_text(7);
+  r.kernel_id = st.column_text(8);
+  r.execution_count = st.column_opt_int(9);
+  r.added = st.column_opt_int(10);
+  r.changed = st.column_opt_int(11);
+  r.removed = st.column_opt_int(12);
+  r.entries = st.column_int(13);
+  r.bytes = st.column_int(14);
+  return r;
 }
 
 }  // namespace
@@ -61,17 +73,38 @@ Status delete_workspace(Database& db, const std::string& owner, const std::strin
   return common::ok();
 }
 
+Status ensure_workspace(Database& db, const WorkspaceRow& w) {
+  auto st = db.prepare("INSERT OR IGNORE INTO workspaces (owner, name, created, ephemeral) VALUES (?, ?, ?, ?)");
+  if (!st) return st.error();
+  st->bind(1, w.owner).bind(2, w.name).bind(3, w.created).bind(4, w.ephemeral);
+  return st->run();
+}
+
+Result<std::vector<WorkspaceRow>> list_all_workspaces(Database& db) {
+  auto st = db.prepare("SELECT owner, name, created, ephemeral FROM workspaces ORDER BY owner, name");
+  if (!st) return st.error();
+  std::vector<WorkspaceRow> rows;
+  for (;;) {
+    auto more = st->step();
+    if (!more) return more.error();
+    if (!more.value()) return rows;
+    rows.push_back(read_workspace(*st));
+  }
+}
+
 Status insert_snapshot(Database& db, const SnapshotRow& s) {
-  auto st = db.prepare(std::string("INSERT INTO snapshots (") + kSnapshotColumns + ") VALUES (?, ?, ?, ?, ?, ?)");
+  auto st = db.prepare(std::string("INSERT INTO snapshots (") + kSnapshotColumns +
+                       ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!st) return st.error();
   st->bind(1, s.owner).bind(2, s.workspace).bind(3, s.snapshot_id).bind(4, s.label).bind(5, s.created);
-  st->bind(6, s.auto_taken);
+  st->bind(6, s.auto_taken).bind(7, s.created_ns).bind(8, s.parent).bind(9, s.kernel_id).bind(10, s.execution_count);
+  st->bind(11, s.added).bind(12, s.changed).bind(13, s.removed).bind(14, s.entries).bind(15, s.bytes);
   return st->run();
 }
 
 Result<std::vector<SnapshotRow>> list_snapshots(Database& db, const std::string& owner, const std::string& workspace) {
   auto st = db.prepare(std::string("SELECT ") + kSnapshotColumns +
-                       " FROM snapshots WHERE owner = ? AND workspace = ? ORDER BY created, rowid");
+                       " FROM snapshots WHERE owner = ? AND workspace = ? ORDER BY snapshot_id");
   if (!st) return st.error();
   st->bind(1, owner).bind(2, workspace);
   std::vector<SnapshotRow> rows;

@@ -2,6 +2,7 @@
 // workspace_records: the workspaces table and the index of their snapshots.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,13 @@ struct SnapshotRow {
   std::string label;
   std::string created;      // iso8601
   bool auto_taken = false;  // taken by policy (column "auto"), not on request
+  int64_t created_ns = 0;
+  std::string parent{};     // the snapshot it was taken over ("" for a workspace's first)
+  std::string kernel_id{};  // the kernel whose execute made it ("" when taken on request)
+  std::optional<int64_t> execution_count{};
+  // Paths added, changed and removed vs parent; nullopt when unknown (a row rebuilt from the store).
+  std::optional<int64_t> added{}, changed{}, removed{};
+  int64_t entries = 0, bytes = 0;
 };
 
 // Errors as Result, never throw: Errc::kConflict on a duplicate key or a missing workspace,
@@ -32,9 +40,13 @@ common::Status insert_workspace(Database& db, const WorkspaceRow& w);
 common::Result<WorkspaceRow> get_workspace(Database& db, const std::string& owner, const std::string& name);
 common::Result<std::vector<WorkspaceRow>> list_workspaces(Database& db, const std::string& owner);
 common::Status delete_workspace(Database& db, const std::string& owner, const std::string& name);
+// Inserts the row unless it exists (then leaves it as it is).
+common::Status ensure_workspace(Database& db, const WorkspaceRow& w);
+// Every workspace of every owner, ordered by owner and name.
+common::Result<std::vector<WorkspaceRow>> list_all_workspaces(Database& db);
 
 common::Status insert_snapshot(Database& db, const SnapshotRow& s);
-// Snapshots of one workspace, oldest first.
+// Snapshots of one workspace, oldest first (snapshot ids begin with a zero-padded creation counter).
 common::Result<std::vector<SnapshotRow>> list_snapshots(Database& db, const std::string& owner,
                                                          const std::string& workspace);
 common::Result<SnapshotRow> get_snapshot(Database& db, const std::string& owner, const std::string& workspace,

@@ -41,6 +41,24 @@ common::Result<UniqueFd> open_root(const std::string& tree) {
   return fd;
 }
 
+// Normalises a client's path and opens it beneath the tree (see safe_path.h): the one way in.
+common::Result<UniqueFd> open_in_tree(const std::string& tree, std::string_view path, bool allow_root, int flags) {
+  auto rel = normalize_relative_path(path, allow_root);
+  if (!rel) return rel.error();
+  auto root = open_root(tree);
+  if (!root) return root.error();
+  return open_beneath(root->get(), *rel, flags);
+}
+
+// The same for an entry to create, replace or remove: its parent directory and last name.
+common::Result<ParentDir> open_parent_in_tree(const std::string& tree, std::string_view path) {
+  auto rel = normalize_relative_path(path, false);
+  if (!rel) return rel.error();
+  auto root = open_root(tree);
+  if (!root) return root.error();
+  return open_parent_beneath(root->get(), *rel);
+}
+
 std::string last_name(const std::string& rel) {
   size_t slash = rel.rfind('/');
   return slash == std::string::npos ? rel : rel.substr(slash + 1);
@@ -55,30 +73,22 @@ void inherit_owner(int fd, int parent_fd) {
 }  // namespace
 
 common::Result<NodeInfo> FileApi::stat(std::string_view path) const {
-  auto rel = normalize_relative_path(path, true);
-  if (!rel) return rel.error();
-  auto root = open_root(tree_);
-  if (!root) return root.error();
-  auto fd = open_beneath(root->get(), *rel, O_PATH);
+  auto fd = open_in_tree(tree_, path, true, O_PATH);
   if (!fd) return fd.error();
   struct stat st {};
   if (::fstat(fd->get(), &st) != 0) return errno_error("fstat", errno);
-  return info_of(last_name(*rel), st);
+  return info_of(last_name(normalize_relative_path(path, true).value()), st);
 }
 
 common::Result<std::string> FileApi::read_file(std::string_view path) const {
-  auto rel = normalize_relative_path(path, false);
-  if (!rel) return rel.error();
-  auto root = open_root(tree_);
-  if (!root) return root.error();
   // O_PATH opens nothing (no FIFO rendezvous, no device driver open); check the type first.
-  auto probe = open_beneath(root->get(), *rel, O_PATH);
+  auto probe = open_in_tree(tree_, path, false, O_PATH);
   if (!probe) return probe.error();
   struct stat st {};
   if (::fstat(probe->get(), &st) != 0) return errno_error("fstat", errno);
   if (!S_ISREG(st.st_mode)) return make_error(Errc::kBadRequest, "not a regular file");
   if (static_cast<uint64_t>(st.st_size) > limits_.max_read_bytes) return make_error(Errc::kTooLarge, "file too large to read");
-  auto fd = open_beneath(root->get(), *rel, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+  auto fd = open_in_tree(tree_, path, false, O_RDONLY | O_NONBLOCK | O_NOCTTY);
   if (!fd) return fd.error();
   struct stat st2 {};
   if (::fstat(fd->get(), &st2) != 0) return errno_error("fstat", errno);
@@ -87,11 +97,7 @@ common::Result<std::string> FileApi::read_file(std::string_view path) const {
 }
 
 common::Result<std::vector<NodeInfo>> FileApi::list_dir(std::string_view path) const {
-  auto rel = normalize_relative_path(path, true);
-  if (!rel) return rel.error();
-  auto root = open_root(tree_);
-  if (!root) return root.error();
-  auto dir = open_beneath(root->get(), *rel, O_RDONLY | O_DIRECTORY);
+  auto dir = open_in_tree(tree_, path, true, O_RDONLY | O_DIRECTORY);
   if (!dir) return dir.error();
   auto names = list_dir_at(dir->get(), "");
   if (!names) return names.error();
@@ -108,11 +114,7 @@ common::Result<std::vector<NodeInfo>> FileApi::list_dir(std::string_view path) c
 
 common::Status FileApi::write_file(std::string_view path, std::string_view data) const {
   if (data.size() > limits_.max_write_bytes) return make_error(Errc::kTooLarge, "upload too large");
-  auto rel = normalize_relative_path(path, false);
-  if (!rel) return rel.error();
-  auto root = open_root(tree_);
-  if (!root) return root.error();
-  auto parent = open_parent_beneath(root->get(), *rel);
+  auto parent = open_parent_in_tree(tree_, path);
   if (!parent) return parent.error();
   int pfd = parent->fd.get();
   struct stat old {};
@@ -140,11 +142,7 @@ common::Status FileApi::write_file(std::string_view path, std::string_view data)
 }
 
 common::Status FileApi::make_dir(std::string_view path) const {
-  auto rel = normalize_relative_path(path, false);
-  if (!rel) return rel.error();
-  auto root = open_root(tree_);
-  if (!root) return root.error();
-  auto parent = open_parent_beneath(root->get(), *rel);
+  auto parent = open_parent_in_tree(tree_, path);
   if (!parent) return parent.error();
   if (::mkdirat(parent->fd.get(), parent->name.c_str(), 0755) != 0) return errno_error("mkdir", errno);
   UniqueFd fd(::openat(parent->fd.get(), parent->name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -153,11 +151,7 @@ common::Status FileApi::make_dir(std::string_view path) const {
 }
 
 common::Status FileApi::remove(std::string_view path, bool recursive) const {
-  auto rel = normalize_relative_path(path, false);
-  if (!rel) return rel.error();
-  auto root = open_root(tree_);
-  if (!root) return root.error();
-  auto parent = open_parent_beneath(root->get(), *rel);
+  auto parent = open_parent_in_tree(tree_, path);
   if (!parent) return parent.error();
   int pfd = parent->fd.get();
   struct stat st {};

@@ -212,6 +212,10 @@ common::Result<SnapshotResult> Workspace::snapshot(const SnapshotOptions& option
   save_index();
   result.created = true;
   result.id = m.id;
+  result.parent = head;
+  result.created_ns = m.created_ns;
+  result.entries = m.entries.size();
+  for (const auto& e : m.entries) result.bytes += e.size;
   if (options.automatic) {
     auto pruned = retention_locked();
     if (!pruned) return pruned.error();

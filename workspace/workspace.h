@@ -39,7 +39,10 @@ struct SnapshotOptions {
 struct SnapshotResult {
   bool created = false;
   std::string id;  // the new snapshot, or the unchanged head
+  std::string parent;  // the head it was taken over ("" for a workspace's first)
   Diff diff;       // vs the head snapshot (the last one taken or restored)
+  int64_t created_ns = 0;                  // of a new snapshot
+  uint64_t entries = 0, bytes = 0;         // of a new snapshot
   uint64_t files_hashed = 0, files_reused = 0, bytes_hashed = 0, objects_written = 0;
   std::vector<std::string> skipped;  // special files and over-deep paths, not stored
   std::vector<std::string> pruned;   // snapshots removed by retention afterwards

@@ -124,6 +124,20 @@ common::Result<std::vector<std::string>> WorkspaceManager::list(const std::strin
   return out;
 }
 
+common::Result<std::vector<std::string>> WorkspaceManager::owners() const {
+  auto names = list_dir_at(AT_FDCWD, workspaces_dir(data_dir_));
+  if (!names) {
+    if (names.error().code == Errc::kNotFound) return std::vector<std::string>{};
+    return names.error();
+  }
+  std::vector<std::string> out;
+  for (auto& n : *names) {
+    if (validate_name(n)) out.push_back(std::move(n));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 common::Result<Workspace> WorkspaceManager::fork(const WorkspaceRef& from, const std::string& id,
                                                  const WorkspaceRef& to) {
   auto src = open(from);

@@ -34,6 +34,8 @@ class WorkspaceManager {
   // tree/ keep their open mount but the name is gone at once (renamed away, then deleted).
   common::Status remove(const WorkspaceRef& ref);
   common::Result<std::vector<std::string>> list(const std::string& owner) const;
+  // Every owner that has a workspace directory, sorted.
+  common::Result<std::vector<std::string>> owners() const;
   // A new workspace `to` whose tree and first snapshot equal snapshot `id` of `from`.
   common::Result<Workspace> fork(const WorkspaceRef& from, const std::string& id, const WorkspaceRef& to);
 

@@ -10,6 +10,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "isolation/child/child_steps.h"
@@ -99,6 +100,12 @@ int reset_signals() noexcept {
 }
 
 void run_child(const ChildPlan& plan) noexcept {
+  // Our memory is a copy of the helper's, so this leaves the helper's own cmdline alone on the host.
+  if (plan.title_area != nullptr && plan.title_len > 0) {
+    static constexpr char kTitle[] = "cellgate-init";
+    memset(plan.title_area, 0, plan.title_len);
+    memcpy(plan.title_area, kTitle, plan.title_len < sizeof(kTitle) ? plan.title_len - 1 : sizeof(kTitle) - 1);
+  }
   // Byte 1: our uid/gid maps are written (and rw trees idmapped).
   if (!wait_for_helper(plan.sync_fd)) _exit(127);
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) fail(plan, Stage::kPdeathsig, errno);

@@ -85,6 +85,8 @@ struct ChildPlan {
                                 // EOF (POLLHUP) = the helper died
   int report_fd;                // SOCK_SEQPACKET, close-on-exec: ChildReport records
   int exit_fd;                  // write end: init writes the kernel's wait status (int)
+  char* title_area;             // the helper's argv strings, which init inherits and overwrites:
+  size_t title_len;             // /proc/1/cmdline is readable by all in the jail (host paths, names)
 };
 
 // runs in: child (pid 1 of the new namespaces), async-signal-safe. Never returns: builds the root,

@@ -152,7 +152,7 @@ class ExecResult:
 
 
 def ws_url(http_url, kernel_id, session_id, token=None):
-    url = http_url.replace("http://", "ws://", 1).rstrip("/")
+    url = http_url.replace("https://", "wss://", 1).replace("http://", "ws://", 1).rstrip("/")
     url += "/api/kernels/%s/channels?session_id=%s" % (kernel_id, session_id)
     if token:
         url += "&token=" + token
@@ -166,7 +166,7 @@ class KernelWS:
     to `seen`; wait_for() scans unconsumed messages first, so nothing is lost between calls."""
 
     def __init__(self, base_url, token, kernel_id, protocol="legacy", session_id=None,
-                 auth="header", timeout=60, extra_headers=()):
+                 auth="header", timeout=60, extra_headers=(), cafile=None):
         self.session_id = session_id or uuid.uuid4().hex
         self.protocol = protocol
         headers = list(extra_headers)
@@ -176,6 +176,9 @@ class KernelWS:
         kwargs = {"header": headers, "timeout": timeout, "skip_utf8_validation": True}
         if protocol == "v1":
             kwargs["subprotocols"] = [V1]
+        if cafile:  # wss:// verified against this CA (the test's self-signed certificate)
+            import ssl
+            kwargs["sslopt"] = {"cert_reqs": ssl.CERT_REQUIRED, "ca_certs": cafile}
         self.ws = websocket.create_connection(url, **kwargs)
         self.selected = self.ws.getsubprotocol()
         self.seen = []

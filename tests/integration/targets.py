@@ -23,7 +23,7 @@ import requests
 
 PYTHON = "/usr/bin/python3"
 SECRET_NAME, SECRET_VALUE = "CELLGATE_TEST_SECRET", "s3cret"
-URL_LINE = re.compile(r"^cellgate serving at (http://[^?\s]+)\?token=(\S+)\s*$")
+URL_LINE = re.compile(r"^cellgate serving at (https?://[^?\s]+)\?token=(\S+)\s*$")
 TEST_SPEC = "cgtest"
 SPEC_ENV = ("CGTEST_SPEC_ENV", "from-spec")
 
@@ -238,8 +238,15 @@ class CellgateTarget(Target):
     unauth_status = 401
     is_cellgate = True
 
-    def __init__(self, binary, spawner="plain", pre_start=None, **kw):
+    def __init__(self, binary, spawner="plain", pre_start=None, tls=None, **kw):
         super().__init__(**kw)
+        # tls: (certfile, keyfile): serve HTTPS; REST calls verify against certfile as the CA.
+        self.tls = tls
+        if tls:
+            self.extra_args += ["--certfile", tls[0], "--keyfile", tls[1]]
+            self.http.verify = tls[0]
+            # Otherwise REQUESTS_CA_BUNDLE in the environment silently replaces verify.
+            self.http.trust_env = False
         self.binary = binary
         self.spawner = spawner
         self.data_dir = os.path.join(self.tmp, "data")

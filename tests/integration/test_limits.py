@@ -1,29 +1,159 @@
 # SPDX-License-Identifier: Apache-2.0
-# Process limits of `cellgate serve`: room for hundreds of kernels and a thousand WebSockets.
-import resource
+# Gateway limits: request head and body sizes, WebSocket message size, open WebSockets per user.
+import base64
+import os
+import socket
 
 import pytest
+import requests
+import websocket
 
-import targets as tm
-from conftest import cellgate_only
+import targets as targets_mod
+from conftest import selected_targets
+from jupyter_ws import KernelWS
+
+pytestmark = pytest.mark.skipif("cellgate" not in selected_targets(), reason="cellgate's limits")
+
+MAX_HEADER = 8 * 1024
+MAX_BODY = 4 * 1024
+MAX_WS = 64 * 1024
 
 
-def test_serve_raises_its_open_files_soft_limit_to_the_hard_limit(target):
-    cellgate_only(target, "cellgate's own start-up")
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard != resource.RLIM_INFINITY and hard <= 256:
-        pytest.skip("hard limit %d leaves nothing to raise" % hard)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))  # inherited by the gateway
+@pytest.fixture(scope="module")
+def gw():
+    path, why = targets_mod.cellgate_binary()
+    if not path:
+        pytest.fail("cellgate target required but " + why)
+    tokens = {}
+
+    def add_users(t):
+        tokens["admin"] = t.add_user("admin", "--admin")
+        tokens["alice"] = t.add_user("alice")
+        tokens["bob"] = t.add_user("bob")
+        # alice's own limit, set after creation, wins over --max-connections-per-user.
+        t.cli("user", "set-limits", "alice", "--max-connections", "1")
+        t.token = tokens["admin"]
+        t.http.headers["Authorization"] = "token " + t.token
+
+    t = targets_mod.make_target("cellgate", pre_start=add_users, extra_args=[
+        "--max-header", "8K", "--max-body", "4K", "--max-ws-message", "64K", "--max-connections-per-user", "2"])
+    t.start()
+    yield t, tokens
+    t.stop()
+
+
+def session(t, token):
+    s = requests.Session()
+    s.headers["Authorization"] = "token " + token
+    return s
+
+
+def test_header_over_the_limit_is_431(gw):
+    t, _ = gw
+    r = t.get("api", headers={"X-Padding": "a" * (MAX_HEADER + 100)})
+    assert r.status_code == 431, (r.status_code, r.text)
+    assert "--max-header" in r.json()["message"], r.json()
+    # Just under the limit is fine, and the server keeps serving.
+    assert t.get("api", headers={"X-Padding": "a" * (MAX_HEADER - 1024)}).status_code == 200
+
+
+def test_body_over_the_limit_is_413(gw):
+    t, _ = gw
+    r = t.post("api/kernels", data=b"{" + b" " * (MAX_BODY + 1) + b"}",
+               headers={"Content-Type": "application/json"})
+    assert r.status_code == 413, (r.status_code, r.text)
+    assert "--max-body" in r.json()["message"], r.json()
+    # A body announced as larger than the limit is refused before it is sent in full.
+    with socket.create_connection(("127.0.0.1", int(t.url.rsplit(":", 1)[1].strip("/"))), timeout=30) as s:
+        s.sendall(b"POST /api/kernels HTTP/1.1\r\nHost: x\r\nAuthorization: token " + t.token.encode() +
+                  b"\r\nContent-Length: 100000000\r\n\r\n{")
+        answer = s.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 413"), answer
+    assert t.get("api").status_code == 200
+
+
+def test_websocket_message_over_the_limit_closes_with_1009(gw):
+    t, _ = gw
+    kid = t.start_kernel()["id"]
     try:
-        t = tm.CellgateTarget(target.binary, spawner=target.spawner)
-        t.start()
+        ws = KernelWS(t.url, t.token, kid)
+        try:
+            ws.ws.send("x" * (MAX_WS + 1))
+            # Raw frames: websocket-client's own close reply would fail (the server fails the
+            # connection and tears it down at once) before it returned the close frame.
+            ws.ws.settimeout(30)
+            for _ in range(100):
+                frame = ws.ws.recv_frame()
+                if frame.opcode == websocket.ABNF.OPCODE_CLOSE:
+                    break
+            else:
+                pytest.fail("no close frame")
+            code = int.from_bytes(frame.data[:2], "big")
+            assert code == 1009, (code, frame.data)
+        finally:
+            ws.close()
+        # Under the limit: a kernel message with a 32 KiB string executes.
+        ws = KernelWS(t.url, t.token, kid)
+        try:
+            res = ws.execute("s = '%s'\nprint(len(s))" % ("y" * (32 * 1024)))
+            assert res.reply["content"]["status"] == "ok", res.reply
+        finally:
+            ws.close()
     finally:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        t.delete_kernel(kid)
+
+
+def upgrade_refusal(t, token, kid):
+    """The upgrade request as plain HTTP, to read the refusal's JSON body."""
+    r = requests.get(t.url + "api/kernels/%s/channels" % kid, timeout=30, headers={
+        "Authorization": "token " + token, "Connection": "Upgrade", "Upgrade": "websocket",
+        "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": base64.b64encode(os.urandom(16)).decode()})
+    return r
+
+
+def test_open_websockets_per_user_are_capped(gw):
+    t, tokens = gw
+    bob = session(t, tokens["bob"])
+    kid = bob.post(t.url + "api/kernels", json={}, timeout=90).json()["id"]
+    opened = []
     try:
-        with open("/proc/%d/limits" % t.proc.pid) as f:
-            line = next(x for x in f if x.startswith("Max open files"))
-        got_soft, got_hard = line.split()[3:5]
-        assert got_soft == got_hard, line
-        assert got_soft != "256", line
+        opened += [KernelWS(t.url, tokens["bob"], kid) for _ in range(2)]  # the default cap, 2
+        r = upgrade_refusal(t, tokens["bob"], kid)
+        assert r.status_code == 403, (r.status_code, r.text)
+        assert "max_connections (2)" in r.json()["message"], r.json()
+        with pytest.raises(websocket.WebSocketBadStatusException) as exc:
+            KernelWS(t.url, tokens["bob"], kid)
+        assert exc.value.status_code == 403
+        # Closing one frees its slot.
+        opened.pop().close()
+        for _ in range(50):
+            try:
+                opened.append(KernelWS(t.url, tokens["bob"], kid))
+                break
+            except websocket.WebSocketBadStatusException:
+                import time
+                time.sleep(0.1)
+        else:
+            pytest.fail("slot not freed after a close")
+        res = opened[-1].execute("print('still served')")
+        assert res.reply["content"]["status"] == "ok"
     finally:
-        t.stop()
+        for c in opened:
+            c.close()
+        bob.delete(t.url + "api/kernels/" + kid, timeout=90)
+
+
+def test_a_users_own_connection_limit_wins(gw):
+    t, tokens = gw
+    alice = session(t, tokens["alice"])
+    kid = alice.post(t.url + "api/kernels", json={}, timeout=90).json()["id"]
+    first = KernelWS(t.url, tokens["alice"], kid)
+    try:
+        r = upgrade_refusal(t, tokens["alice"], kid)
+        assert r.status_code == 403 and "max_connections (1)" in r.json()["message"], r.text
+        # Another user's WebSocket counts against their own cap, not alice's.
+        admin_ws = KernelWS(t.url, tokens["admin"], kid)
+        admin_ws.close()
+    finally:
+        first.close()
+        alice.delete(t.url + "api/kernels/" + kid, timeout=90)

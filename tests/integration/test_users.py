@@ -106,6 +106,13 @@ def test_alice_kernel_is_404_for_bob_on_every_route(school, alice_kernel):
     for method, path, body in routes:
         r = bob.api(method, path, json=body)
         assert r.status_code == 404, (method, path, r.status_code, r.text)
+    # The NDJSON variant of execute is served by its own code path.
+    r = bob.api("POST", "api/kernels/%s/execute" % kid, json={"code": "print(1)"},
+                headers={"Accept": "application/x-ndjson"})
+    assert r.status_code == 404, (r.status_code, r.text)
+    # /api/status counts only the caller's own kernels.
+    assert bob.api("GET", "api/status").json()["kernels"] == 0
+    assert alice.api("GET", "api/status").json()["kernels"] == 1
     missing = bob.api("GET", "api/kernels/00000000-0000-0000-0000-000000000000")
     assert missing.status_code == 404
     other = bob.api("GET", "api/kernels/" + kid).json()
@@ -158,6 +165,85 @@ def test_workspaces_are_per_user(school, alice_kernel):
     for snap in alice.api("GET", "api/workspaces/default/snapshots").json():
         r = bob.api("GET", "api/workspaces/default/snapshots/" + snap["id"])
         assert r.status_code == 404 and "alice_secret" not in r.text, r.text
+
+
+def mcp_session(user):
+    """An MCP (streamable HTTP, /mcp) client with this user's token: returns call(tool, args) -> result."""
+    h = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    init = user.api("POST", "mcp", headers=h, json={
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    assert init.status_code == 200, init.text
+    h["Mcp-Session-Id"] = init.headers["Mcp-Session-Id"]
+    user.api("POST", "mcp", headers=h, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def call(tool, args):
+        r = user.api("POST", "mcp", headers=h, json={"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                                    "params": {"name": tool, "arguments": args}})
+        assert r.status_code == 200, r.text
+        return r.json()["result"]
+    return call
+
+
+def mcp_text(result):
+    return "\n".join(c.get("text", "") for c in result["content"])
+
+
+def test_workspaces_and_snapshots_are_404_for_bob_on_every_route(school, alice_kernel):
+    """alice's workspace "alice-ws" and its snapshot, through every workspace route, as bob."""
+    _, users = school
+    alice, bob = users["alice"], users["bob"]
+    assert alice.api("POST", "api/workspaces", json={"name": "alice-ws"}).status_code == 201
+    put = alice.api("PUT", "api/workspaces/alice-ws/files/secret.txt", data=b"alice's")
+    assert put.status_code == 201, put.text
+    snap = alice.api("POST", "api/workspaces/alice-ws/snapshots", json={"label": "mine"})
+    assert snap.status_code == 201, snap.text
+    sid = snap.json()["id"]
+    ws = "api/workspaces/alice-ws"
+    routes = [("GET", ws, None), ("DELETE", ws, None),
+              ("GET", ws + "/files/secret.txt", None), ("GET", ws + "/files/", None),
+              ("PUT", ws + "/files/secret.txt", b"bob's"), ("DELETE", ws + "/files/secret.txt", None),
+              ("GET", ws + "/snapshots", None), ("POST", ws + "/snapshots", {"label": "bob"}),
+              ("GET", ws + "/snapshots/" + sid, None), ("DELETE", ws + "/snapshots/" + sid, None),
+              ("POST", ws + "/snapshots/%s/restore" % sid, {}),
+              ("POST", ws + "/snapshots/%s/restore" % sid, {"to": "stolen"}),
+              ("GET", ws + "/snapshots/%s/archive" % sid, None),
+              ("GET", ws + "/diff?from=" + sid, None),
+              # A non-admin's ?owner= is ignored: still bob's own (missing) workspace.
+              ("GET", ws + "/files/secret.txt?owner=alice", None),
+              ("GET", ws + "/snapshots?owner=alice", None)]
+    for method, path, body in routes:
+        kw = {"data": body} if isinstance(body, bytes) else {"json": body}
+        r = bob.api(method, path, **kw)
+        assert r.status_code == 404, (method, path, r.status_code, r.text)
+        assert "alice's" not in r.text
+    assert "alice-ws" not in [w["name"] for w in bob.api("GET", "api/workspaces").json()]
+    assert "stolen" not in [w["name"] for w in bob.api("GET", "api/workspaces").json()]
+    # Everything is still alice's, unchanged.
+    assert alice.api("GET", ws + "/files/secret.txt").content == b"alice's"
+    assert sid in [s["id"] for s in alice.api("GET", ws + "/snapshots").json()]
+    # The admin reaches it with ?owner=.
+    admin = users["teacher"]
+    assert admin.api("GET", ws + "/files/secret.txt?owner=alice").content == b"alice's"
+
+
+def test_mcp_tools_cannot_reach_another_users_kernel_or_workspace(school, alice_kernel):
+    _, users = school
+    call = mcp_session(users["bob"])
+    listed = call("list_kernels", {})
+    assert alice_kernel not in mcp_text(listed), listed
+    for tool, args in [("execute", {"kernel_id": alice_kernel, "code": "print(1)"}),
+                       ("read", {"kernel_id": alice_kernel, "path": "alice_secret.txt"}),
+                       ("write", {"kernel_id": alice_kernel, "path": "x.txt", "content": "bob"}),
+                       ("edit", {"kernel_id": alice_kernel, "path": "x.txt", "old_string": "a", "new_string": "b"}),
+                       ("process", {"kernel_id": alice_kernel, "command": "true"}),
+                       ("list_snapshots", {"workspace": "alice-ws"}),
+                       ("snapshot", {"workspace": "alice-ws", "label": "bob"})]:
+        result = call(tool, args)
+        assert result.get("isError") is True, (tool, result)
+        assert "404" in mcp_text(result), (tool, result)
+    # alice's own MCP session does see her kernel.
+    assert alice_kernel in mcp_text(mcp_session(users["alice"])("list_kernels", {}))
 
 
 def test_quota_max_kernels(school, alice_kernel):
@@ -216,12 +302,127 @@ def test_restart_without_loss_after_sigterm():
 
 
 def test_restart_without_loss_after_crash():
-    def crash(t):
-        t.proc.kill()  # SIGKILL: no cleanup at all, as in a crash
-        t.proc.wait(30)
-        t.proc = None
-        t.url = None
-    restart_keeps_kernel(crash)
+    restart_keeps_kernel(kill_gateway)
+
+
+def kill_gateway(t):
+    t.proc.kill()  # SIGKILL: no cleanup at all, as in a crash
+    t.proc.wait(30)
+    t.proc = None
+    t.url = None
+
+
+def test_sigkill_in_the_middle_of_an_execute():
+    """The gateway dies while a cell runs: the kernel finishes it, and a restarted gateway re-adopts
+    the kernel with the cell's effect in memory."""
+    t = cellgate_target()
+    t.start()
+    try:
+        kid = t.start_kernel()["id"]
+        ws = KernelWS(t.url, t.token, kid)
+        msg_id = ws.send("shell", "execute_request", {
+            "code": "import time\ntime.sleep(3)\nx = 42", "silent": False, "store_history": True,
+            "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+        # The cell is running (busy for this request) before the gateway dies.
+        ws.wait_for(lambda m: m.get("channel") == "iopub" and m["header"]["msg_type"] == "execute_input"
+                    and m["parent_header"].get("msg_id") == msg_id, timeout=30)
+        kill_gateway(t)
+        ws.close()
+        time.sleep(4)  # the cell finishes while no gateway runs
+        t.start()
+        listed = {k["id"]: k for k in t.get("api/kernels").json()}
+        assert kid in listed, (kid, listed, t.log_tail())
+        assert listed[kid]["execution_state"] != "dead", (listed[kid], t.log_tail())
+        fresh = KernelWS(t.url, t.token, kid)  # a new client, new session_id
+        try:
+            res = fresh.execute("print(x == 42, x)")
+            assert res.reply["content"]["status"] == "ok", res.reply
+            out = "".join(m["content"].get("text", "") for m in res.iopub if m["header"]["msg_type"] == "stream")
+            assert out.strip() == "True 42", res.iopub
+        finally:
+            fresh.close()
+    finally:
+        t.stop()
+
+
+def snapshot_rows(t, ws="default"):
+    r = t.get("api/workspaces/%s/snapshots" % ws)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def db_exec(t, sql, *args):
+    import sqlite3
+    con = sqlite3.connect(os.path.join(t.data_dir, "cellgate.db"), timeout=30)
+    try:
+        with con:
+            cur = con.execute(sql, args)
+            return cur.fetchall()
+    finally:
+        con.close()
+
+
+def test_snapshot_index_survives_restart_and_is_reconciled_with_the_store():
+    t = cellgate_target()
+    t.start()
+    try:
+        kid = t.start_kernel()["id"]
+        for i in range(3):
+            r = t.post("api/kernels/%s/execute" % kid, json={"code": "open('f%d.txt', 'w').write('%d')" % (i, i)})
+            assert r.status_code == 200 and r.json()["status"] == "ok", r.text
+        label = t.post("api/workspaces/default/snapshots", json={"label": "checkpoint"})
+        assert label.status_code == 201, label.text
+        before = snapshot_rows(t)
+        assert len(before) == 4, before
+        autos = [s for s in before if s["automatic"]]
+        assert [s["kernel_id"] for s in autos] == [kid] * 3, autos
+        assert [s["execution_count"] for s in autos] == [1, 2, 3], autos
+        assert [s["added"] for s in autos] == [1, 1, 1], autos
+        assert autos[0]["parent"] is None and autos[1]["parent"] == autos[0]["id"], autos
+        assert before[-1]["label"] == "checkpoint" and before[-1]["kernel_id"] is None, before[-1]
+        assert before[-1]["parent"] == autos[-1]["id"], before
+
+        # The listing is the database's: a row deleted there disappears from it at once.
+        gone = before[1]["id"]
+        db_exec(t, "DELETE FROM snapshots WHERE snapshot_id = ?", gone)
+        assert gone not in [s["id"] for s in snapshot_rows(t)]
+
+        t.terminate_gateway()
+        # While it is down: a snapshot vanishes from the store, and the database gains a row for a
+        # snapshot (and a workspace) the store never had.
+        dropped = before[2]["id"]  # not the head (the labelled one is)
+        os.unlink(os.path.join(t.data_dir, "workspaces", "default", "default", "snapshots", dropped))
+        db_exec(t, "INSERT INTO workspaces (owner, name, created) VALUES ('default', 'ghost', 'x')")
+        db_exec(t, "INSERT INTO snapshots (owner, workspace, snapshot_id, created) VALUES "
+                   "('default', 'ghost', '00000001-deadbeef', 'x')")
+        db_exec(t, "INSERT INTO snapshots (owner, workspace, snapshot_id, created) VALUES "
+                   "('default', 'default', '00000099-deadbeef', 'x')")
+        t.start()
+        after = snapshot_rows(t)
+        ids = [s["id"] for s in after]
+        assert dropped not in ids and "00000099-deadbeef" not in ids, after
+        assert ids == [before[0]["id"], before[1]["id"], before[3]["id"]], (ids, before)
+        # Rows that survived are unchanged; the rebuilt one has what the store knows (parent, counts).
+        by_id = {s["id"]: s for s in after}
+        for s in (before[0], before[3]):
+            assert by_id[s["id"]] == s, (by_id[s["id"]], s)
+        rebuilt = by_id[gone]
+        assert rebuilt["parent"] == before[0]["id"] and rebuilt["kernel_id"] is None, rebuilt
+        assert (rebuilt["added"], rebuilt["changed"], rebuilt["removed"]) == (1, 0, 0), rebuilt
+        assert rebuilt["entries"] == before[1]["entries"] and rebuilt["bytes"] == before[1]["bytes"], rebuilt
+        assert db_exec(t, "SELECT count(*) FROM snapshots WHERE workspace = 'ghost'") == [(0,)]
+        assert db_exec(t, "SELECT count(*) FROM workspaces WHERE name = 'ghost'") == [(0,)]
+        assert "snapshot index reconciled" in t.log_tail(200), t.log_tail()
+        # Still a working index: the next execute's snapshot is listed, with the re-adopted kernel.
+        r = t.post("api/kernels/%s/execute" % kid, json={"code": "open('f9.txt', 'w').write('9')"})
+        assert r.status_code == 200 and r.json()["status"] == "ok", r.text
+        newest = snapshot_rows(t)[-1]
+        assert newest["kernel_id"] == kid and newest["added"] == 1, newest
+        deleted = t.api("DELETE", "api/workspaces/default/snapshots/" + newest["id"])
+        assert deleted.status_code == 204, deleted.text
+        assert newest["id"] not in [s["id"] for s in snapshot_rows(t)]
+    finally:
+        t.stop()
 
 
 def test_idle_kernel_is_culled():

@@ -186,6 +186,10 @@ def case_environ(ctx):
     expect_held(ctx, ["/usr/bin/python3", "/pyprobes/environ_probe.py", name, value], host_env=host_env)
 
 
+def case_init_cmdline(ctx):
+    expect_held(ctx, [PY, "/pyprobes/cmdline_probe.py"])
+
+
 # The helper's documented defaults, plus CELLGATE_VARIANT from the policy-file variant's policy env.
 DEFAULT_ENV = ["PATH", "HOME", "LANG", "TERM", "USER", "LOGNAME", "SHELL", "MPLBACKEND",
                "IPYTHONDIR", "XDG_CACHE_HOME", "MPLCONFIGDIR", "CELLGATE_VARIANT"]
@@ -484,6 +488,7 @@ CASES = {
     "outbound_net": case_outbound_net,
     "abstract_unix": case_abstract_unix,
     "environ": case_environ,
+    "init_cmdline": case_init_cmdline,
     "leaked_fds": case_leaked_fds,
     "credentials": case_credentials,
     "host_uids": case_host_uids,

@@ -7,6 +7,7 @@
 #include "common/random.h"
 #include "common/result.h"
 #include "common/time_format.h"
+#include "common/utf8.h"
 
 using namespace cellgate::common;
 
@@ -35,4 +36,23 @@ TEST_CASE("result holds a value or an error", "[common]") {
   CHECK(*a == 3);
   CHECK_FALSE(b.has_value());
   CHECK(b.error().code == Errc::kNotFound);
+}
+
+TEST_CASE("valid_utf8 accepts well-formed text and rejects every malformed class", "[common]") {
+  using cellgate::common::valid_utf8;
+  CHECK(valid_utf8(""));
+  CHECK(valid_utf8("plain ascii"));
+  CHECK(valid_utf8(std::string_view("nul\0inside", 10)));
+  CHECK(valid_utf8("\xC3\xA9t\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"));  // été € 😀
+  CHECK(valid_utf8("\xF4\x8F\xBF\xBF"));                                    // U+10FFFF
+  CHECK_FALSE(valid_utf8("\x80"));                                          // lone continuation
+  CHECK_FALSE(valid_utf8("\xC3"));                                          // truncated
+  CHECK_FALSE(valid_utf8("\xE2\x82"));                                      // truncated
+  CHECK_FALSE(valid_utf8("\xC0\xAF"));                                      // overlong '/'
+  CHECK_FALSE(valid_utf8("\xE0\x80\xAF"));                                  // overlong
+  CHECK_FALSE(valid_utf8("\xED\xA0\x80"));                                  // surrogate U+D800
+  CHECK_FALSE(valid_utf8("\xF4\x90\x80\x80"));                              // above U+10FFFF
+  CHECK_FALSE(valid_utf8("\xF5\x80\x80\x80"));
+  CHECK_FALSE(valid_utf8("\xFF"));
+  CHECK_FALSE(valid_utf8("ok\xC3(x"));                                      // bad continuation
 }

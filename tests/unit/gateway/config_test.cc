@@ -42,6 +42,7 @@ TEST_CASE("precedence: flags over env over file", "[gateway]") {
 TEST_CASE("bad configuration fails with one clear line", "[gateway]") {
   CHECK_THROWS_WITH(load({"--port", "x"}), Catch::Contains("--port"));
   CHECK_THROWS_WITH(load({"--nope", "1"}), Catch::Contains("unknown option --nope"));
+  CHECK_THROWS_WITH(load({"--nope"}), Catch::Contains("unknown option --nope"));
   CHECK_THROWS_WITH(load({"--spawner", "docker"}), Catch::Contains("jail or plain"));
   CHECK_THROWS_WITH(load({"--kernel-memory", "5X"}), Catch::Contains("suffix"));
   CHECK_THROWS_WITH(load({"--port"}), Catch::Contains("needs a value"));

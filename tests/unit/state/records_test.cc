@@ -137,3 +137,53 @@ TEST_CASE("workspaces and their snapshot index", "[state]") {
   CHECK(list_snapshots(*db, "bob", "main")->size() == 1);
   CHECK(delete_workspace(*db, "alice", "main").error().code == Errc::kNotFound);
 }
+
+TEST_CASE("the snapshot index keeps who made each snapshot and what it changed", "[state]") {
+  TempDir tmp;
+  auto db = Database::open(tmp.path());
+  REQUIRE(db);
+  REQUIRE(ensure_workspace(*db, WorkspaceRow{"alice", "main", "t1", false}));
+  REQUIRE(ensure_workspace(*db, WorkspaceRow{"alice", "main", "t-later", true}));  // exists: left as it is
+  CHECK(get_workspace(*db, "alice", "main")->created == "t1");
+  REQUIRE(ensure_workspace(*db, WorkspaceRow{"bob", "b", "t2", false}));
+  auto all = list_all_workspaces(*db);
+  REQUIRE(all);
+  REQUIRE(all->size() == 2);
+  CHECK((*all)[0].owner == "alice");
+  CHECK((*all)[1].owner == "bob");
+
+  SnapshotRow by_kernel{"alice", "main", "00000002-bbbbbbbb", "", "2026-11-29T20:00:00Z", true};
+  by_kernel.created_ns = 1764446400000000000;
+  by_kernel.parent = "00000001-aaaaaaaa";
+  by_kernel.kernel_id = "k-1";
+  by_kernel.execution_count = 7;
+  by_kernel.added = 2;
+  by_kernel.changed = 1;
+  by_kernel.removed = 0;
+  by_kernel.entries = 12;
+  by_kernel.bytes = 4096;
+  SnapshotRow rebuilt{"alice", "main", "00000001-aaaaaaaa", "first", "2026-11-29T19:00:00Z", false};
+  REQUIRE(insert_snapshot(*db, by_kernel));
+  REQUIRE(insert_snapshot(*db, rebuilt));
+  CHECK(insert_snapshot(*db, rebuilt).error().code == Errc::kConflict);
+
+  auto rows = list_snapshots(*db, "alice", "main");
+  REQUIRE(rows);
+  REQUIRE(rows->size() == 2);
+  CHECK((*rows)[0].snapshot_id == "00000001-aaaaaaaa");  // by id: the creation counter
+  const auto& got = (*rows)[1];
+  CHECK(got.created_ns == by_kernel.created_ns);
+  CHECK(got.parent == "00000001-aaaaaaaa");
+  CHECK(got.kernel_id == "k-1");
+  CHECK(got.execution_count == std::optional<int64_t>(7));
+  CHECK(got.added == std::optional<int64_t>(2));
+  CHECK(got.changed == std::optional<int64_t>(1));
+  CHECK(got.removed == std::optional<int64_t>(0));
+  CHECK(got.entries == 12);
+  CHECK(got.bytes == 4096);
+  // Unknown stays unknown (NULL), not 0.
+  CHECK_FALSE((*rows)[0].execution_count);
+  CHECK_FALSE((*rows)[0].added);
+  CHECK((*rows)[0].kernel_id.empty());
+  CHECK((*rows)[0].label == "first");
+}
