@@ -23,6 +23,7 @@ using launcher::KernelState;
 namespace {
 constexpr size_t kMaxPendingRequests = 8192;
 constexpr size_t kMaxOfflineSessions = 32;
+constexpr size_t kMaxSilentPending = 1024;
 
 const char* channel_name(Channel c) { return launcher::kChannelNames[static_cast<size_t>(c)]; }
 
@@ -112,6 +113,7 @@ void KernelHub::from_client(WsSession& session, const std::string& channel, prot
     auto header = protocol::peek_header(message.header);
     if (header) {
       remember_request(header->msg_id, session.session_id());
+      note_silent(*header, message);
       if (execute_limit_.count() > 0 && header->msg_type == "execute_request" && limited_.size() < 1024)
         limited_.emplace(header->msg_id, message.header);
     }
@@ -139,15 +141,24 @@ void KernelHub::broadcast(const OutgoingPtr& m) {
   for (auto& [sid, r] : offline_) buffer(r, m);
 }
 
+void KernelHub::note_silent(const protocol::HeaderFields& header, const protocol::Message& message) {
+  // A silent execute leaves no trace in the notebook; its reply skips the after-execute snapshot (the
+  // next ordinary execute's snapshot sees whatever it changed). Bounded: past the cap, replies snapshot.
+  if (header.msg_type == "execute_request" && silent_.size() < kMaxSilentPending &&
+      protocol::peek_true_member(message.content, "silent"))
+    silent_.insert(header.msg_id);
+}
+
 bool KernelHub::send_watched(Channel channel, const protocol::Message& message, const std::string& msg_id,
                              std::shared_ptr<RequestWatcher> watcher, bool now) {
+  if (auto header = protocol::peek_header(message.header)) note_silent(*header, message);
   watchers_[msg_id] = watcher;
   return now ? kernel_->send_now(channel, message) : kernel_->send(channel, message);
 }
 
 void KernelHub::unwatch(const std::string& msg_id) { watchers_.erase(msg_id); }
 
-void KernelHub::on_kernel_message(Channel channel, const protocol::Message& message) {
+void KernelHub::on_kernel_message(Channel channel, protocol::Message&& message) {
   std::string parent_id;
   bool is_execute_reply = false;
   if (channel == Channel::kShell && (reply_hook_ || !limited_.empty())) {
@@ -170,16 +181,20 @@ void KernelHub::on_kernel_message(Channel channel, const protocol::Message& mess
       }
     }
   }
+  if (is_execute_reply && !silent_.empty()) {
+    if (parent_id.empty()) parent_id = protocol::peek_parent_msg_id(message.parent_header);
+    if (silent_.erase(parent_id)) is_execute_reply = false;  // delivered as it is, without a snapshot
+  }
   if (is_execute_reply && reply_hook_) {
-    reply_hook_(message, [self = shared_from_this(), parent_id](protocol::Message reply) {
-      self->dispatch(Channel::kShell, reply, parent_id);
+    reply_hook_(std::move(message), [self = shared_from_this(), parent_id](protocol::Message reply) {
+      self->dispatch(Channel::kShell, std::move(reply), parent_id);
     });
     return;
   }
-  dispatch(channel, message, std::move(parent_id));
+  dispatch(channel, std::move(message), std::move(parent_id));
 }
 
-void KernelHub::dispatch(Channel channel, const protocol::Message& message, std::string parent_id) {
+void KernelHub::dispatch(Channel channel, protocol::Message message, std::string parent_id) {
   if (!watchers_.empty()) {
     // Only paid while an agent request is in flight: find the request this message answers.
     if (parent_id.empty()) parent_id = protocol::peek_parent_msg_id(message.parent_header);
@@ -192,12 +207,12 @@ void KernelHub::dispatch(Channel channel, const protocol::Message& message, std:
       if (channel != Channel::kIopub) return;  // replies to our own requests are ours alone
     }
   }
-  auto out = std::make_shared<Outgoing>(channel_name(channel), message);
   if (channel == Channel::kIopub) {
-    broadcast(out);
+    broadcast(std::make_shared<Outgoing>(channel_name(channel), std::move(message)));
     return;
   }
   if (parent_id.empty()) parent_id = protocol::peek_parent_msg_id(message.parent_header);
+  auto out = std::make_shared<Outgoing>(channel_name(channel), std::move(message));
   auto it = requests_.find(parent_id);
   if (it == requests_.end()) {
     common::log_debug("kernel={} channel={} msg=\"reply to an unknown request dropped\"", kernel_->id(),
@@ -211,6 +226,7 @@ void KernelHub::dispatch(Channel channel, const protocol::Message& message, std:
 }
 
 void KernelHub::on_kernel_state(KernelState state, const std::string& reason) {
+  if (state == KernelState::kRestarting || state == KernelState::kDead) silent_.clear();  // no replies will come
   auto watchers = watchers_;  // a watcher may unwatch itself from its callback
   for (auto& [id, w] : watchers)
     if (auto sw = w.lock()) sw->on_state(state, reason);

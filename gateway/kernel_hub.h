@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <boost/asio/awaitable.hpp>
@@ -80,7 +81,7 @@ class KernelHub : public launcher::KernelObserver, public std::enable_shared_fro
   // Kernel deleted: close every connection with this reason and drop the buffers.
   void close_all(const std::string& reason);
 
-  void on_kernel_message(launcher::Channel channel, const protocol::Message& message) override;
+  void on_kernel_message(launcher::Channel channel, protocol::Message&& message) override;
   void on_kernel_state(launcher::KernelState state, const std::string& reason) override;
 
  private:
@@ -92,8 +93,9 @@ class KernelHub : public launcher::KernelObserver, public std::enable_shared_fro
   void deliver_to_session(const std::string& session_id, const OutgoingPtr& m);
   void buffer(Replay& r, const OutgoingPtr& m);
   void broadcast(const OutgoingPtr& m);
-  void dispatch(launcher::Channel channel, const protocol::Message& message, std::string parent_id);
+  void dispatch(launcher::Channel channel, protocol::Message message, std::string parent_id);
   void remember_request(const std::string& msg_id, const std::string& session_id);
+  void note_silent(const protocol::HeaderFields& header, const protocol::Message& message);
   void on_execute_started(const std::string& msg_id);
   void notify_stderr(const std::string& text, const std::string& parent_header);
   static boost::asio::awaitable<void> enforce_limit(std::shared_ptr<KernelHub> self, std::string msg_id,
@@ -111,6 +113,7 @@ class KernelHub : public launcher::KernelObserver, public std::enable_shared_fro
   std::chrono::seconds execute_limit_{0};
   ReplyHook reply_hook_;
   std::unordered_map<std::string, std::string> limited_;  // execute msg_id → its header, until the reply
+  std::unordered_set<std::string> silent_;                 // silent execute msg_ids, until the reply
   std::unordered_map<std::string, std::shared_ptr<boost::asio::steady_timer>> limit_timers_;
 };
 

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // cellgate: the gateway executable (subcommands: serve, run, user, mcp, fsck, gc).
 #include <signal.h>
+#include <sys/resource.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -76,6 +78,21 @@ boost::asio::awaitable<void> start_services(cellgate::gateway::Gateway* gw, int*
   shut_down();
 }
 
+// Each kernel holds about 13 descriptors (5 ZMQ sockets, their mailboxes, pidfds) and each WebSocket
+// one, so a soft limit of 1024 would stop the gateway near 70 kernels. Jailed kernels get the policy's
+// own limit, so raising ours to the hard limit does not reach them.
+void raise_fd_limit() {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
+  const rlim_t before = rl.rlim_cur;
+  rl.rlim_cur = rl.rlim_max;
+  if (::setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+    cellgate::common::log_warn("msg=\"cannot raise the open files limit\" soft={} errno={}", before, errno);
+    return;
+  }
+  cellgate::common::log_info("msg=\"open files limit raised\" from={} to={}", before, rl.rlim_cur);
+}
+
 int serve(int argc, char** argv) {
   using namespace cellgate;
   namespace asio = boost::asio;
@@ -84,6 +101,7 @@ int serve(int argc, char** argv) {
   common::parse_log_level(config.log_level, level);
   common::set_log_level(level);
   ::signal(SIGPIPE, SIG_IGN);
+  raise_fd_limit();
 
   // TLS first: a bad certificate or key fails before anything else starts.
   std::unique_ptr<asio::ssl::context> tls;

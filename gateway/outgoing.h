@@ -5,6 +5,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include <boost/asio/buffer.hpp>
 
 #include "protocol/message.h"
 #include "protocol/ws_codec.h"
@@ -19,11 +22,28 @@ class Outgoing {
 
   const std::string& channel() const { return channel_; }
   const protocol::Message& message() const { return message_; }
-  // The frame for a protocol, encoded on first use. Io thread only.
-  const protocol::WsFrame& frame(protocol::WsProtocol p) const {
-    auto& slot = p == protocol::WsProtocol::kV1 ? v1_ : legacy_;
-    if (!slot) slot = protocol::encode_ws(p, channel_, message_);
-    return *slot;
+  // The frame for a protocol as buffers to write in order, encoded on first use; they point into this
+  // object. v1 is the offset table, then the message's own parts: its megabytes are never copied
+  // (what the legacy JSON splice cannot avoid). Io thread only.
+  std::vector<boost::asio::const_buffer> frame_buffers(protocol::WsProtocol p) const {
+    std::vector<boost::asio::const_buffer> out;
+    if (p == protocol::WsProtocol::kLegacy) {
+      if (!legacy_) legacy_ = protocol::encode_ws(p, channel_, message_);
+      out.emplace_back(legacy_->data.data(), legacy_->data.size());
+      return out;
+    }
+    if (!v1_head_) v1_head_ = protocol::encode_v1_head(channel_, message_);
+    out.reserve(5 + message_.buffers.size());
+    out.emplace_back(v1_head_->data(), v1_head_->size());
+    for (const std::string* part : {&message_.header, &message_.parent_header, &message_.metadata, &message_.content})
+      out.emplace_back(part->data(), part->size());
+    for (const auto& b : message_.buffers) out.emplace_back(b.data(), b.size());
+    return out;
+  }
+  bool binary_frame(protocol::WsProtocol p) const {
+    if (p == protocol::WsProtocol::kV1) return true;
+    if (!legacy_) legacy_ = protocol::encode_ws(p, channel_, message_);
+    return legacy_->binary;
   }
   // Approximate memory held, for queue and buffer bounds.
   size_t bytes() const {
@@ -37,7 +57,7 @@ class Outgoing {
   std::string channel_;
   protocol::Message message_;
   mutable std::optional<protocol::WsFrame> legacy_;
-  mutable std::optional<protocol::WsFrame> v1_;
+  mutable std::optional<std::string> v1_head_;
 };
 
 using OutgoingPtr = std::shared_ptr<const Outgoing>;

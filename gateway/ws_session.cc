@@ -120,9 +120,11 @@ void WsConnection<Stream>::do_write() {
     return;
   }
   writing_ = true;
-  const auto& frame = queue_.front()->frame(protocol_);
-  ws_.binary(frame.binary);
-  ws_.async_write(asio::buffer(frame.data), [self](const boost::system::error_code& ec, size_t) {
+  const auto& front = queue_.front();
+  ws_.binary(front->binary_frame(protocol_));
+  // The buffers point into the Outgoing, which stays at the queue's front until this completes.
+  auto buffers = front->frame_buffers(protocol_);
+  ws_.async_write(buffers, [self](const boost::system::error_code& ec, size_t) {
     self->writing_ = false;
     if (ec) {
       self->closed_ = true;

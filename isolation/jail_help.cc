@@ -36,7 +36,7 @@ Options (VALUE may also be given as --option=VALUE):
   --fsize BYTES           RLIMIT_FSIZE. Default 1G
   --tmp-size BYTES        size of the /tmp and of the /dev/shm tmpfs. Default 256M
   --uid-range START:COUNT host uid range split in 65536-uid slots, one per live jail (flock on
-                          /run/cellgate/uids/<slot>.lock). Default 200000:6553600
+                          /run/cellgate/uids/<slot>.lock). Default 200000:67108864 (1024 jails)
   --status-file PATH      JSON status, replaced atomically on each change. Keep it (and any log
                           the gateway reads back) outside dirs the kernel can write (--bind-same,
                           --workspace): the kernel could rewrite it. Trust pids from --ready-fd

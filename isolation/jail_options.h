@@ -38,7 +38,7 @@ struct JailOptions {
   std::optional<std::string> hostname;
   Limits limits;
   uint64_t uid_start = 200000;
-  uint64_t uid_count = 6553600;
+  uint64_t uid_count = 67108864;  // 1024 slots: one per live jail (issue #8: hundreds of kernels)
   std::string status_file;
   int ready_fd = -1;
   std::string cgroup_root;          // empty: /sys/fs/cgroup

@@ -274,7 +274,7 @@ void Kernel::on_frames(Channel channel, const FrameViews& frames) {
                      kChannelNames[static_cast<size_t>(channel)], decoded.error().message);
     return;
   }
-  const protocol::Message& m = decoded.value();
+  protocol::Message& m = decoded.value();
   touch();
   auto header = protocol::peek_header(m.header);
   if (!header) return;
@@ -282,20 +282,16 @@ void Kernel::on_frames(Channel channel, const FrameViews& frames) {
   bool internal = false;
   if (channel == Channel::kIopub) {
     got_iopub_ = true;
-    if (type == "status") {
-      auto c = nlohmann::json::parse(m.content, nullptr, false);
-      if (c.is_object() && c.contains("execution_state") && state_ != KernelState::kStarting &&
-          state_ != KernelState::kRestarting && state_ != KernelState::kTerminating && state_ != KernelState::kDead) {
-        const auto& es = c["execution_state"];
-        if (es == "busy") set_state(KernelState::kBusy);
-        else if (es == "idle") set_state(KernelState::kIdle);
-      }
+    if (type == "status" && state_ != KernelState::kStarting && state_ != KernelState::kRestarting &&
+        state_ != KernelState::kTerminating && state_ != KernelState::kDead) {
+      // Two of these per execute: scanned, not parsed.
+      const std::string es = protocol::peek_string_member(m.content, "execution_state");
+      if (es == "busy") set_state(KernelState::kBusy);
+      else if (es == "idle") set_state(KernelState::kIdle);
     }
     if (ready_signal_) ready_signal_->cancel();
   } else if (type == "kernel_info_reply") {
-    auto parent = nlohmann::json::parse(m.parent_header, nullptr, false);
-    auto ps = parent.is_object() ? parent.find("session") : parent.end();
-    internal = ps != parent.end() && *ps == session_;
+    internal = protocol::peek_string_member(m.parent_header, "session") == session_;
     if (internal) {
       got_info_reply_ = true;
       if (ready_signal_) ready_signal_->cancel();
@@ -304,7 +300,7 @@ void Kernel::on_frames(Channel channel, const FrameViews& frames) {
   if (!internal && observer_) {
     // The session boundary for kernel traffic: nothing a kernel sends may take the gateway down.
     try {
-      observer_->on_kernel_message(channel, m);
+      observer_->on_kernel_message(channel, std::move(m));
     } catch (const std::exception& e) {
       common::log_error("kernel={} msg=\"error handling a kernel message\" error=\"{}\"", id(), e.what());
     }

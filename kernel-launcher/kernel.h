@@ -35,8 +35,9 @@ const char* to_string(KernelState s);
 class KernelObserver {
  public:
   virtual ~KernelObserver() = default;
-  // A verified message from the kernel on shell, iopub, stdin or control.
-  virtual void on_kernel_message(Channel channel, const protocol::Message& message) = 0;
+  // A verified message from the kernel on shell, iopub, stdin or control, moved in: the observer keeps
+  // its parts without copying them (an output may be megabytes).
+  virtual void on_kernel_message(Channel channel, protocol::Message&& message) = 0;
   // The state changed (e.g. restarting, dead with a reason).
   virtual void on_kernel_state(KernelState state, const std::string& reason) = 0;
 };

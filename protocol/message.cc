@@ -8,6 +8,7 @@
 
 #include "common/random.h"
 #include "common/time_format.h"
+#include "protocol/json_scan.h"
 
 namespace cellgate::protocol {
 namespace {
@@ -20,9 +21,21 @@ std::string string_field(const json& object, const char* key) {
   return it->get<std::string>();
 }
 
+using detail::ScanField;
+
+std::string scanned_string(const ScanField& f) {
+  return f.kind == ScanField::Kind::kString ? std::string(f.value) : std::string();
+}
+
 }  // namespace
 
 common::Result<HeaderFields> peek_header(std::string_view header_json) {
+  ScanField f[3] = {{"msg_id"}, {"msg_type"}, {"session"}};
+  if (detail::scan_top_level(header_json, f)) {
+    if (f[1].kind != ScanField::Kind::kString)
+      return common::make_error(common::Errc::kBadRequest, "header has no string msg_type");
+    return HeaderFields{scanned_string(f[0]), std::string(f[1].value), scanned_string(f[2])};
+  }
   // parse() builds and destroys the tree without recursion (nlohmann 3.11), so depth is harmless here.
   json header = json::parse(header_json, nullptr, /*allow_exceptions=*/false);
   if (!header.is_object()) return common::make_error(common::Errc::kBadRequest, "header is not a JSON object");
@@ -34,9 +47,26 @@ common::Result<HeaderFields> peek_header(std::string_view header_json) {
 }
 
 std::string peek_parent_msg_id(std::string_view parent_header_json) {
-  json parent = json::parse(parent_header_json, nullptr, /*allow_exceptions=*/false);
-  if (!parent.is_object()) return {};
-  return string_field(parent, "msg_id");
+  return peek_string_member(parent_header_json, "msg_id");
+}
+
+std::string peek_string_member(std::string_view object_json, std::string_view key) {
+  ScanField f[1] = {{key}};
+  if (detail::scan_top_level(object_json, f)) return scanned_string(f[0]);
+  json parsed = json::parse(object_json, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object()) return {};
+  auto it = parsed.find(key);
+  if (it == parsed.end() || !it->is_string()) return {};
+  return it->get<std::string>();
+}
+
+bool peek_true_member(std::string_view object_json, std::string_view key) {
+  ScanField f[1] = {{key}};
+  if (detail::scan_top_level(object_json, f)) return f[0].kind == ScanField::Kind::kOther && f[0].value == "true";
+  json parsed = json::parse(object_json, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object()) return false;
+  auto it = parsed.find(key);
+  return it != parsed.end() && it->is_boolean() && it->get<bool>();
 }
 
 std::string make_header(std::string_view msg_type, std::string_view session, std::string_view username,

@@ -28,12 +28,21 @@ struct HeaderFields {
   std::string session;
 };
 
-// Parses a header JSON object and extracts msg_id, msg_type and session (missing → empty,
-// but the header must be a JSON object with a string msg_type). Never throws.
+// Extracts msg_id, msg_type and session from a header JSON object (missing → empty, but the header
+// must be a JSON object with a string msg_type). A byte scanner answers for ordinary headers; anything
+// it declines (escapes in those values, odd numbers, deep nesting, invalid text) gets a full parse, so
+// the answer is always the parser's. Never throws.
 common::Result<HeaderFields> peek_header(std::string_view header_json);
 
 // Extracts msg_id from a parent_header ("" when it is empty or has none). Never throws.
 std::string peek_parent_msg_id(std::string_view parent_header_json);
+
+// A top-level string member of a JSON object ("" when missing, not a string, or the text is not an
+// object), the scanner first as in peek_header. Never throws.
+std::string peek_string_member(std::string_view object_json, std::string_view key);
+
+// A top-level member that is literally true (e.g. an execute_request's "silent"). Never throws.
+bool peek_true_member(std::string_view object_json, std::string_view key);
 
 // Builds a header JSON text for a message we originate (protocol version 5.3, date now).
 std::string make_header(std::string_view msg_type, std::string_view session, std::string_view username,

@@ -109,24 +109,29 @@ WsFrame encode_legacy(std::string_view channel, const Message& m) {
   return frame;
 }
 
+void append_v1_head(std::string& out, std::string_view channel, const Message& m) {
+  const size_t n = kV1MinOffsets + m.buffers.size();
+  put_le64(out, n);
+  uint64_t offset = 8 * (n + 1);
+  put_le64(out, offset);
+  offset += channel.size();
+  put_le64(out, offset);
+  for (const std::string* part : {&m.header, &m.parent_header, &m.metadata, &m.content}) {
+    offset += part->size();
+    put_le64(out, offset);
+  }
+  for (const auto& b : m.buffers) {
+    offset += b.size();
+    put_le64(out, offset);
+  }
+  out.append(channel);
+}
+
 WsFrame encode_v1(std::string_view channel, const Message& m) {
   const size_t n = kV1MinOffsets + m.buffers.size();
   WsFrame frame{std::string(), true};
   frame.data.reserve(8 * (n + 1) + channel.size() + parts_size(m));
-  put_le64(frame.data, n);
-  uint64_t offset = 8 * (n + 1);
-  put_le64(frame.data, offset);
-  offset += channel.size();
-  put_le64(frame.data, offset);
-  for (const std::string* part : {&m.header, &m.parent_header, &m.metadata, &m.content}) {
-    offset += part->size();
-    put_le64(frame.data, offset);
-  }
-  for (const auto& b : m.buffers) {
-    offset += b.size();
-    put_le64(frame.data, offset);
-  }
-  frame.data.append(channel);
+  append_v1_head(frame.data, channel, m);
   frame.data.append(m.header).append(m.parent_header).append(m.metadata).append(m.content);
   for (const auto& b : m.buffers) frame.data.append(b);
   return frame;
@@ -247,6 +252,13 @@ common::Result<WsMessage> decode_v1(std::string_view data, bool binary, size_t m
 
 WsFrame encode_ws(WsProtocol protocol, std::string_view channel, const Message& m) {
   return protocol == WsProtocol::kV1 ? encode_v1(channel, m) : encode_legacy(channel, m);
+}
+
+std::string encode_v1_head(std::string_view channel, const Message& m) {
+  std::string head;
+  head.reserve(8 * (kV1MinOffsets + m.buffers.size() + 1) + channel.size());
+  append_v1_head(head, channel, m);
+  return head;
 }
 
 common::Result<WsMessage> decode_ws(WsProtocol protocol, std::string_view data, bool binary, size_t max_parts) {

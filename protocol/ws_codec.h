@@ -29,6 +29,11 @@ struct WsMessage {
 // little-endian uint64 offsets, parts copied as they are. msg_id/msg_type come from peek_header.
 WsFrame encode_ws(WsProtocol protocol, std::string_view channel, const Message& m);
 
+// The start of the v1 frame encode_ws builds: its offset table and the channel. The whole frame is
+// this, then header, parent_header, metadata, content and the buffers, so a writer can send the
+// message's own parts after it (scatter/gather) instead of copying them into one frame.
+std::string encode_v1_head(std::string_view channel, const Message& m);
+
 // Client→server. Validates every offset and length against the frame size before reading, rejects
 // non-object JSON parts, unknown channels and anything over max_parts parts. Never throws.
 common::Result<WsMessage> decode_ws(WsProtocol protocol, std::string_view data, bool binary,

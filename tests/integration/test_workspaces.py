@@ -61,6 +61,20 @@ def test_websocket_reply_carries_cellgate_metadata(target, new_kernel, connect):
     assert {"changed", "removed"} <= set(meta), meta
 
 
+def test_silent_execute_skips_the_snapshot_the_next_cell_takes_it(target, new_kernel, connect):
+    kid = new_kernel()["id"]
+    c = connect(kid)
+    name = "silent_%s.txt" % uuid.uuid4().hex[:8]
+    res = c.execute("open(%r, 'w').write('quiet')" % name, silent=True)
+    assert res.reply["content"]["status"] == "ok", res.reply
+    # A silent execute (agent env set/restore, a frontend's introspection) costs no snapshot.
+    assert "cellgate" not in res.reply["metadata"], res.reply["metadata"]
+    res = c.execute("1+1")
+    meta = res.reply["metadata"].get("cellgate")
+    assert meta is not None and meta["new_snapshot"] is True, res.reply["metadata"]
+    assert name in meta["added"], meta
+
+
 def test_labelled_snapshot_restore_in_place_keeps_memory(target, new_kernel):
     kid = new_kernel()["id"]
     execute(target, kid, "open('data.txt', 'w').write('original')")

@@ -167,3 +167,14 @@ TEST_CASE("v1 encodes iopub and empty parts as given", "[protocol][ws]") {
   CHECK(frame.data == t::le64(6) + t::le64(56) + t::le64(61) + t::le64(61) + t::le64(61) + t::le64(61) +
                           t::le64(61) + "iopub");
 }
+
+TEST_CASE("v1 head followed by the parts is the v1 frame (scatter/gather writes)", "[protocol][ws]") {
+  Message m = stream_message();
+  for (int buffers = 0; buffers < 3; ++buffers) {
+    std::string gathered = cellgate::protocol::encode_v1_head("iopub", m);
+    gathered += m.header + m.parent_header + m.metadata + m.content;
+    for (const auto& b : m.buffers) gathered += b;
+    CHECK(gathered == encode_ws(WsProtocol::kV1, "iopub", m).data);
+    m.buffers.push_back(std::string(static_cast<size_t>(buffers) * 7 + 1, '\0'));
+  }
+}

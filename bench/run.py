@@ -1,0 +1,264 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+# bench/run.py: runs every figure script in one go and prints one table of figures, ratios and targets.
+"""One command for all of bench/:
+
+    bench/run.py --cellgate build/bin/cellgate            full run (minutes; 200 kernels)
+    bench/run.py --cellgate build/bin/cellgate --quick    smoke run: what CI runs (ctest bench.quick)
+
+A figure script is any bench/*/*.py with the line `# cellgate-bench: figures` among its first 20
+lines. It is run as `/usr/bin/python3 SCRIPT --jsonl --cellgate BIN [--quick] [ARGS]` and prints one
+JSON object per line on stdout (other lines are ignored, stderr passes through):
+
+    {"figure": "exec 1+1 p50", "backend": "cellgate", "value": 1.23, "unit": "ms",
+     "target": "<= floor+0.2", "group": "hot path"}
+
+backend defaults to "cellgate"; reference backends (floor, jupyter_server, ...) report the same
+figure without a target. value null means the measurement failed. target is null or one of
+  "<= 20"            absolute
+  ">= 0.9x floor"    a multiple of another backend's value for the same figure
+  "<= floor+0.2"     another backend's value plus a margin
+The table shows each figure's value per backend, cellgate's ratio to each reference, the target and
+whether cellgate meets it. --validate (CI) exits 1 unless every script exits 0 and every line is
+well-formed with a value; it does not require targets to be met (benchmarks, not timed tests).
+"""
+import argparse
+import glob
+import json
+import math
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MARKER = "# cellgate-bench: figures"
+PYTHON = "/usr/bin/python3"
+TARGET_RE = [
+    (re.compile(r"^(<=|>=)\s*(-?[0-9.]+)$"), "abs"),
+    (re.compile(r"^(<=|>=)\s*([0-9.]+)x\s+([\w.-]+)$"), "times"),
+    (re.compile(r"^(<=|>=)\s*([\w.-]+)\s*\+\s*([0-9.]+)$"), "plus"),
+]
+REFERENCE_ORDER = ["floor", "jupyter_server", "jupyter_server_nodelay"]
+
+
+def find_scripts():
+    out = []
+    for path in sorted(glob.glob(os.path.join(HERE, "*", "*.py"))):
+        try:
+            with open(path, errors="replace") as f:
+                head = [next(f, "") for _ in range(20)]
+        except OSError:
+            continue
+        if any(line.strip() == MARKER for line in head):
+            out.append(path)
+    return out
+
+
+def parse_target(expr):
+    """-> (op, kind, number, backend) or None if malformed."""
+    for rx, kind in TARGET_RE:
+        m = rx.match(expr.strip())
+        if not m:
+            continue
+        if kind == "abs":
+            return m.group(1), kind, float(m.group(2)), None
+        if kind == "times":
+            return m.group(1), kind, float(m.group(2)), m.group(3)
+        return m.group(1), kind, float(m.group(3)), m.group(2)
+    return None
+
+
+def check_line(obj):
+    """Problems with one figure line ([] when well-formed)."""
+    bad = []
+    if not isinstance(obj.get("figure"), str) or not obj["figure"]:
+        bad.append("figure must be a non-empty string")
+    v = obj.get("value")
+    if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)):
+        bad.append("value must be a finite number (got %r)" % (v,))
+    if not isinstance(obj.get("unit", ""), str):
+        bad.append("unit must be a string")
+    if not isinstance(obj.get("backend", "cellgate"), str):
+        bad.append("backend must be a string")
+    t = obj.get("target")
+    if t is not None and (not isinstance(t, str) or parse_target(t) is None):
+        bad.append("target %r is not '<= N', '>= Kx BACKEND' or '<= BACKEND+N'" % (t,))
+    return bad
+
+
+def evaluate(target, figure_values):
+    """-> (met or None, threshold or None) for cellgate's value of one figure."""
+    parsed = parse_target(target)
+    value = figure_values.get("cellgate")
+    if parsed is None or value is None:
+        return None, None
+    op, kind, num, ref = parsed
+    if kind == "abs":
+        threshold = num
+    else:
+        base = figure_values.get(ref)
+        if base is None:
+            return None, None
+        threshold = base * num if kind == "times" else base + num
+    return (value <= threshold if op == "<=" else value >= threshold), threshold
+
+
+def fmt(v):
+    if v is None:
+        return "fail"
+    if isinstance(v, int) or (abs(v) >= 100 and v == v):
+        return "%.0f" % v
+    return "%.3g" % v
+
+
+def machine_line():
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "?")
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
+    return "%s, %d cores (%s), %.0f GiB, Linux %s" % (platform.node(), os.cpu_count(), cpu, mem,
+                                                    platform.release())
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def run_script(path, a):
+    cmd = [PYTHON, path, "--jsonl", "--cellgate", a.cellgate] + (["--quick"] if a.quick else [])
+    name = os.path.basename(path)
+    for spec in a.script_args:
+        key, _, extra = spec.partition("=")
+        if key in (name, os.path.splitext(name)[0]):
+            cmd += extra.split()
+    print("# bench: %s" % " ".join(cmd), file=sys.stderr, flush=True)
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=a.timeout,
+                          env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    lines, problems = [], []
+    for raw in proc.stdout.splitlines():
+        if not raw.startswith("{"):
+            continue
+        try:
+            obj = json.loads(raw)
+        except ValueError as e:
+            problems.append("%s: not JSON (%s): %s" % (name, e, raw[:120]))
+            continue
+        obj.setdefault("backend", "cellgate")
+        obj.setdefault("group", os.path.basename(os.path.dirname(path)))
+        for b in check_line(obj):
+            problems.append("%s: %s: %s" % (name, obj.get("figure"), b))
+        lines.append(obj)
+    if proc.returncode != 0:
+        problems.append("%s exited with %d" % (name, proc.returncode))
+    if not lines:
+        problems.append("%s printed no figures" % name)
+    print("# bench: %s done in %.0f s" % (name, time.monotonic() - t0), file=sys.stderr, flush=True)
+    return lines, problems
+
+
+def build_table(all_lines):
+    figures, values, targets, units, groups = [], {}, {}, {}, {}
+    backends = []
+    for obj in all_lines:
+        f, b = obj["figure"], obj["backend"]
+        if f not in values:
+            figures.append(f)
+            values[f] = {}
+        if b not in backends:
+            backends.append(b)
+        v = obj.get("value")
+        values[f][b] = v if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+        units[f] = obj.get("unit", "")
+        groups[f] = obj.get("group", "")
+        if obj.get("target"):
+            targets[f] = obj["target"]
+    refs = [r for r in REFERENCE_ORDER if r in backends] + \
+           [b for b in backends if b not in REFERENCE_ORDER and b != "cellgate"]
+    head = ["group", "figure", "unit", "cellgate"] + refs + ["cellgate/" + r for r in refs] + ["target", "met"]
+    rows = []
+    for f in figures:
+        vals = values[f]
+        row = [groups[f], f, units[f], fmt(vals["cellgate"]) if "cellgate" in vals else "-"]
+        row += [fmt(vals[r]) if r in vals else "-" for r in refs]
+        for r in refs:
+            c, x = vals.get("cellgate"), vals.get(r)
+            row.append("%.2fx" % (c / x) if c is not None and x else "-")
+        met, threshold = evaluate(targets[f], vals) if f in targets else (None, None)
+        tgt = targets.get(f, "")
+        if tgt and threshold is not None and parse_target(tgt)[1] != "abs":
+            tgt += " (%s)" % fmt(threshold)
+        row += [tgt, "" if f not in targets else ("yes" if met else ("NO" if met is False else "?"))]
+        rows.append(row)
+    return head, rows
+
+
+def render(head, rows, markdown):
+    if markdown:
+        out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        out += ["| " + " | ".join(r) + " |" for r in rows]
+        return "\n".join(out)
+    widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [head] + rows]
+    return "\n".join([lines[0], "-" * len(lines[0])] + lines[1:])
+
+
+def main():
+    p = argparse.ArgumentParser(description="run every bench figure script; print one table")
+    p.add_argument("--cellgate", default=os.environ.get("CELLGATE_BIN"), help="cellgate binary")
+    p.add_argument("--quick", action="store_true", help="small sizes (CI)")
+    p.add_argument("--validate", action="store_true",
+                   help="exit 1 unless every script ran and every figure line is well-formed")
+    p.add_argument("--only", default="", help="comma list of script names to run (default: all)")
+    p.add_argument("--script-args", action="append", default=[], metavar="SCRIPT=ARGS",
+                   help="extra arguments for one script, e.g. density_bench=--kernels 50")
+    p.add_argument("--markdown", metavar="FILE", help="also write the table as Markdown to FILE")
+    p.add_argument("--timeout", type=float, default=3600, help="seconds per script")
+    p.add_argument("--list", action="store_true", help="list the figure scripts and exit")
+    a = p.parse_args()
+    scripts = find_scripts()
+    if a.only:
+        keep = {s.strip() for s in a.only.split(",") if s.strip()}
+        scripts = [s for s in scripts if os.path.basename(s) in keep or
+                   os.path.splitext(os.path.basename(s))[0] in keep]
+    if a.list:
+        print("\n".join(os.path.relpath(s, HERE) for s in scripts))
+        return 0
+    if not (a.cellgate and os.access(a.cellgate, os.X_OK)):
+        print("cellgate binary missing: %r (--cellgate or CELLGATE_BIN)" % a.cellgate, file=sys.stderr)
+        return 1
+    a.cellgate = os.path.abspath(a.cellgate)
+    load_before = loadavg()
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    all_lines, problems = [], []
+    for s in scripts:
+        try:
+            lines, probs = run_script(s, a)
+        except subprocess.TimeoutExpired:
+            lines, probs = [], ["%s timed out after %.0f s" % (os.path.basename(s), a.timeout)]
+        all_lines += lines
+        problems += probs
+    head, rows = build_table(all_lines)
+    title = ("cellgate bench%s, %s; %s; load average %s before, %s after"
+             % (" (--quick)" if a.quick else "", started, machine_line(), load_before, loadavg()))
+    print(title)
+    print(render(head, rows, False))
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write(title + "\n\n" + render(head, rows, True) + "\n")
+    for pr in problems:
+        print("problem: " + pr, file=sys.stderr)
+    if a.validate and problems:
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// json_scan tests: the byte scanner answers exactly what nlohmann's parser would, or declines.
+#include "protocol/json_scan.h"
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "protocol/message.h"
+
+using cellgate::protocol::detail::scan_top_level;
+using cellgate::protocol::detail::ScanField;
+using Kind = ScanField::Kind;
+using nlohmann::json;
+
+namespace {
+
+struct Scan {
+  bool ok;
+  ScanField id, type;
+};
+
+Scan scan(std::string_view text) {
+  ScanField f[2] = {{"msg_id"}, {"msg_type"}};
+  bool ok = scan_top_level(text, f);
+  return {ok, f[0], f[1]};
+}
+
+constexpr const char* kHeader =
+    R"({"msg_id": "4f0c-1", "msg_type": "execute_request", "session": "s", "username": "u",)"
+    R"( "date": "2026-01-01T00:00:00.000000Z", "version": "5.3"})";
+
+}  // namespace
+
+TEST_CASE("scan finds top-level strings of an ordinary header", "[protocol][json_scan]") {
+  auto s = scan(kHeader);
+  REQUIRE(s.ok);
+  CHECK(s.id.kind == Kind::kString);
+  CHECK(s.id.value == "4f0c-1");
+  CHECK(s.type.value == "execute_request");
+}
+
+TEST_CASE("scan handles whitespace, nesting and escapes elsewhere", "[protocol][json_scan]") {
+  auto s = scan(" \r\n\t{ \"a\" : { \"msg_type\" : \"nested\", \"x\": [1, -2.5, true, false, null, {}, []] } ,"
+                "\n\"b\": \"q\\\"uote \\\\ \\u00e9 \\n\", \"msg_type\"\t:\t\"status\" , \"c\": \"é😀\" } \n");
+  REQUIRE(s.ok);
+  CHECK(s.type.kind == Kind::kString);
+  CHECK(s.type.value == "status");  // the nested msg_type is not the top-level one
+  CHECK(s.id.kind == Kind::kMissing);
+}
+
+TEST_CASE("scan reports non-string values and lets the last duplicate win", "[protocol][json_scan]") {
+  auto s = scan(R"({"msg_type": "a", "msg_id": {"k": [1]}, "msg_type": 7})");
+  REQUIRE(s.ok);
+  CHECK(s.type.kind == Kind::kOther);
+  CHECK(s.type.value == "7");
+  CHECK(s.id.kind == Kind::kOther);
+  CHECK(s.id.value == R"({"k": [1]})");
+  ScanField silent[1] = {{"silent"}};
+  REQUIRE(scan_top_level(R"({"code": "x = {\"silent\": true}", "silent": true})", silent));
+  CHECK(silent[0].value == "true");
+  CHECK(cellgate::protocol::peek_true_member(R"({"code": "1", "silent": true})", "silent"));
+  CHECK_FALSE(cellgate::protocol::peek_true_member(R"({"code": "\"silent\": true", "silent": false})", "silent"));
+}
+
+TEST_CASE("scan declines what it does not answer exactly", "[protocol][json_scan]") {
+  for (const char* text : {
+           "", "[]", "\"s\"", "{", "{}}", "{} x", R"({"msg_type": "a",})", R"({"msg_type" "a"})",
+           R"({"msg_type": "esc\"aped"})",       // an escape in a wanted value
+           R"({"msg\u005ftype": "a"})",          // an escaped key might be a wanted one
+           R"({"a": "\ud800"})",                 // a lone surrogate: nlohmann rejects it
+           R"({"a": 1e400})", R"({"a": 1.5E3})", // exponents
+           R"({"a": 12345678901234567890})",     // too long for the integer types
+           R"({"a": 01})", R"({"a": -})", R"({"a": 1.})", R"({"a": tru})", R"({"a": "\x"})",
+           "{\"a\": \"\x01\"}",                  // a raw control character
+           "{\"a\": \"\xc3\"}", "{\"a\": \"\xed\xa0\x80\"}", "{\"a\": \"\xc0\xaf\"}",  // bad UTF-8
+       }) {
+    INFO(text);
+    CHECK_FALSE(scan(text).ok);
+  }
+  std::string deep = "{\"a\": " + std::string(200, '[') + std::string(200, ']') + "}";
+  CHECK_FALSE(scan(deep).ok);
+  std::string ok_depth = "{\"a\": " + std::string(60, '[') + std::string(60, ']') + "}";
+  CHECK(scan(ok_depth).ok);
+}
+
+TEST_CASE("peek_header gives the parser's answer when the scanner declines", "[protocol][json_scan]") {
+  auto escaped = cellgate::protocol::peek_header(R"({"msg_id": "a\"b", "msg_type": "exec\u0075te_request"})");
+  REQUIRE(escaped);
+  CHECK(escaped->msg_id == "a\"b");
+  CHECK(escaped->msg_type == "execute_request");
+  CHECK_FALSE(cellgate::protocol::peek_header(R"({"msg_type": 1})"));
+  CHECK_FALSE(cellgate::protocol::peek_header(R"({"msg_type": "a"} trailing)"));
+  CHECK(cellgate::protocol::peek_parent_msg_id("") == "");
+  CHECK(cellgate::protocol::peek_parent_msg_id(R"({"msg_id": "p\u0031"})") == "p1");
+}
+
+TEST_CASE("scan agrees with nlohmann on mutated headers", "[protocol][json_scan]") {
+  std::mt19937 rng(20261129);
+  const std::string alphabet = "{}[]\":,\\ ntfu0123456789.-eE\xc3\xa9\x01";
+  const std::vector<std::string> seeds = {
+      kHeader,
+      R"({"msg_id": "m", "msg_type": "stream", "subshell_id": null, "n": [1, 2.5, {"a": "b"}], "t": true})",
+      R"({"date": "2026", "msg_type": "a\nb", "msg_id": "\u00e9"})"};
+  int answered = 0;
+  for (int i = 0; i < 50000; ++i) {
+    std::string text = seeds[static_cast<size_t>(i) % seeds.size()];
+    const int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits && !text.empty(); ++e) {
+      size_t at = rng() % text.size();
+      char c = alphabet[rng() % alphabet.size()];
+      switch (rng() % 3) {
+        case 0: text[at] = c; break;
+        case 1: text.insert(at, 1, c); break;
+        default: text.erase(at, 1);
+      }
+    }
+    auto s = scan(text);
+    json parsed = json::parse(text, nullptr, false);
+    if (!s.ok) continue;
+    ++answered;
+    INFO(text);
+    REQUIRE(parsed.is_object());
+    for (const auto* f : {&s.id, &s.type}) {
+      auto it = parsed.find(std::string(f->key));
+      if (f->kind == Kind::kMissing) {
+        CHECK(it == parsed.end());
+      } else if (f->kind == Kind::kString) {
+        REQUIRE(it != parsed.end());
+        CHECK(*it == std::string(f->value));
+      } else {
+        REQUIRE(it != parsed.end());
+        CHECK(*it == json::parse(f->value));
+      }
+    }
+  }
+  CHECK(answered > 5000);  // the fast path is taken for most texts that stay valid
+}
