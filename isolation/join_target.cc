@@ -154,9 +154,10 @@ common::Result<JoinTarget> open_join_target(const std::string& status_file) {
   std::string proc_status;
   if (!read_proc(proc + "/status", proc_status)) return refuse("jail init " + pid + ": cannot read its status", errno);
   if (auto s = check_init_status(proc_status, t.status); !s) return s.error();
-  // The init's parent must be a cellgate-jail helper: a program of our name.
+  // The init's parent must be a cellgate-jail helper: a program of our name, or a helper forked by the
+  // cellgate-zygote fork server, which runs the same jail code (isolation::jail_main).
   const std::string helper_exe = exe_name(std::to_string(t.status.helper_pid));
-  if (helper_exe.empty() || helper_exe != exe_name("self"))
+  if (helper_exe.empty() || (helper_exe != exe_name("self") && helper_exe != "cellgate-zygote"))
     return refuse("jail init " + pid + ": its parent " + std::to_string(t.status.helper_pid) + " is not cellgate-jail");
   for (const char* ns : {"user", "pid", "mnt", "net"}) {
     if (same_inode(proc + "/ns/" + ns, std::string("/proc/self/ns/") + ns))

@@ -17,7 +17,8 @@ def jail_target(*extra):
         pytest.fail("cellgate target required but " + why)
     if os.geteuid() != 0:
         pytest.skip("jailed kernels need root")
-    return tm.CellgateTarget(path, spawner="jail", extra_args=list(extra))
+    # The fork server is opt-in; a later --fork-server in extra wins.
+    return tm.CellgateTarget(path, spawner="jail", extra_args=["--fork-server", "on", *extra])
 
 
 def zygote_socket(t):
