@@ -323,6 +323,19 @@ def cellgate_binary():
     return path, ""
 
 
+class TokenClient:
+    """A REST client holding one user's token: what each user of a multi-user test drives."""
+
+    def __init__(self, target, name, token):
+        self.target, self.name, self.token = target, name, token
+        self.http = requests.Session()
+        self.http.headers["Authorization"] = "token " + token
+
+    def api(self, method, path, **kw):
+        kw.setdefault("timeout", 90)
+        return self.http.request(method, self.target.url + path.lstrip("/"), **kw)
+
+
 def make_target(name, **kw):
     if name == "jupyter_server":
         return JupyterServerTarget(**kw)

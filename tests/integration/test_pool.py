@@ -7,7 +7,6 @@ import threading
 import time
 
 import pytest
-import requests
 
 import targets as targets_mod
 from conftest import selected_targets
@@ -18,16 +17,7 @@ pytestmark = pytest.mark.skipif("cellgate" not in selected_targets(), reason="th
 SPEC = "python3"
 
 
-class User:
-    def __init__(self, target, name, token):
-        self.target, self.name, self.token = target, name, token
-        self.http = requests.Session()
-        self.http.headers["Authorization"] = "token " + token
-
-    def api(self, method, path, **kw):
-        kw.setdefault("timeout", 90)
-        return self.http.request(method, self.target.url + path.lstrip("/"), **kw)
-
+class User(targets_mod.TokenClient):
     def start_kernel(self, **body):
         body.setdefault("name", SPEC)
         r = self.api("POST", "api/kernels", json=body)

@@ -5,7 +5,6 @@ import os
 import time
 
 import pytest
-import requests
 import websocket
 
 import targets as targets_mod
@@ -23,17 +22,8 @@ def cellgate_target(**kw):
     return targets_mod.make_target("cellgate", **kw)
 
 
-class User:
+class User(targets_mod.TokenClient):
     """REST client with one user's token."""
-
-    def __init__(self, target, name, token):
-        self.target, self.name, self.token = target, name, token
-        self.http = requests.Session()
-        self.http.headers["Authorization"] = "token " + token
-
-    def api(self, method, path, **kw):
-        kw.setdefault("timeout", 90)
-        return self.http.request(method, self.target.url + path.lstrip("/"), **kw)
 
     def start_kernel(self, env=None, expect=201):
         body = {} if env is None else {"env": env}
