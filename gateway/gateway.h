@@ -26,6 +26,7 @@
 #include "state/database.h"
 #include "state/rate_limiter.h"
 #include "state/users.h"
+#include "workspace/change_watch.h"
 #include "workspace/workspace_manager.h"
 
 namespace cellgate::mcp {
@@ -137,6 +138,8 @@ class Gateway {
   Config config_;
   zmq::context_t zmq_{1};
   boost::asio::thread_pool pool_{2};
+  // Workspaces no execute has touched since their last walk are not walked again (see change_watch.h).
+  workspace::ChangeWatch change_watch_;
   std::unique_ptr<launcher::Spawner> spawner_;
   launcher::ProcessHandle zygote_;  // the fork server we started (pid -1: none)
   std::unique_ptr<boost::asio::posix::stream_descriptor> zygote_watch_;
