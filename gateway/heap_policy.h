@@ -17,6 +17,6 @@ void keep_large_blocks_in_heap();
 
 // What the heap then holds after a burst is given back to the system when idle: every interval,
 // malloc_trim(3) runs if more than a few MiB are free in it.
-void schedule_heap_trim(boost::asio::io_context& io, std::chrono::seconds interval = std::chrono::seconds(20));
+void schedule_heap_trim(boost::asio::io_context& io, std::chrono::seconds interval = std::chrono::seconds(5));
 
 }  // namespace cellgate::gateway
