@@ -46,6 +46,8 @@ struct Caller {
 // Io thread only, except the thread pool, which runs blocking filesystem work (snapshots, restores).
 class Gateway {
  public:
+  // Owner of the warm pool's unclaimed kernels in the database (no user name has an '@').
+  static constexpr const char* kPoolOwner = "@pool";
   Gateway(boost::asio::io_context& io, Config config);
   ~Gateway();
 
@@ -119,6 +121,7 @@ class Gateway {
   std::shared_ptr<KernelHub> make_pool_kernel(const std::string& spec);
   boost::asio::awaitable<std::shared_ptr<KernelHub>> claim_pooled(Caller caller, launcher::KernelOptions cold,
                                                                   std::string ws_name, bool ephemeral);
+  // Validates --pool and builds the pool; start_services() starts filling it.
   void start_pool();
   // Transport, jail policy, limits and timeouts from the config and the kernelspec's metadata.cellgate.
   void apply_kernelspec_policy(launcher::KernelOptions& ko) const;

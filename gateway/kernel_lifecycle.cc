@@ -333,12 +333,14 @@ awaitable<void> Gateway::adopt_kernels() {
 
 awaitable<common::Status> Gateway::start_services() {
   co_await adopt_kernels();
-  if (!notebook_http_) co_return common::ok();
-  // A crashed notebook-http run leaves its pool's kernels behind; they are nobody's.
-  std::vector<std::string> stale;
+  // A crashed gateway leaves its warm pool's and notebook-http's kernels behind; they are nobody's.
+  std::vector<std::pair<std::string, std::string>> stale;
   for (const auto& [id, hub] : kernels_)
-    if (hub->owner == NotebookHttp::kOwner) stale.push_back(id);
-  for (const auto& id : stale) co_await delete_kernel(id, "notebook-http");
+    if (hub->owner == kPoolOwner || hub->owner == NotebookHttp::kOwner) stale.emplace_back(id, hub->owner);
+  for (const auto& [id, owner] : stale) co_await delete_kernel(id, owner);
+  // Only now: a new pool kernel recorded before that sweep would have been taken for a stale one.
+  if (kernel_pool_) kernel_pool_->start();
+  if (!notebook_http_) co_return common::ok();
   co_return co_await notebook_http_->start(*this);
 }
 

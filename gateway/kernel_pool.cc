@@ -134,6 +134,7 @@ asio::awaitable<void> KernelPool::fill_one(KernelPool* self, std::string spec, s
   self->retry_at_.erase(spec);
   const uint64_t used = hub->kernel().spawner().memory_usage(hub->kernel().process());
   if (used > 0) self->per_kernel_estimate_ = std::max<uint64_t>(used, 16ull << 20);
+  if (self->on_ready_) self->on_ready_(hub);
   self->ready_[spec].push_back(hub);
   common::log_info("kernel={} spec={} msg=\"pool kernel ready\" ready={}", hub->kernel().id(), spec,
                    self->ready_[spec].size());
