@@ -84,8 +84,8 @@ def summary(ms):
 def print_jsonl(rows):
     """Figure lines: the pool claim is cellgate's, the cold start the reference it is compared to."""
     for label, backend in (("pool claim", "cellgate"), ("cold start", "cold_start")):
-        for suffix, i, target in ((" p50", 0, "<= 20"), (" p90", 1, None)):
-            for path, what in (("", "kernel_info_reply"), (", 201", "201")):
+        for path, what in (("", "kernel_info_reply"), (", 201", "201")):
+            for suffix, i, target in ((" p50", 0, "<= 20"), (" p90", 1, None)):
                 v = rows.get(label + path)
                 print(json.dumps({"figure": "pool claim -> %s%s" % (what, suffix), "backend": backend,
                                   "value": v[i] if v else None, "unit": "ms",
