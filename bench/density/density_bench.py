@@ -179,7 +179,8 @@ def measure_websockets(target, a, rows):
                     seen.add("execute_input")
             got += seen == {"execute_input", "stream", "idle"}
         rows["WebSockets that got iopub"] = (100.0 * got / len(socks), "%", ">= 100")
-        rows["gw RSS %d WebSockets" % len(socks)] = (rss1, "MiB", None)
+        # Issue #8: at most 20 MiB idle plus 32 KiB per open WebSocket, the two together.
+        rows["gw RSS %d WebSockets" % len(socks)] = (rss1, "MiB", "<= %.4g" % (20 + len(socks) * 32 / 1024.0))
     finally:
         for _, ws in socks:
             try:
