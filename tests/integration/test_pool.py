@@ -109,6 +109,8 @@ def test_claim_gets_workspace_env_cwd_and_limits(pooled):
                         "os.environ['KERNEL_WORKSPACE'], os.environ['KERNEL_ID'])\n"
                         "open('from_kernel.txt', 'w').write('written inside')\n")
         assert r.reply["content"]["status"] == "ok", r.reply
+        # The pool's warm-up and the claim's env/cwd executes are silent: the owner's first cell is In [1].
+        assert r.reply["content"]["execution_count"] == 1, r.reply
         assert r.stdout().splitlines() == ["/workspace", "hi from the api", "cs101 alice w1 " + kid]
     finally:
         kws.close()
