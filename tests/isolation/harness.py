@@ -366,6 +366,34 @@ def drain(run):
     return rest
 
 
+def run_case(ctx, case, no_jail):
+    """Runs one case and exits with its verdict: 0 pass, 1 fail, 2 error, SKIP_RC. With no_jail (the
+    probe's self-test, run bare on the host) a containment assertion must have failed."""
+    rc = 0
+    try:
+        ctx.require()
+        case(ctx)
+    except Skip as e:
+        log(f"SKIP: {e}")
+        rc = SKIP_RC
+    except Failure:
+        rc = 1
+    except Exception as e:
+        log(f"ERROR: {type(e).__name__}: {e}")
+        rc = 2
+    problems = ctx.finish()
+    if no_jail and rc != SKIP_RC:
+        ok = rc == 1
+        log("SELFTEST PASS: the bare run was caught" if ok else "SELFTEST FAIL: the bare run was not caught")
+        sys.exit(0 if ok else 1)
+    for p in problems:
+        log(f"FAIL: left behind: {p}")
+    if problems and rc == 0:
+        rc = 1
+    log("PASS" if rc == 0 else ("SKIPPED" if rc == SKIP_RC else "FAILED"))
+    sys.exit(rc)
+
+
 def main(cases):
     """Entry point of each test script: parses args, runs one case, maps the verdict to an exit code."""
     ap = argparse.ArgumentParser()
@@ -376,28 +404,4 @@ def main(cases):
     ap.add_argument("--no-jail", action="store_true", help="run bare: the test must then FAIL")
     ap.add_argument("case", choices=sorted(cases))
     args = ap.parse_args()
-    ctx = Context(args)
-    rc = 0
-    try:
-        ctx.require()
-        cases[args.case](ctx)
-    except Skip as e:
-        log(f"SKIP: {e}")
-        rc = SKIP_RC
-    except Failure:
-        rc = 1
-    except Exception as e:
-        log(f"ERROR: {type(e).__name__}: {e}")
-        rc = 2
-    problems = ctx.finish()
-    if args.no_jail and rc != SKIP_RC:
-        # Self-test of the probe: bare on the host, a containment assertion must have failed.
-        ok = rc == 1
-        log("SELFTEST PASS: the bare run was caught" if ok else "SELFTEST FAIL: the bare run was not caught")
-        sys.exit(0 if ok else 1)
-    for p in problems:
-        log(f"FAIL: left behind: {p}")
-    if problems and rc == 0:
-        rc = 1
-    log("PASS" if rc == 0 else ("SKIPPED" if rc == SKIP_RC else "FAILED"))
-    sys.exit(rc)
+    run_case(Context(args), cases[args.case], args.no_jail)

@@ -11,30 +11,12 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 
-SKIP_RC = 4
+from harness import Failure, Skip, check, log, run_case
+
 CGROUP_BASE = "/sys/fs/cgroup"
-
-
-class Skip(Exception):
-    pass
-
-
-class Failure(Exception):
-    pass
-
-
-def log(*parts):
-    print(*parts, flush=True)
-
-
-def check(cond, what):
-    log(("ok:   " if cond else "FAIL: ") + what)
-    if not cond:
-        raise Failure(what)
 
 
 def wait_until(fn, timeout, what):
@@ -475,30 +457,7 @@ def main():
     ap.add_argument("--no-jail", action="store_true", help="run joined commands bare: the test must then FAIL")
     ap.add_argument("case", choices=sorted(CASES))
     args = ap.parse_args()
-    ctx = Context(args)
-    rc = 0
-    try:
-        ctx.require()
-        CASES[args.case](ctx)
-    except Skip as e:
-        log(f"SKIP: {e}")
-        rc = SKIP_RC
-    except Failure:
-        rc = 1
-    except Exception as e:
-        log(f"ERROR: {type(e).__name__}: {e}")
-        rc = 2
-    problems = ctx.finish()
-    if args.no_jail and rc != SKIP_RC:
-        ok = rc == 1
-        log("SELFTEST PASS: the bare run was caught" if ok else "SELFTEST FAIL: the bare run was not caught")
-        sys.exit(0 if ok else 1)
-    for p in problems:
-        log(f"FAIL: left behind: {p}")
-    if problems and rc == 0:
-        rc = 1
-    log("PASS" if rc == 0 else ("SKIPPED" if rc == SKIP_RC else "FAILED"))
-    sys.exit(rc)
+    run_case(Context(args), CASES[args.case], args.no_jail)
 
 
 if __name__ == "__main__":
