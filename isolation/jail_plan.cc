@@ -51,31 +51,8 @@ std::vector<child::Rlimit> plan_rlimits(const ResolvedLimits& limits, uint64_t h
   };
 }
 
-common::Result<JailPlan> JailPlan::build(const JailOptions& options, const Policy& policy,
-                                         const MountInputs& mounts, std::vector<sock_filter> filter) {
-  JailPlan p;
-  p.limits_ = resolve_limits(options.limits, policy.limits);
-  p.hostname_ = options.hostname.value_or(policy.hostname);
-  p.new_root_ = mounts.new_root;
-  p.umask_ = policy.umask;
-  p.last_cap_ = read_last_cap();
-  p.argv_ = options.command;
-  p.env_ = build_env(policy.env, options.env);
-  p.exec_paths_ = exec_candidates(options.command[0], p.env_);
-  if (p.exec_paths_.empty())
-    return common::make_error(common::Errc::kBadRequest, "command " + options.command[0] + " not found in PATH");
-  auto m = MountPlan::build(mounts, probe_host_path);
-  if (!m) return m.error();
-  p.mounts_ = std::move(m.value());
-  rlimit nofile{};
-  ::getrlimit(RLIMIT_NOFILE, &nofile);
-  p.rlimits_ = plan_rlimits(p.limits_, nofile.rlim_max);
-  p.filter_ = std::move(filter);
-  return p;
-}
-
-common::Result<JailPlan> JailPlan::build_join(const JailOptions& options, const Policy& policy,
-                                              std::vector<sock_filter> filter, std::vector<child::Rlimit> rlimits) {
+common::Result<JailPlan> JailPlan::build_common(const JailOptions& options, const Policy& policy,
+                                                std::vector<sock_filter> filter) {
   JailPlan p;
   p.limits_ = resolve_limits(options.limits, policy.limits);
   p.hostname_ = policy.hostname;
@@ -86,8 +63,30 @@ common::Result<JailPlan> JailPlan::build_join(const JailOptions& options, const 
   p.exec_paths_ = exec_candidates(options.command[0], p.env_);
   if (p.exec_paths_.empty())
     return common::make_error(common::Errc::kBadRequest, "command " + options.command[0] + " not found in PATH");
-  p.rlimits_ = std::move(rlimits);
   p.filter_ = std::move(filter);
+  return p;
+}
+
+common::Result<JailPlan> JailPlan::build(const JailOptions& options, const Policy& policy,
+                                         const MountInputs& mounts, std::vector<sock_filter> filter) {
+  auto p = build_common(options, policy, std::move(filter));
+  if (!p) return p;
+  p->hostname_ = options.hostname.value_or(policy.hostname);
+  p->new_root_ = mounts.new_root;
+  auto m = MountPlan::build(mounts, probe_host_path);
+  if (!m) return m.error();
+  p->mounts_ = std::move(m.value());
+  rlimit nofile{};
+  ::getrlimit(RLIMIT_NOFILE, &nofile);
+  p->rlimits_ = plan_rlimits(p->limits_, nofile.rlim_max);
+  return p;
+}
+
+common::Result<JailPlan> JailPlan::build_join(const JailOptions& options, const Policy& policy,
+                                              std::vector<sock_filter> filter, std::vector<child::Rlimit> rlimits) {
+  auto p = build_common(options, policy, std::move(filter));
+  if (!p) return p;
+  p->rlimits_ = std::move(rlimits);
   return p;
 }
 

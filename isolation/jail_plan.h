@@ -54,6 +54,9 @@ class JailPlan {
 
  private:
   JailPlan() = default;
+  // What build and build_join share: limits, the command, its environment and PATH search, the filter.
+  static common::Result<JailPlan> build_common(const JailOptions& options, const Policy& policy,
+                                               std::vector<sock_filter> filter);
   void make_pointers();
 
   ResolvedLimits limits_;

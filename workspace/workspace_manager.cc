@@ -112,9 +112,10 @@ common::Status WorkspaceManager::remove(const WorkspaceRef& ref) {
   return remove_tree_at(AT_FDCWD, doomed);
 }
 
-common::Result<std::vector<std::string>> WorkspaceManager::list(const std::string& owner) const {
-  if (auto st = validate_name(owner); !st) return st.error();
-  auto names = list_dir_at(AT_FDCWD, workspaces_dir(data_dir_) + "/" + owner);
+namespace {
+// The valid names among dir's entries, sorted; none when dir does not exist.
+common::Result<std::vector<std::string>> valid_names_in(const std::string& dir) {
+  auto names = list_dir_at(AT_FDCWD, dir);
   if (!names) {
     if (names.error().code == Errc::kNotFound) return std::vector<std::string>{};
     return names.error();
@@ -126,19 +127,15 @@ common::Result<std::vector<std::string>> WorkspaceManager::list(const std::strin
   std::sort(out.begin(), out.end());
   return out;
 }
+}  // namespace
+
+common::Result<std::vector<std::string>> WorkspaceManager::list(const std::string& owner) const {
+  if (auto st = validate_name(owner); !st) return st.error();
+  return valid_names_in(workspaces_dir(data_dir_) + "/" + owner);
+}
 
 common::Result<std::vector<std::string>> WorkspaceManager::owners() const {
-  auto names = list_dir_at(AT_FDCWD, workspaces_dir(data_dir_));
-  if (!names) {
-    if (names.error().code == Errc::kNotFound) return std::vector<std::string>{};
-    return names.error();
-  }
-  std::vector<std::string> out;
-  for (auto& n : *names) {
-    if (validate_name(n)) out.push_back(std::move(n));
-  }
-  std::sort(out.begin(), out.end());
-  return out;
+  return valid_names_in(workspaces_dir(data_dir_));
 }
 
 common::Result<Workspace> WorkspaceManager::fork(const WorkspaceRef& from, const std::string& id,
