@@ -145,12 +145,11 @@ awaitable<std::shared_ptr<KernelHub>> Gateway::claim_pooled(Caller caller, launc
   kernel.retarget(cold.workspace_dir, env, cold.limits);
   kernels_[id] = hub;
   --starting_[user.name];
-  state::KernelRecord rec{id, user.name, spec, ws_name, pooled.runtime_dir, 0, "", common::iso8601_now(), "starting"};
+  state::KernelRecord rec{id, user.name, spec, ws_name, pooled.runtime_dir, kernel.process().pid,
+                          kernel.process().status_file, common::iso8601_now(), "running"};
   (void)state::delete_kernel(*db_, id);  // its record as a pool kernel
   if (auto st = state::insert_kernel(*db_, rec); !st)
     common::log_error("kernel={} msg=\"cannot record kernel\" error=\"{}\"", id, st.error().message);
-  (void)state::set_kernel_helper(*db_, id, kernel.process().pid, kernel.process().status_file);
-  (void)state::set_kernel_state(*db_, id, "running");
   audit(caller, "start", "kernel", id, {{"kernelspec", spec}, {"workspace", ws_name}, {"pool", true}});
   common::log_info("kernel={} name={} owner={} msg=\"pooled kernel claimed\"", id, spec, user.name);
   kernel_pool_->refill_after(std::chrono::seconds(1));
