@@ -133,6 +133,7 @@ void Gateway::snapshot_after_execute(const std::shared_ptr<KernelHub>& hub, prot
         taken = snap.value();
         info = snapshot_info(ref.name, taken);
       }
+      change_watch_.end_walk(ws->tree_path());
     }
     attach_snapshot_info(reply, std::move(info));
     SnapshotOrigin origin{id, std::nullopt};

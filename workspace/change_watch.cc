@@ -37,7 +37,7 @@ bool ChangeWatch::maybe_changed(const std::string& root) {
   auto it = trees_.find(root);
   if (it == trees_.end()) return true;
   const Tree& t = it->second;
-  return t.dirty || !t.complete || std::chrono::steady_clock::now() - t.walked >= max_age_;
+  return t.dirty || !t.complete || t.walking > 0 || std::chrono::steady_clock::now() - t.walked >= max_age_;
 }
 
 void ChangeWatch::begin_walk(const std::string& root) {
@@ -47,10 +47,16 @@ void ChangeWatch::begin_walk(const std::string& root) {
   Tree& t = trees_[root];
   t.dirty = false;
   t.walked = std::chrono::steady_clock::now();
+  ++t.walking;
   if (!t.complete) {
     t.complete = true;  // cleared by watch_recursive_locked when anything is left unwatched
     watch_recursive_locked(root, root, 0);
   }
+}
+
+void ChangeWatch::end_walk(const std::string& root) {
+  std::lock_guard lock(mu_);
+  if (auto it = trees_.find(root); it != trees_.end() && it->second.walking > 0) --it->second.walking;
 }
 
 void ChangeWatch::invalidate(const std::string& root) {

@@ -26,12 +26,14 @@ class ChangeWatch {
   ChangeWatch(const ChangeWatch&) = delete;
   ChangeWatch& operator=(const ChangeWatch&) = delete;
 
-  // False only if root was walked (begin_walk) less than max_age ago and nothing under it has
-  // changed since.
+  // False only if root was walked (begin_walk) less than max_age ago, nothing under it has changed
+  // since, and no walk of it is in progress (whose snapshot is not the head yet).
   bool maybe_changed(const std::string& root);
   // Call right before walking root: clears its flag and watches every directory under it (the first
   // time, or after inotify lost track). Changes made during the walk set the flag again.
   void begin_walk(const std::string& root);
+  // Call when that walk is over (its snapshot published, or failed: then invalidate first).
+  void end_walk(const std::string& root);
   // The walk failed (the tree is not what the head snapshot says): walk again next time.
   void invalidate(const std::string& root);
   // Stops watching root (its kernel is gone).
@@ -43,6 +45,7 @@ class ChangeWatch {
   struct Tree {
     bool dirty = true;
     bool complete = false;  // every directory under it is watched
+    int walking = 0;        // walks begun and not ended
     std::chrono::steady_clock::time_point walked{};
     size_t dirs = 0;
   };

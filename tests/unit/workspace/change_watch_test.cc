@@ -28,7 +28,11 @@ struct Walked {
     ::mkdir((root + "/a/b").c_str(), 0755);
     write_text(root + "/top.txt", "1");
     write_text(root + "/a/b/deep.txt", "1");
+    walk();
+  }
+  void walk() {
     watch.begin_walk(root);
+    watch.end_walk(root);
   }
 };
 
@@ -51,7 +55,7 @@ TEST_CASE("writes, creations, deletions, renames and chmod anywhere in the tree 
     REQUIRE_FALSE(w.watch.maybe_changed(w.root));
     change(w.root);
     CHECK(w.watch.maybe_changed(w.root));
-    w.watch.begin_walk(w.root);
+    w.walk();
     CHECK_FALSE(w.watch.maybe_changed(w.root));
   };
   check([](const std::string& r) { write_text(r + "/a/b/deep.txt", "2"); });
@@ -71,11 +75,19 @@ TEST_CASE("directories created after the walk are watched, with what was made in
   ::mkdir((w.root + "/n").c_str(), 0755);
   ::mkdir((w.root + "/n/m").c_str(), 0755);  // before the watch on n/ can exist
   CHECK(w.watch.maybe_changed(w.root));      // drains: n/ and n/m/ are watched now
-  w.watch.begin_walk(w.root);
+  w.walk();
   CHECK(w.watch.watched_dirs(w.root) == 5);
   CHECK_FALSE(w.watch.maybe_changed(w.root));
   write_text(w.root + "/n/m/late.txt", "x");
   CHECK(w.watch.maybe_changed(w.root));
+}
+
+TEST_CASE("while a walk is in progress the head is not the tree yet") {
+  Walked w;
+  w.watch.begin_walk(w.root);
+  CHECK(w.watch.maybe_changed(w.root));
+  w.watch.end_walk(w.root);
+  CHECK_FALSE(w.watch.maybe_changed(w.root));
 }
 
 TEST_CASE("invalidate: a failed walk is walked again") {
@@ -89,6 +101,7 @@ TEST_CASE("a tree with more directories than the cap is always walked") {
   for (int i = 0; i < 5; ++i) ::mkdir((dir.path() + "/d" + std::to_string(i)).c_str(), 0755);
   ChangeWatch watch(std::chrono::hours(1), 4);
   watch.begin_walk(dir.path());
+  watch.end_walk(dir.path());
   CHECK(watch.maybe_changed(dir.path()));
 }
 
@@ -99,6 +112,7 @@ TEST_CASE("past max_age a quiet tree reads as changed (what inotify cannot see: 
   REQUIRE(fd >= 0);
   ChangeWatch watch(std::chrono::milliseconds(50));
   watch.begin_walk(dir.path());
+  watch.end_walk(dir.path());
   void* p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   REQUIRE(p != MAP_FAILED);
   static_cast<char*>(p)[0] = 'x';
