@@ -48,8 +48,10 @@ def _cellgate_kernel(argv, env):
     if "numpy.random" in sys.modules:
         sys.modules["numpy.random"].seed()
     mpl = sys.modules.get("matplotlib")
-    if mpl is not None and env.get("MPLBACKEND"):
-        mpl.rcParams["backend"] = env["MPLBACKEND"]
+    if mpl is not None:
+        # ipykernel's default when the environment names none (it sets MPLBACKEND in init_gui_pylab,
+        # which a cold kernel's later `import matplotlib` reads).
+        mpl.rcParams["backend"] = env.get("MPLBACKEND") or "module://matplotlib_inline.backend_inline"
     site.USER_BASE = None
     site.USER_SITE = None
     user_site = site.getusersitepackages()
@@ -59,7 +61,16 @@ def _cellgate_kernel(argv, env):
     import ipykernel_launcher
     sys.argv = [ipykernel_launcher.__file__] + list(argv[3:])
     from ipykernel.kernelapp import IPKernelApp
-    IPKernelApp.launch_instance(argv=list(argv[3:]))
+    app = IPKernelApp.instance()
+    app.initialize(list(argv[3:]))
+    # matplotlib_inline registers its shell hooks (figures shown after each cell, plt.show) when it is
+    # imported as the backend with a shell present: in a cold kernel at the first plot. Here it was
+    # imported with the preload, before any shell, so run that registration now that the shell
+    # exists; it does nothing unless the backend (after the startup files) is still the inline one.
+    inline = sys.modules.get("matplotlib_inline.backend_inline")
+    if inline is not None:
+        inline._enable_matplotlib_integration()
+    app.start()
 )PY";
 
 void set_env(const char* name, const std::string& value) { ::setenv(name, value.c_str(), 1); }
