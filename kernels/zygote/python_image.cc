@@ -66,9 +66,10 @@ def _cellgate_kernel(argv, env):
     # matplotlib_inline registers its shell hooks (figures shown after each cell, plt.show) when it is
     # imported as the backend with a shell present: in a cold kernel at the first plot. Here it was
     # imported with the preload, before any shell, so run that registration now that the shell
-    # exists; it does nothing unless the backend (after the startup files) is still the inline one.
+    # exists; it does nothing unless the backend (after the startup files) is still the inline one,
+    # and is skipped when a startup file's `%matplotlib` already configured it (as a cold kernel would).
     inline = sys.modules.get("matplotlib_inline.backend_inline")
-    if inline is not None:
+    if inline is not None and getattr(inline.configure_inline_support, "current_backend", "unset") == "unset":
         inline._enable_matplotlib_integration()
     app.start()
 )PY";
