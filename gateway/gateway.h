@@ -26,6 +26,7 @@
 #include "state/database.h"
 #include "state/rate_limiter.h"
 #include "state/users.h"
+#include "workspace/change_watch.h"
 #include "workspace/workspace_manager.h"
 
 namespace cellgate::mcp {
@@ -45,6 +46,8 @@ struct Caller {
 // Io thread only, except the thread pool, which runs blocking filesystem work (snapshots, restores).
 class Gateway {
  public:
+  // Owner of the warm pool's unclaimed kernels in the database (no user name has an '@').
+  static constexpr const char* kPoolOwner = "@pool";
   Gateway(boost::asio::io_context& io, Config config);
   ~Gateway();
 
@@ -118,6 +121,7 @@ class Gateway {
   std::shared_ptr<KernelHub> make_pool_kernel(const std::string& spec);
   boost::asio::awaitable<std::shared_ptr<KernelHub>> claim_pooled(Caller caller, launcher::KernelOptions cold,
                                                                   std::string ws_name, bool ephemeral);
+  // Validates --pool and builds the pool; start_services() starts filling it.
   void start_pool();
   // Transport, jail policy, limits and timeouts from the config and the kernelspec's metadata.cellgate.
   void apply_kernelspec_policy(launcher::KernelOptions& ko) const;
@@ -137,6 +141,8 @@ class Gateway {
   Config config_;
   zmq::context_t zmq_{1};
   boost::asio::thread_pool pool_{2};
+  // Workspaces no execute has touched since their last walk are not walked again (see change_watch.h).
+  workspace::ChangeWatch change_watch_;
   std::unique_ptr<launcher::Spawner> spawner_;
   launcher::ProcessHandle zygote_;  // the fork server we started (pid -1: none)
   std::unique_ptr<boost::asio::posix::stream_descriptor> zygote_watch_;

@@ -77,13 +77,43 @@ std::shared_ptr<KernelHub> Gateway::make_hub(launcher::KernelOptions options, co
   return hub;
 }
 
+namespace {
+
+// The execute_reply's metadata.cellgate: which snapshot the workspace was saved as after this execute.
+void attach_snapshot_info(protocol::Message& reply, json info) {
+  auto md = json::parse(reply.metadata, nullptr, false);
+  if (!md.is_object()) md = json::object();
+  md["cellgate"] = std::move(info);
+  reply.metadata = md.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+json snapshot_info(const std::string& workspace, const workspace::SnapshotResult& snap) {
+  return {{"workspace", workspace},
+          {"snapshot", snap.id},
+          {"new_snapshot", snap.created},
+          {"added", snap.diff.added},
+          {"changed", snap.diff.changed},
+          {"removed", snap.diff.removed}};
+}
+
+}  // namespace
+
 void Gateway::snapshot_after_execute(const std::shared_ptr<KernelHub>& hub, protocol::Message reply,
                                      std::function<void(protocol::Message)> deliver) {
-  // One strand per kernel keeps its replies in order; different kernels snapshot in parallel.
-  if (!hub->snapshot_strand) hub->snapshot_strand = std::make_shared<asio::strand<asio::thread_pool::executor_type>>(pool_.get_executor());
   workspace::WorkspaceRef ref{hub->owner, hub->workspace};
   auto ws_config = workspaces_->config();
   if (auto cfg = hub->workspace_config) ws_config = *cfg;
+  // Most executes write no file: when inotify saw nothing since the last walk, the head snapshot is
+  // still the tree, and the reply goes out without a walk or a trip through the thread pool.
+  if (auto ws = workspaces_->open(ref); ws && !change_watch_.maybe_changed(ws->tree_path())) {
+    workspace::SnapshotResult same;  // what a walk would find: the head ("" while the tree was never saved)
+    same.id = ws->head_id();
+    attach_snapshot_info(reply, snapshot_info(ref.name, same));
+    asio::post(io_, [reply = std::move(reply), deliver = std::move(deliver)]() mutable { deliver(std::move(reply)); });
+    return;
+  }
+  // One strand per kernel keeps its replies in order; different kernels snapshot in parallel.
+  if (!hub->snapshot_strand) hub->snapshot_strand = std::make_shared<asio::strand<asio::thread_pool::executor_type>>(pool_.get_executor());
   asio::post(*hub->snapshot_strand, [this, ref, ws_config, reply = std::move(reply), deliver = std::move(deliver),
                                      id = hub->kernel().id()]() mutable {
     json info;
@@ -92,25 +122,19 @@ void Gateway::snapshot_after_execute(const std::shared_ptr<KernelHub>& hub, prot
     if (!ws) {
       info = {{"error", ws.error().message}};
     } else {
+      change_watch_.begin_walk(ws->tree_path());
       workspace::Workspace w(workspaces_->store(), ws->dir(), ws_config);
       auto snap = w.snapshot({});
       if (!snap) {
+        change_watch_.invalidate(ws->tree_path());
         info = {{"error", "snapshot failed: " + snap.error().message}};
         common::log_warn("kernel={} msg=\"snapshot after execute failed\" error=\"{}\"", id, snap.error().message);
       } else {
         taken = snap.value();
-        info = {{"workspace", ref.name},
-                {"snapshot", snap->id},
-                {"new_snapshot", snap->created},
-                {"added", snap->diff.added},
-                {"changed", snap->diff.changed},
-                {"removed", snap->diff.removed}};
+        info = snapshot_info(ref.name, taken);
       }
     }
-    auto md = json::parse(reply.metadata, nullptr, false);
-    if (!md.is_object()) md = json::object();
-    md["cellgate"] = std::move(info);
-    reply.metadata = md.dump(-1, ' ', false, json::error_handler_t::replace);
+    attach_snapshot_info(reply, std::move(info));
     SnapshotOrigin origin{id, std::nullopt};
     if (auto content = json::parse(reply.content, nullptr, false);
         content.is_object() && content.contains("execution_count") && content["execution_count"].is_number_integer())
@@ -309,12 +333,14 @@ awaitable<void> Gateway::adopt_kernels() {
 
 awaitable<common::Status> Gateway::start_services() {
   co_await adopt_kernels();
-  if (!notebook_http_) co_return common::ok();
-  // A crashed notebook-http run leaves its pool's kernels behind; they are nobody's.
-  std::vector<std::string> stale;
+  // A crashed gateway leaves its warm pool's and notebook-http's kernels behind; they are nobody's.
+  std::vector<std::pair<std::string, std::string>> stale;
   for (const auto& [id, hub] : kernels_)
-    if (hub->owner == NotebookHttp::kOwner) stale.push_back(id);
-  for (const auto& id : stale) co_await delete_kernel(id, "notebook-http");
+    if (hub->owner == kPoolOwner || hub->owner == NotebookHttp::kOwner) stale.emplace_back(id, hub->owner);
+  for (const auto& [id, owner] : stale) co_await delete_kernel(id, owner);
+  // Only now: a new pool kernel recorded before that sweep would have been taken for a stale one.
+  if (kernel_pool_) kernel_pool_->start();
+  if (!notebook_http_) co_return common::ok();
   co_return co_await notebook_http_->start(*this);
 }
 

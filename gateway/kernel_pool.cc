@@ -8,6 +8,7 @@
 #include <boost/asio/detached.hpp>
 
 #include "common/log.h"
+#include "gateway/agent_exec.h"
 
 namespace cellgate::gateway {
 
@@ -18,6 +19,7 @@ using namespace std::chrono_literals;
 namespace {
 constexpr auto kCheckInterval = 5s;
 constexpr auto kMaxBackoff = 60s;
+constexpr auto kWarmTimeout = 10s;
 }  // namespace
 
 KernelPool::KernelPool(asio::io_context& io, PoolOptions options, Factory make)
@@ -115,6 +117,16 @@ void KernelPool::refill() {
 
 asio::awaitable<void> KernelPool::fill_one(KernelPool* self, std::string spec, std::shared_ptr<KernelHub> hub) {
   auto st = co_await hub->kernel().start();
+  if (st && !self->stopping_) {
+    // A fresh ipykernel's first execute compiles and imports more than later ones (5-15 ms on a
+    // loaded 2-core host): pay it while the kernel is still starting, not in its claim. A kernel
+    // that fails it is pooled anyway: the claim's own execute finds out and starts cold instead.
+    std::string code = "pass";  // named: GCC 12 may destroy a temporary in a co_await operand twice
+    auto warm = co_await run_silent(hub, code, kWarmTimeout);
+    if (!warm)
+      common::log_info("kernel={} spec={} msg=\"pool kernel warm-up failed\" error=\"{}\"", hub->kernel().id(), spec,
+                       warm.error().message);
+  }
   auto& v = self->starting_[spec];
   v.erase(std::remove(v.begin(), v.end(), hub), v.end());
   if (self->stopping_) {
@@ -134,6 +146,7 @@ asio::awaitable<void> KernelPool::fill_one(KernelPool* self, std::string spec, s
   self->retry_at_.erase(spec);
   const uint64_t used = hub->kernel().spawner().memory_usage(hub->kernel().process());
   if (used > 0) self->per_kernel_estimate_ = std::max<uint64_t>(used, 16ull << 20);
+  if (self->on_ready_) self->on_ready_(hub);
   self->ready_[spec].push_back(hub);
   common::log_info("kernel={} spec={} msg=\"pool kernel ready\" ready={}", hub->kernel().id(), spec,
                    self->ready_[spec].size());

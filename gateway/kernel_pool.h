@@ -33,6 +33,9 @@ class KernelPool {
   using Factory = std::function<std::shared_ptr<KernelHub>(const std::string& spec)>;
   KernelPool(boost::asio::io_context& io, PoolOptions options, Factory make);
 
+  // Called for each kernel once it has started and answered (to record it: a gateway that crashes
+  // must find its pool's jails at the next start, or they would run forever).
+  void set_on_ready(std::function<void(const std::shared_ptr<KernelHub>&)> on_ready) { on_ready_ = std::move(on_ready); }
   // Starts filling, and a periodic check that drops dead kernels and refills.
   void start();
   // A ready (idle, answering) kernel of that kernelspec, no longer in the pool; null when none.
@@ -57,6 +60,7 @@ class KernelPool {
   boost::asio::io_context& io_;
   PoolOptions options_;
   Factory make_;
+  std::function<void(const std::shared_ptr<KernelHub>&)> on_ready_;
   std::map<std::string, std::deque<std::shared_ptr<KernelHub>>> ready_;
   std::map<std::string, std::vector<std::shared_ptr<KernelHub>>> starting_;
   std::map<std::string, int> failures_;  // consecutive failed starts: backoff, not a busy loop

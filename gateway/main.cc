@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "gateway/config.h"
 #include "gateway/gateway.h"
+#include "gateway/heap_policy.h"
 #include "gateway/http_server.h"
 #include "gateway/run_command.h"
 #include "gateway/tls.h"
@@ -102,6 +103,7 @@ int serve(int argc, char** argv) {
   common::set_log_level(level);
   ::signal(SIGPIPE, SIG_IGN);
   raise_fd_limit();
+  gateway::keep_large_blocks_in_heap();
 
   // TLS first: a bad certificate or key fails before anything else starts.
   std::unique_ptr<asio::ssl::context> tls;
@@ -136,6 +138,7 @@ int serve(int argc, char** argv) {
     asio::co_spawn(io, gw.stop(), [&io](std::exception_ptr) { io.stop(); });
   };
   asio::co_spawn(io, start_services(&gw, &exit_code, shut_down), asio::detached);
+  gateway::schedule_heap_trim(io);
   asio::co_spawn(io, gateway::accept_loop(acceptor, gw, tls.get()), asio::detached);
   if (internal) asio::co_spawn(io, gateway::accept_loop(*internal, gw), asio::detached);
   signals.async_wait([&](const boost::system::error_code& ec, int sig) {

@@ -56,7 +56,14 @@ void Gateway::start_pool() {
   }
   PoolOptions po{config_.pool, config_.pool_max_memory, config_.pool_concurrency};
   kernel_pool_ = std::make_unique<KernelPool>(io_, po, [this](const std::string& spec) { return make_pool_kernel(spec); });
-  kernel_pool_->start();
+  // Recorded as nobody's: start_services() shuts down whatever a crashed gateway left in its pool.
+  kernel_pool_->set_on_ready([this](const std::shared_ptr<KernelHub>& hub) {
+    auto& k = hub->kernel();
+    state::KernelRecord rec{k.id(), kPoolOwner, k.options().spec.name, "", k.options().runtime_dir,
+                            k.process().pid, k.process().status_file, common::iso8601_now(), "pool"};
+    if (auto st = state::insert_kernel(*db_, rec); !st)
+      common::log_error("kernel={} msg=\"cannot record pool kernel\" error=\"{}\"", k.id(), st.error().message);
+  });
 }
 
 std::shared_ptr<KernelHub> Gateway::make_pool_kernel(const std::string& name) {
@@ -139,6 +146,7 @@ awaitable<std::shared_ptr<KernelHub>> Gateway::claim_pooled(Caller caller, launc
   kernels_[id] = hub;
   --starting_[user.name];
   state::KernelRecord rec{id, user.name, spec, ws_name, pooled.runtime_dir, 0, "", common::iso8601_now(), "starting"};
+  (void)state::delete_kernel(*db_, id);  // its record as a pool kernel
   if (auto st = state::insert_kernel(*db_, rec); !st)
     common::log_error("kernel={} msg=\"cannot record kernel\" error=\"{}\"", id, st.error().message);
   (void)state::set_kernel_helper(*db_, id, kernel.process().pid, kernel.process().status_file);

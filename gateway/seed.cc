@@ -89,7 +89,7 @@ asio::awaitable<common::Status> run_seed(std::weak_ptr<KernelHub> weak, std::sha
     auto fail = [&](Errc code, std::string ename, std::string evalue) {
       hub->unwatch(msg_id);
       if (failure) *failure = SeedFailure{seed->label, cell.index, ename, evalue};
-      return make_error(code, fmt::format("seed notebook {}: cell {} failed: {}{}{}", seed->label, cell.index, ename,
+      return make_error(code, fmt::format("seed notebook {}: cell {} failed: {}{}{}", seed->label, cell.index + 1, ename,
                                           evalue.empty() ? "" : ": ", evalue));
     };
     if (!hub->send_watched(launcher::Channel::kShell, msg, msg_id, collector, /*now=*/true))

@@ -46,7 +46,7 @@ common::Result<std::shared_ptr<const Seed>> seed_for(const launcher::KernelSpec&
 // Why a seed failed: the cell's index in the notebook and the kernel's error.
 struct SeedFailure {
   std::string notebook;
-  size_t cell = 0;
+  size_t cell = 0;  // index into the notebook's cells (0-based); messages say "cell N" counting from 1
   std::string ename, evalue;
   nlohmann::json to_json() const;
 };

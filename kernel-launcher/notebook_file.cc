@@ -107,15 +107,15 @@ common::Result<Notebook> parse_notebook(std::string_view text) {
   if (cells == doc.end() || !cells->is_array()) return make_error(Errc::kBadRequest, "\"cells\" must be an array");
   for (std::size_t i = 0; i < cells->size(); ++i) {
     const auto& cell = (*cells)[i];
-    if (!cell.is_object()) return make_error(Errc::kBadRequest, fmt::format("cell {} is not an object", i));
+    if (!cell.is_object()) return make_error(Errc::kBadRequest, fmt::format("cell {} is not an object", i + 1));
     auto type = cell.find("cell_type");
     if (type == cell.end() || !type->is_string() ||
         (*type != "code" && *type != "markdown" && *type != "raw")) {
-      return make_error(Errc::kBadRequest, fmt::format("cell {} has no valid cell_type", i));
+      return make_error(Errc::kBadRequest, fmt::format("cell {} has no valid cell_type", i + 1));
     }
     auto src = cell.find("source");
     if (src == cell.end() || !valid_source(*src)) {
-      return make_error(Errc::kBadRequest, fmt::format("cell {} has no valid source", i));
+      return make_error(Errc::kBadRequest, fmt::format("cell {} has no valid source", i + 1));
     }
   }
   if (!doc.contains("metadata") || !doc["metadata"].is_object()) doc["metadata"] = nlohmann::json::object();

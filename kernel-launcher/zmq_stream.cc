@@ -11,7 +11,7 @@ namespace cellgate::launcher {
 namespace asio = boost::asio;
 
 ZmqStream::ZmqStream(asio::io_context& io, zmq::context_t& ctx, zmq::socket_type type)
-    : socket_(ctx, type), fd_(io) {
+    : socket_(ctx, type), fd_(io), ask_first_(type == zmq::socket_type::req) {
   socket_.set(zmq::sockopt::linger, 0);
   // ipc connects retry every 100 ms by default while the kernel has not bound yet; 5 ms keeps a
   // start from being quantised to that (measured: jail-on-this-machine.md §1).
@@ -58,14 +58,24 @@ void ZmqStream::drain() {
   if (closed_ || draining_) return;
   draining_ = true;
   auto alive = alive_;
+  // Known empty: the last call that looked (a recv's EAGAIN or ZMQ_EVENTS) found no input, and in
+  // doing so processed libzmq's pending commands, which is what re-arms ZMQ_FD's edge. Every such
+  // look costs libzmq a poll(2) and a getpid(2), so a DEALER or SUB just reads until EAGAIN.
+  bool empty = false;
   // Bound one burst so a flooding kernel cannot starve the other sockets on this thread.
   for (int budget = 256; budget > 0 && *alive; --budget) {
-    // Ask first: recv on a REQ socket that has not sent is an EFSM error, not EAGAIN.
-    if (!(socket_.get(zmq::sockopt::events) & ZMQ_POLLIN)) break;
+    // recv on a REQ socket that has not sent is an EFSM error, not EAGAIN: ask first.
+    if (ask_first_ && !(socket_.get(zmq::sockopt::events) & ZMQ_POLLIN)) {
+      empty = true;
+      break;
+    }
     parts_.clear();
     zmq::message_t part;
     auto got = socket_.recv(part, zmq::recv_flags::dontwait);
-    if (!got) break;
+    if (!got) {
+      empty = true;
+      break;
+    }
     parts_.push_back(std::move(part));
     while (parts_.back().more()) {
       zmq::message_t next;
@@ -78,7 +88,7 @@ void ZmqStream::drain() {
   }
   if (!*alive) return;
   draining_ = false;
-  if (socket_.get(zmq::sockopt::events) & ZMQ_POLLIN) {
+  if (!empty && (socket_.get(zmq::sockopt::events) & ZMQ_POLLIN)) {
     asio::post(fd_.get_executor(), [this, alive] {
       if (*alive) drain();
     });

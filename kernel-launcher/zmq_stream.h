@@ -18,7 +18,8 @@ namespace cellgate::launcher {
 using FrameViews = std::vector<std::string_view>;
 
 // Runs on the io thread only. ZMQ_FD is edge-triggered: after every readiness wake-up, and after every
-// send (which may consume the edge), the socket is drained until ZMQ_EVENTS has no POLLIN.
+// send (which may consume the edge), the socket is drained until it has no input (recv's EAGAIN, or
+// ZMQ_EVENTS without POLLIN for REQ).
 class ZmqStream {
  public:
   using OnMessage = std::function<void(const FrameViews&)>;
@@ -45,6 +46,7 @@ class ZmqStream {
   OnMessage on_message_;
   std::vector<zmq::message_t> parts_;
   FrameViews views_;
+  bool ask_first_;  // REQ: ZMQ_EVENTS before recv
   bool armed_ = false;
   bool draining_ = false;
   bool closed_ = false;

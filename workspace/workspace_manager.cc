@@ -93,6 +93,9 @@ common::Result<Workspace> WorkspaceManager::open(const WorkspaceRef& ref) {
 }
 
 common::Result<Workspace> WorkspaceManager::ensure(const WorkspaceRef& ref) {
+  // Every kernel start ensures its workspace and nearly always finds it: look before staging a new
+  // one (staging and removing it again costs several ms of directory syscalls on a busy disk).
+  if (auto found = open(ref); found || found.error().code != Errc::kNotFound) return found;
   auto ws = create(ref);
   if (ws || ws.error().code != Errc::kConflict) return ws;
   return open(ref);

@@ -12,6 +12,9 @@
   1000 WS        opens --websockets WebSockets spread over --ws-kernels kernels; the gateway's RSS
                  growth per WebSocket; then one execute per kernel, and every socket must get its
                  iopub (execute_input, stream and idle status)
+  thaw           on a second gateway with --pause-after 1: --pause-kernels kernels run `1+1`, are
+                 frozen once idle (the kernel model says paused), and the first `1+1` after that,
+                 which thaws the kernel, is timed (p50/max); beside it an execute on an awake kernel
 
 and cleans up (kernels are deleted in parallel, the gateway stopped). Prints a table, or with
 --jsonl one JSON line per figure ({"figure","backend","value","unit","target"}) for bench/run.py.
@@ -110,7 +113,7 @@ def delete_kernels(target, ids, parallel=8):
 def measure_kernels(target, a, rows):
     t0 = time.perf_counter()
     ids = start_kernels(target, a.kernels, a.parallel, a.timeout)
-    rows["kernels started"] = (len(ids), "", None)
+    rows["kernels started"] = (len(ids), "", ">= %d" % a.kernels)
     rows["start all"] = (time.perf_counter() - t0, "s", None)
     try:
         clients = [gb.WsKernel(target.url, target.token, kid, a.timeout) for kid in ids]
@@ -176,7 +179,8 @@ def measure_websockets(target, a, rows):
                     seen.add("execute_input")
             got += seen == {"execute_input", "stream", "idle"}
         rows["WebSockets that got iopub"] = (100.0 * got / len(socks), "%", ">= 100")
-        rows["gw RSS %d WebSockets" % len(socks)] = (rss1, "MiB", None)
+        # Issue #8: at most 20 MiB idle plus 32 KiB per open WebSocket, the two together.
+        rows["gw RSS %d WebSockets" % len(socks)] = (rss1, "MiB", "<= %.4g" % (20 + len(socks) * 32 / 1024.0))
     finally:
         for _, ws in socks:
             try:
@@ -186,28 +190,78 @@ def measure_websockets(target, a, rows):
         delete_kernels(target, ids)
 
 
+def wait_paused(target, kid, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = requests.get(target.url + "api/kernels/" + kid, timeout=10,
+                         headers={"Authorization": "token " + target.token})
+        if r.status_code == 200 and r.json().get("paused") is True:
+            return
+        time.sleep(0.1)
+    raise gb.Measured("kernel %s was not paused within %.0f s" % (kid, timeout))
+
+
+def measure_pause(a, gw_args, rows):
+    """Its own gateway: pausing idle kernels must not slow the other steps' executes."""
+    target = tm.CellgateTarget(a.cellgate, spawner=a.spawner, extra_args=gw_args + ["--pause-after", "1"])
+    target.start()
+    clients = []
+    try:
+        ids = start_kernels(target, a.pause_kernels, a.parallel, a.timeout)
+        clients = [gb.WsKernel(target.url, target.token, kid, a.timeout) for kid in ids]
+        awake, thaw = [], []
+        for c in clients:
+            c.run("1+1", deadline=time.monotonic() + a.timeout)
+            t = time.perf_counter()  # right after an execute: the kernel is not paused yet
+            c.run("1+1", deadline=time.monotonic() + a.timeout)
+            awake.append(time.perf_counter() - t)
+        for kid, c in zip(ids, clients):
+            wait_paused(target, kid, 30)
+            t = time.perf_counter()
+            c.run("1+1", deadline=time.monotonic() + a.timeout)
+            thaw.append(time.perf_counter() - t)
+        rows["exec on a paused kernel p50"] = (statistics.median(thaw) * 1e3, "ms", None)
+        rows["exec on a paused kernel max"] = (max(thaw) * 1e3, "ms", "<= 100")
+        rows["exec on an awake kernel p50"] = (statistics.median(awake) * 1e3, "ms", None)
+    finally:
+        for c in clients:
+            try:
+                c.close()
+            except Exception:
+                pass
+        target.stop()
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--cellgate", default=os.environ.get("CELLGATE_BIN"), help="cellgate binary")
     p.add_argument("--spawner", default="jail")
+    p.add_argument("--fork-server", default="on", choices=("on", "off"),
+                   help="start kernels from cellgate-zygote (jail spawner only; default on)")
     p.add_argument("--kernels", type=int, default=200)
     p.add_argument("--parallel", type=int, default=8, help="kernel starts in flight")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--settle", type=float, default=2.0, help="seconds idle before measuring memory")
     p.add_argument("--websockets", type=int, default=1000)
     p.add_argument("--ws-kernels", type=int, default=4)
+    p.add_argument("--pause-kernels", type=int, default=10, help="kernels paused and thawed")
     p.add_argument("--timeout", type=float, default=120)
     p.add_argument("--quick", action="store_true", help="3 kernels, 40 WebSockets")
     p.add_argument("--jsonl", action="store_true", help="JSON lines for bench/run.py")
     a = p.parse_args()
     if a.quick:
-        a.kernels, a.rounds, a.websockets, a.ws_kernels, a.settle = 3, 2, 40, 2, 0.5
+        a.kernels, a.rounds, a.websockets, a.ws_kernels, a.settle, a.pause_kernels = 3, 2, 40, 2, 0.5, 2
     if not (a.cellgate and os.access(a.cellgate, os.X_OK)):
         print("cellgate binary missing: %r" % a.cellgate, file=sys.stderr)
         return 1
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # our end of the WebSockets
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    target = tm.CellgateTarget(a.cellgate, spawner=a.spawner)
+    # The gateway's defaults protect a shared server (64 WebSockets per user); this bench is one
+    # user holding --websockets sockets and --kernels kernels, so it lifts the per-user caps.
+    gw_args = ["--max-connections-per-user", "0", "--max-kernels-per-user", "0", "--max-kernels", "0"]
+    if a.spawner == "jail":
+        gw_args += ["--fork-server", a.fork_server]
+    target = tm.CellgateTarget(a.cellgate, spawner=a.spawner, extra_args=gw_args)
     rows = {}
     failed = False
     try:
@@ -224,6 +278,13 @@ def main():
                 rows["failed: " + step.__name__] = (None, "", None)
     finally:
         target.stop()
+    print("# density: measure_pause ...", file=sys.stderr, flush=True)
+    try:
+        measure_pause(a, gw_args, rows)
+    except Exception as e:
+        failed = True
+        print("# density: measure_pause failed: %s: %s" % (type(e).__name__, e), file=sys.stderr)
+        rows["failed: measure_pause"] = (None, "", None)
     for name, (value, unit, target_expr) in rows.items():
         if a.jsonl:
             print(json.dumps({"figure": name, "backend": "cellgate", "value": value, "unit": unit,

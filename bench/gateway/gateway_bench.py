@@ -17,8 +17,11 @@
 and prints one table with the figures and the ratios to the floor and to jupyter server (as
 shipped, and "nodelay": with TCP_NODELAY set on its kernel WebSockets by a config file).
 jupyter server rate-limits iopub (1 MB/s by default) and drops data: the "received" rows report
-how much of the printed data arrived. The WebSocket client is the same lean loop for every server
-(websocket-client, binary v1 framing when the server selects it, no UTF-8 validation).
+how much of the printed data arrived. The WebSocket client is the same lean loop for every server:
+websocket-client for the handshake and for sending, binary v1 framing when the server selects it, and
+frames read by read_frame below (recv_into one buffer per message, no UTF-8 validation), because
+websocket-client reads a frame 16 KiB at a time in Python and copies it twice: on a 50 MB output that
+client, not the server, was the bottleneck.
 
 A measurement is a function in METRICS; a backend is a class with start_kernel/execute/iopub;
 adding a metric or a backend (e.g. jupyter server with other settings) is one entry. A row is
@@ -81,6 +84,46 @@ class Measured(Exception):
 
 # ------------------------------------------------------------------------------ server backend
 
+def _recv_exact(sock, n):
+    buf = bytearray(n)
+    view, got = memoryview(buf), 0
+    while got < n:
+        k = sock.recv_into(view[got:], n - got)
+        if k == 0:
+            raise Measured("connection closed by the server")
+        got += k
+    return buf
+
+
+def read_frame(ws):
+    """One whole data message (RFC 6455: text or binary, reassembled from continuations) as
+    (opcode, bytes); answers pings on the way."""
+    sock, parts, opcode = ws.sock, [], None
+    while True:
+        b0, b1 = _recv_exact(sock, 2)
+        fin, op, n = b0 & 0x80, b0 & 0x0F, b1 & 0x7F
+        if b1 & 0x80:
+            raise Measured("masked frame from the server")
+        if n == 126:
+            n = int.from_bytes(_recv_exact(sock, 2), "big")
+        elif n == 127:
+            n = int.from_bytes(_recv_exact(sock, 8), "big")
+        payload = _recv_exact(sock, n) if n else bytearray()
+        if op == 0x9:
+            ws.pong(bytes(payload))
+            continue
+        if op == 0xA:
+            continue
+        if op == 0x8:
+            raise Measured("the server closed the WebSocket")
+        if op != 0:
+            opcode = op
+        parts.append(payload)
+        if fin:
+            data = parts[0] if len(parts) == 1 else bytearray().join(parts)
+            return opcode, data
+
+
 class WsKernel:
     """Lean client of one kernel over the channels WebSocket."""
 
@@ -103,7 +146,9 @@ class WsKernel:
 
     def recv(self):
         """-> (channel, msg_type, parent msg_id, content dict). Parses only what it needs."""
-        data = self.ws.recv()
+        opcode, data = read_frame(self.ws)
+        if opcode == 0x1:
+            data = data.decode()
         if self.v1:
             channel, parts = jws.decode_v1_parts(data)
             header = json.loads(parts[0])
@@ -132,7 +177,7 @@ class WsKernel:
             if mtype == "execute_reply":
                 got_reply = True
             elif mtype == "status":
-                got_idle = got_idle or (b'"idle"' in raw if isinstance(raw, bytes)
+                got_idle = got_idle or (b'"idle"' in raw if isinstance(raw, (bytes, bytearray))
                                         else raw.get("execution_state") == "idle")
             elif count_stream and mtype == "stream":
                 c = self.content(raw)

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
+# cellgate-bench: figures
 """Warm pool bench: time from POST /api/kernels to kernel_info_reply, pooled claim vs cold start.
 
 Both runs use the same jailed cellgate (--spawner jail): one without a pool (every POST starts a
@@ -7,8 +8,13 @@ kernel cold), one with --pool python3=N (every POST claims a warm kernel: worksp
 jail, limits, env and cwd applied). Between claims the bench waits for the pool to refill, so each
 claim finds a ready kernel. Prints p50/p90 per path and the cold/pool ratio. A benchmark, not a
 test: --quick --validate (ctest) only checks that every figure was produced.
+
+With --jsonl it prints figure lines for bench/run.py (group "warm pool"): the pool claim is backend
+"cellgate" (target <= 20 ms p50, issue #8), the cold start of the same gateway is the reference
+backend "cold_start", so the table shows the claim's ratio to a cold start.
 """
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -43,8 +49,10 @@ def pool_ready(t):
     return t.get("api/status").json().get("pool", {}).get(SPEC, {}).get("ready", 0)
 
 
-def run(binary, n, pool_size, timeout):
+def run(binary, n, pool_size, timeout, fork_server):
     extra = ["--pool", "%s=%d" % (SPEC, pool_size)] if pool_size else []
+    if fork_server != "default":
+        extra += ["--fork-server", fork_server]
     t = tm.CellgateTarget(binary, spawner="jail", extra_args=extra)
     t.start()
     times, posts = [], []
@@ -73,6 +81,18 @@ def summary(ms):
     return statistics.median(s), s[min(len(s) - 1, int(round(0.9 * (len(s) - 1))))], len(s)
 
 
+def print_jsonl(rows):
+    """Figure lines: the pool claim is cellgate's, the cold start the reference it is compared to."""
+    for label, backend in (("pool claim", "cellgate"), ("cold start", "cold_start")):
+        for path, what in (("", "kernel_info_reply"), (", 201", "201")):
+            for suffix, i, target in ((" p50", 0, "<= 20"), (" p90", 1, None)):
+                v = rows.get(label + path)
+                print(json.dumps({"figure": "pool claim -> %s%s" % (what, suffix), "backend": backend,
+                                  "value": v[i] if v else None, "unit": "ms",
+                                  "target": target if backend == "cellgate" and not path else None,
+                                  "group": "warm pool"}))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--cellgate", default=os.environ.get("CELLGATE_BIN"))
@@ -81,6 +101,9 @@ def main():
     p.add_argument("--quick", action="store_true", help="3 claims each: a smoke run (ctest)")
     p.add_argument("--validate", action="store_true", help="exit 1 unless every figure was produced")
     p.add_argument("--timeout", type=float, default=120)
+    p.add_argument("--fork-server", default="default", choices=("on", "off", "default"),
+                   help="--fork-server for both gateways (default: the gateway's default)")
+    p.add_argument("--jsonl", action="store_true", help="JSON lines for bench/run.py, not a table")
     a = p.parse_args()
     if a.quick:
         a.claims = 3
@@ -95,12 +118,16 @@ def main():
     for label, size in (("cold start", 0), ("pool claim", a.pool_size)):
         print("# %s ..." % label, file=sys.stderr, flush=True)
         try:
-            posts, times = run(a.cellgate, a.claims, size, a.timeout)
+            posts, times = run(a.cellgate, a.claims, size, a.timeout, a.fork_server)
             rows[label + ", 201"] = summary(posts)
             rows[label] = summary(times)
         except Exception as e:  # a failed run is a row of "fail", not a crash: the table says what ran
             print("# %s failed: %s" % (label, e), file=sys.stderr)
             rows[label + ", 201"] = rows[label] = None
+    complete = all(v and v[2] == a.claims for v in rows.values())
+    if a.jsonl:
+        print_jsonl(rows)
+        return 0 if complete else 1
     print("pool bench: POST /api/kernels -> its 201, and -> kernel_info_reply on a new WebSocket; jailed "
           "ipykernel, %d each, pool %s=%d; load %.1f" % (a.claims, SPEC, a.pool_size, os.getloadavg()[0]))
     print("%-17s %10s %10s %4s" % ("path", "p50 ms", "p90 ms", "n"))
@@ -108,7 +135,7 @@ def main():
         print("%-17s %10s %10s %4s" % ((label,) + (("%.1f" % v[0], "%.1f" % v[1], v[2]) if v else ("fail",) * 3)))
     cold, pool = rows.get("cold start"), rows.get("pool claim")
     print("cold/pool p50: %s" % ("%.1fx" % (cold[0] / pool[0]) if cold and pool and pool[0] else "-"))
-    if a.validate and not all(v and v[2] == a.claims for v in rows.values()):
+    if a.validate and not complete:
         print("incomplete table", file=sys.stderr)
         return 1
     return 0

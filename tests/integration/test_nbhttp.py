@@ -222,7 +222,7 @@ def test_failing_seed_stops_the_server(tmp_path):
         shutil.rmtree(run, ignore_errors=True)
     assert out.returncode == 1
     err = out.stderr.decode()
-    assert "cell 2 failed: RuntimeError: no seed for you" in err, err
+    assert "cell 3 failed: RuntimeError: no seed for you" in err, err
 
 
 def test_notebook_without_endpoints_is_a_config_error(tmp_path):

@@ -109,6 +109,8 @@ def test_claim_gets_workspace_env_cwd_and_limits(pooled):
                         "os.environ['KERNEL_WORKSPACE'], os.environ['KERNEL_ID'])\n"
                         "open('from_kernel.txt', 'w').write('written inside')\n")
         assert r.reply["content"]["status"] == "ok", r.reply
+        # The pool's warm-up and the claim's env/cwd executes are silent: the owner's first cell is In [1].
+        assert r.reply["content"]["execution_count"] == 1, r.reply
         assert r.stdout().splitlines() == ["/workspace", "hi from the api", "cs101 alice w1 " + kid]
     finally:
         kws.close()
@@ -248,3 +250,50 @@ def test_attach_workspace_only_once_and_never_through_symlinks(pooled, tmp_path)
             kws.close()
     finally:
         users["alice"].api("DELETE", "api/kernels/" + k["id"])
+
+
+def pool_rows(t):
+    """{kernel id: helper pid} of the unclaimed pool kernels the gateway recorded."""
+    import sqlite3
+    db = sqlite3.connect("file:%s?mode=ro" % os.path.join(t.data_dir, "cellgate.db"), uri=True, timeout=10)
+    try:
+        return dict(db.execute("SELECT id, helper_pid FROM kernels WHERE owner = '@pool'").fetchall())
+    finally:
+        db.close()
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def test_a_crashed_gateway_leaves_no_pool_kernel_behind():
+    """Pool kernels outlive the gateway like every kernel; being nobody's, the next start shuts
+    them down instead of leaking their jails, and fills a new pool."""
+    t, users = make_gateway("--pool", SPEC + "=1", users=("bob",))
+    try:
+        wait_ready(t, 1)
+        before = pool_rows(t)
+        assert len(before) == 1 and all(pid > 0 for pid in before.values()), before
+        t.proc.kill()  # SIGKILL: no cleanup at all, as in a crash
+        t.proc.wait(30)
+        t.proc = t.url = None
+        assert all(alive(pid) for pid in before.values()), "the pool kernel died with the gateway"
+        t.start()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(alive(pid) for pid in before.values()):
+            time.sleep(0.2)
+        assert not any(alive(pid) for pid in before.values()), ("stale pool kernel still runs", t.log_tail())
+        wait_ready(t, 1)
+        after = pool_rows(t)
+        assert len(after) == 1 and not set(after) & set(before), (before, after)
+        listed = [k["id"] for k in t.get("api/kernels").json()]
+        assert not set(listed) & set(before), listed
+        # A claimed kernel is its owner's in the database, and no longer the pool's.
+        k = users["bob"].start_kernel()
+        assert claimed_from_pool(t, k["id"]) and k["id"] not in pool_rows(t)
+    finally:
+        t.stop()

@@ -243,7 +243,7 @@ def test_malformed_notebook(served, tmp):
     with open(bad, "w") as f:
         json.dump({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{"cell_type": "code"}]}, f)
     p = cellgate_run([bad], env=via_url(served))
-    assert p.returncode == 2 and "cell 0 has no valid source" in one_line(p.stderr), p.stderr
+    assert p.returncode == 2 and "cell 1 has no valid source" in one_line(p.stderr), p.stderr
 
 
 def test_missing_kernel(served, tmp):

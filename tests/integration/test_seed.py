@@ -120,7 +120,7 @@ def test_failing_seed_fails_the_start_with_the_cell_and_the_error(gw, kernel):
     r = kernel("cgbadseed", expect=500)
     body = r.json()
     assert body["reason"] == "Internal Server Error"
-    assert "cell 2" in body["message"] and "ValueError: bad seed" in body["message"], body
+    assert "cell 3 failed" in body["message"] and "ValueError: bad seed" in body["message"], body
     assert body["seed"] == {"notebook": "bad_seed.ipynb", "cell": 2, "ename": "ValueError", "evalue": "bad seed"}
     # The kernel is gone: not listed, its jail stopped and its runtime dirs removed.
     assert {k["id"] for k in gw.get("api/kernels").json()} == before
@@ -157,7 +157,7 @@ def test_seed_failing_on_restart_leaves_the_kernel_dead_with_the_reason(gw, kern
     kid = kernel("cgonceseed").json()["id"]
     r = gw.post("api/kernels/%s/restart" % kid)
     assert r.status_code == 500, r.text
-    assert "cell 0 failed: RuntimeError: seeded before" in r.json()["message"], r.text
+    assert "cell 1 failed: RuntimeError: seeded before" in r.json()["message"], r.text
     model = gw.get("api/kernels/" + kid).json()
     assert model["execution_state"] == "dead"
     assert "seeded before" in model["reason"]

@@ -75,6 +75,46 @@ def test_silent_execute_skips_the_snapshot_the_next_cell_takes_it(target, new_ke
     assert name in meta["added"], meta
 
 
+def test_unchanged_tree_skips_the_walk_but_every_change_is_seen(target, new_kernel, connect):
+    """The gateway walks a workspace after an execute only when inotify saw a change (or the last walk
+    is 2 s old: mmap writes). Whatever the shortcut, each reply must name the snapshot equal to the tree."""
+    kid = new_kernel()["id"]
+    c = connect(kid)
+    d = "cw_%s" % uuid.uuid4().hex[:8]
+
+    def meta(code):
+        res = c.execute(code)
+        assert res.reply["content"]["status"] == "ok", res.reply
+        return res.reply["metadata"]["cellgate"]
+
+    first = meta("import os, mmap, time; os.makedirs(%r); open(%r + '/a.txt', 'w').write('hello')" % (d, d))
+    assert first["new_snapshot"] is True and d + "/a.txt" in first["added"], first
+    same = meta("1+1")
+    assert same["new_snapshot"] is False and same["snapshot"] == first["snapshot"], same
+    # Same size, in place: only the watch (or the stat key) can tell.
+    edited = meta("f = open(%r + '/a.txt', 'r+'); f.write('HELLO'); f.close()" % d)
+    assert edited["new_snapshot"] is True and edited["changed"] == [d + "/a.txt"], edited
+    # A directory made after the last walk, and a file two levels into it, then changed there.
+    deep = meta("os.makedirs(%r + '/x/y'); open(%r + '/x/y/b.txt', 'w').write('1')" % (d, d))
+    assert d + "/x/y/b.txt" in deep["added"], deep
+    assert meta("1+1")["new_snapshot"] is False
+    appended = meta("open(%r + '/x/y/b.txt', 'a').write('2')" % d)
+    assert appended["changed"] == [d + "/x/y/b.txt"], appended
+    removed = meta("os.remove(%r + '/x/y/b.txt')" % d)
+    assert removed["removed"] == [d + "/x/y/b.txt"], removed
+    # A snapshot taken over REST moves the head: the next quiet execute names it.
+    r = target.post(WS + "snapshots", json={"label": "cw"})
+    assert r.status_code in (200, 201), r.text
+    labelled = r.json()["id"]
+    assert meta("1+1")["snapshot"] == labelled
+    # A write through a shared mapping raises no inotify event: it is seen once the last walk is 2 s old.
+    meta("m = mmap.mmap(os.open(%r + '/a.txt', os.O_RDWR), 5)" % d)
+    wrote = meta("m[0:5] = b'howdy'; m.flush()")
+    late = meta("time.sleep(2.2)")
+    assert [d + "/a.txt"] in (wrote["changed"], late["changed"]), (wrote, late)
+    assert meta("1+1")["snapshot"] == late["snapshot"]
+
+
 def test_labelled_snapshot_restore_in_place_keeps_memory(target, new_kernel):
     kid = new_kernel()["id"]
     execute(target, kid, "open('data.txt', 'w').write('original')")

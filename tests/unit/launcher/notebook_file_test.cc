@@ -37,9 +37,9 @@ TEST_CASE("malformed notebooks are refused with the reason", "[launcher]") {
   CHECK(parse_notebook(R"({"nbformat":3,"cells":[]})").error().message == "only nbformat 4 notebooks are supported");
   CHECK(parse_notebook(R"({"nbformat":4,"cells":{}})").error().message == "\"cells\" must be an array");
   CHECK(parse_notebook(R"({"nbformat":4,"cells":[{"cell_type":"python","source":""}]})").error().message ==
-        "cell 0 has no valid cell_type");
+        "cell 1 has no valid cell_type");
   CHECK(parse_notebook(R"({"nbformat":4,"cells":[{"cell_type":"code","source":[1]}]})").error().message ==
-        "cell 0 has no valid source");
+        "cell 1 has no valid source");
   auto empty = parse_notebook(R"({"nbformat":4,"cells":[]})");
   REQUIRE(empty);
   CHECK(empty->kernel_name().empty());

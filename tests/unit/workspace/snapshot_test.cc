@@ -53,8 +53,15 @@ TEST_CASE("names are validated", "[workspace]") {
   }
   CHECK(mgr->create({"alice", "My.ws_1-2"}));
   CHECK(mgr->create({"alice", "My.ws_1-2"}).error().code == Errc::kConflict);
+  auto kept = mgr->ensure({"alice", "My.ws_1-2"});
+  REQUIRE(kept);
+  test::write_text(kept->tree_path() + "/kept.txt", "still here");
   CHECK(mgr->ensure({"alice", "My.ws_1-2"}));
+  CHECK(test::read_text(kept->tree_path() + "/kept.txt") == "still here");
   CHECK(mgr->list("alice").value() == std::vector<std::string>{"My.ws_1-2"});
+  CHECK(mgr->ensure({"alice", "fresh"}));
+  CHECK(mgr->list("alice").value() == std::vector<std::string>{"My.ws_1-2", "fresh"});
+  REQUIRE(mgr->remove({"alice", "fresh"}));
   CHECK(mgr->open({"bob", "My.ws_1-2"}).error().code == Errc::kNotFound);
   REQUIRE(mgr->remove({"alice", "My.ws_1-2"}));
   CHECK(mgr->list("alice")->empty());
