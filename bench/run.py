@@ -41,7 +41,7 @@ TARGET_RE = [
     (re.compile(r"^(<=|>=)\s*([0-9.]+)x\s+([\w.-]+)$"), "times"),
     (re.compile(r"^(<=|>=)\s*([\w.-]+)\s*\+\s*([0-9.]+)$"), "plus"),
 ]
-REFERENCE_ORDER = ["floor", "jupyter_server", "jupyter_server_nodelay", "cold_start"]
+REFERENCE_ORDER = ["floor", "jupyter_server", "jupyter_server_nodelay", "cold_start", "cold_jail"]
 
 
 def find_scripts():

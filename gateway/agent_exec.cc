@@ -112,7 +112,7 @@ asio::awaitable<json> run_execute(std::shared_ptr<KernelHub> hub, ExecRequest re
   }
   const std::string& code = request.code;
   std::string msg_id;
-  auto msg = make_execute_request(code, /*silent=*/false, request.store_history, msg_id);
+  auto msg = make_execute_request(code, /*silent=*/false, request.store_history, msg_id, request.stop_on_error);
   auto collector = std::make_shared<ExecCollector>(co_await asio::this_coro::executor, request.output_limit, on_output);
   if (!hub->send_watched(Channel::kShell, msg, msg_id, collector)) {
     hub->unwatch(msg_id);

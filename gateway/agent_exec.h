@@ -23,6 +23,7 @@ struct ExecRequest {
   std::map<std::string, std::string> env;   // set around this execution only (python kernels)
   size_t output_limit = 1 << 20;            // bytes of outputs kept; the rest is cut and marked
   bool store_history = true;                // false: the kernel keeps no In/Out entry (notebook-http)
+  bool stop_on_error = true;                // false: an error does not make the kernel abort what comes next
 };
 
 // Parses and validates the JSON body {"code", "timeout"?, "env"?}. kBadRequest on anything malformed.

@@ -87,8 +87,7 @@ const std::vector<Option>& options() {
       {"jail-helper", "PATH", false, "the cellgate-jail binary (default: beside cellgate)",
        [](Config& c, const std::string& v) { c.jail_helper = v; }},
       {"fork-server", "on|off", false,
-       "start Debian ipykernels from a preloaded fork server, cellgate-zygote (default off until its kernels show "
-       "matplotlib inline; jail spawner only; "
+       "start Debian ipykernels from a preloaded fork server, cellgate-zygote (default on; jail spawner only; "
        "kernels start cold while it is unavailable)",
        [](Config& c, const std::string& v) {
          if (v == "on" || v == "true") c.fork_server = true;

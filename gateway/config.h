@@ -32,7 +32,7 @@ struct Config {
   std::set<std::string> allow_env;           // non-KERNEL_ names clients may pass
   std::string spawner = "jail";              // jail | plain
   std::string jail_helper;                   // default: cellgate-jail beside the cellgate binary
-  bool fork_server = false;                  // ipykernels from cellgate-zygote (jail spawner only)
+  bool fork_server = true;                   // ipykernels from cellgate-zygote (jail spawner only)
   std::string zygote_binary;                 // default: cellgate-zygote beside the cellgate binary
   std::string jail_policy;                   // policy file for every kernel ("" = built-in default)
   std::string transport = "ipc";

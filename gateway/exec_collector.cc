@@ -137,11 +137,12 @@ void ExecCollector::append(json& out) {
   outputs_.push_back(std::move(out));
 }
 
-protocol::Message make_execute_request(const std::string& code, bool silent, bool store_history, std::string& msg_id) {
+protocol::Message make_execute_request(const std::string& code, bool silent, bool store_history, std::string& msg_id,
+                                       bool stop_on_error) {
   auto msg = protocol::make_message(
       "execute_request", "cellgate-agent-" + common::random_hex(8),
       json{{"code", code}, {"silent", silent}, {"store_history", store_history}, {"user_expressions", json::object()},
-           {"allow_stdin", false}, {"stop_on_error", !silent}}
+           {"allow_stdin", false}, {"stop_on_error", stop_on_error && !silent}}
           .dump());
   auto header = protocol::peek_header(msg.header);
   msg_id = header ? header->msg_id : "";

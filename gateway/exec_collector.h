@@ -49,6 +49,7 @@ class ExecCollector : public RequestWatcher {
 };
 
 // An execute_request message with these options; its msg_id is returned in msg_id.
-protocol::Message make_execute_request(const std::string& code, bool silent, bool store_history, std::string& msg_id);
+protocol::Message make_execute_request(const std::string& code, bool silent, bool store_history, std::string& msg_id,
+                                       bool stop_on_error = true);
 
 }  // namespace cellgate::gateway

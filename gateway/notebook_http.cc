@@ -34,6 +34,10 @@ awaitable<json> run_step(std::shared_ptr<KernelHub> hub, std::string code, std::
   r.code = std::move(code);
   r.output_limit = output_limit;
   r.store_history = false;  // a long-lived service kernel must not keep every request in Out
+  // Steps run one at a time and a failed one ends the request, so ipykernel's abort-after-error has
+  // nothing to protect; with it, the next request leased this kernel could arrive while the kernel
+  // still aborts (stop_on_error_timeout) and fail as "aborted" for an error that was not its own.
+  r.stop_on_error = false;
   r.timeout_s = std::max(0.001, std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count());
   co_return co_await run_execute(hub, std::move(r));
 }

@@ -99,6 +99,11 @@ Config embedded_config(const RunArgs& a, TempDir& temp) {
   std::vector<char*> argv;
   for (auto& s : args) argv.push_back(s.data());
   Config c = load_config(static_cast<int>(argv.size()), argv.data());
+  // One kernel, started at once: a fork server would still be preloading (seconds of CPU beside the
+  // kernel's start) when it starts cold. Only an explicit --fork-server on starts one.
+  bool fork_server_flag = false;
+  for (const auto& s : a.serve_args) fork_server_flag = fork_server_flag || s.rfind("--fork-server", 0) == 0;
+  if (!fork_server_flag) c.fork_server = false;
   if (!a.data_dir.empty()) {
     c.data_dir = std::filesystem::absolute(a.data_dir).lexically_normal().string();
   } else {

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
+# cellgate-bench: figures
 """zygote_bench: fork-server kernels (cellgate-zygote) against cold jailed ipykernels, in one run.
 
 Needs root (it builds real jails). For each mode it starts real jailed ipykernels exactly as the gateway
@@ -16,6 +17,9 @@ prints:
 Targets (issue 8): start <= 150 ms, 20 in parallel <= 0.5 s, <= 20 MiB PSS per idle kernel.
 
 usage: zygote_bench.py --bin BUILD/bin [--runs N] [--parallel N] [--short] [--json FILE]
+       zygote_bench.py --jsonl --cellgate BUILD/bin/cellgate [--quick]     (for bench/run.py)
+--jsonl prints one JSON line per figure instead of the table: the fork server as backend "cellgate"
+(with the issue's targets), cold jailed starts as the reference backend "cold_jail"; group "fork server".
 (exits 1 when a figure is malformed, 4 when it cannot run here)
 """
 import argparse
@@ -174,7 +178,13 @@ def start(kernel, mode, bins, sock):
 
 
 def cpu_ms(pid):
-    """utime + stime of a process so far (clock ticks -> ms)."""
+    """CPU time of a process so far (ms): schedstat's nanoseconds on CPU (utime + stime in clock ticks
+    is 10 ms coarse, as big as a forked start's whole CPU)."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[0]) / 1e6
+    except (OSError, IndexError, ValueError):
+        pass
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
@@ -257,14 +267,61 @@ def start_zygote(bins, sock):
     return proc, time.monotonic() - t0
 
 
+def figure_rows(n):
+    """(figure, unit, cold key, zygote key, target for the zygote); the table and --jsonl share them."""
+    return [
+        ("ipykernel start -> kernel_info_reply p50", "ms", "cold_start_p50_ms", "zygote_start_p50_ms", "<= 150"),
+        ("ipykernel start -> kernel_info_reply p90", "ms", "cold_start_p90_ms", "zygote_start_p90_ms", None),
+        ("POST /api/kernels -> 201 via cellgate serve p50", "ms", "gateway_cold_start_p50_ms",
+         "gateway_zygote_start_p50_ms", "<= 150"),
+        ("CPU of the jail's processes per start", "ms", "cold_start_cpu_ms", "zygote_start_cpu_ms", None),
+        (f"{n} ipykernels started in parallel, all ready", "s", "cold_parallel_s", "zygote_parallel_s", "<= 0.5"),
+        (f"PSS per idle ipykernel (helper+init+kernel, {n} alive)", "MiB", "cold_pss_mib", "zygote_pss_mib", "<= 20"),
+        (f"USS per idle ipykernel (helper+init+kernel, {n} alive)", "MiB", "cold_uss_mib", "zygote_uss_mib", None),
+        (f"fork server PSS spread over {n} kernels", "MiB", None, "zygote_pss_share_mib", None),
+        ("fork server CPU per request (its fork)", "ms", None, "zygote_fork_cpu_ms", None),
+    ]
+
+
+def print_jsonl(fig, n):
+    for figure, unit, cold, zyg, target in figure_rows(n):
+        if zyg not in fig:
+            continue
+        print(json.dumps({"figure": figure, "backend": "cellgate", "value": fig[zyg], "unit": unit,
+                          "target": target, "group": "fork server"}), flush=True)
+        if cold is not None and cold in fig:
+            print(json.dumps({"figure": figure, "backend": "cold_jail", "value": fig[cold], "unit": unit,
+                              "target": None, "group": "fork server"}), flush=True)
+
+
+def print_table(fig, a):
+    print(f"{'figure':62} {'cold jail':>10} {'zygote':>10} {'ratio':>7}  target")
+    for label, unit, c, z, target in figure_rows(a.parallel):
+        if z not in fig:
+            continue
+        label = f"{label} ({unit})"
+        if c is None:
+            print(f"{label:62} {'':10} {fig[z]:10.3f}")
+        else:
+            print(f"{label:62} {fig[c]:10.3f} {fig[z]:10.3f} {fig[z] / fig[c]:7.2f}  {target or ''}")
+    print(f"zygote boot (preload) {fig['zygote_boot_s']:.2f} s; runs {a.runs}; load {os.getloadavg()[0]:.2f}; "
+          f"cpus {os.cpu_count()}")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True, help="dir with cellgate-jail and cellgate-zygote")
+    ap.add_argument("--bin", help="dir with cellgate-jail and cellgate-zygote")
+    ap.add_argument("--cellgate", help="the cellgate binary (bench/run.py); its dir is --bin")
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--parallel", type=int, default=20)
-    ap.add_argument("--short", action="store_true", help="CI: 2 runs, 4 in parallel")
+    ap.add_argument("--short", "--quick", dest="short", action="store_true", help="CI: 2 runs, 4 in parallel")
+    ap.add_argument("--jsonl", action="store_true", help="JSON lines for bench/run.py instead of the table")
     ap.add_argument("--json", help="also write the figures here")
     a = ap.parse_args()
+    if a.bin is None and a.cellgate:
+        a.bin = os.path.dirname(os.path.abspath(a.cellgate))
+    if a.bin is None:
+        ap.error("--bin or --cellgate is required")
     if a.short:
         a.runs, a.parallel = 2, 4
     if os.geteuid() != 0:
@@ -310,25 +367,10 @@ def main():
     if os.path.exists(os.path.join(a.bin, "cellgate")):
         fig["gateway_cold_start_p50_ms"] = statistics.median(gateway_starts(a.bin, "off", a.runs)) * 1000
         fig["gateway_zygote_start_p50_ms"] = statistics.median(gateway_starts(a.bin, "on", a.runs)) * 1000
-    n = a.parallel
-    rows = [
-        ("start -> kernel_info_reply p50 (ms)", "cold_start_p50_ms", "zygote_start_p50_ms", "<= 150"),
-        ("start -> kernel_info_reply p90 (ms)", "cold_start_p90_ms", "zygote_start_p90_ms", ""),
-        ("CPU of the jail's processes per start (ms)", "cold_start_cpu_ms", "zygote_start_cpu_ms", ""),
-        (f"{n} in parallel, all ready (s)", "cold_parallel_s", "zygote_parallel_s", "<= 0.5 (20)"),
-        ("PSS per idle kernel, jail processes (MiB)", "cold_pss_mib", "zygote_pss_mib", "<= 20"),
-        ("USS per idle kernel, jail processes (MiB)", "cold_uss_mib", "zygote_uss_mib", ""),
-    ]
-    if "gateway_cold_start_p50_ms" in fig:
-        rows.insert(2, ("POST /api/kernels -> 201 via cellgate, p50 (ms)", "gateway_cold_start_p50_ms",
-                        "gateway_zygote_start_p50_ms", "<= 150"))
-    print(f"{'figure':44} {'cold jail':>10} {'zygote':>10} {'ratio':>7}  target")
-    for label, c, z, target in rows:
-        print(f"{label:44} {fig[c]:10.3f} {fig[z]:10.3f} {fig[z] / fig[c]:7.2f}  {target}")
-    print(f"{'zygote PSS spread over the batch (MiB)':44} {'':10} {fig['zygote_pss_share_mib']:10.3f}")
-    print(f"{'zygote CPU per request (fork, ms)':44} {'':10} {fig['zygote_fork_cpu_ms']:10.3f}")
-    print(f"zygote boot (preload) {fig['zygote_boot_s']:.2f} s; runs {a.runs}; load {os.getloadavg()[0]:.2f}; "
-          f"cpus {os.cpu_count()}")
+    if a.jsonl:
+        print_jsonl(fig, a.parallel)
+    else:
+        print_table(fig, a)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(fig, f, indent=1)

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The fork server (cellgate-zygote) behind `cellgate serve --spawner jail`: ipykernels come from it,
 # start cold when it is gone, and survive a gateway restart like any jailed kernel.
+import base64
 import json
 import os
 import signal
@@ -17,8 +18,8 @@ def jail_target(*extra):
         pytest.fail("cellgate target required but " + why)
     if os.geteuid() != 0:
         pytest.skip("jailed kernels need root")
-    # The fork server is opt-in; a later --fork-server in extra wins.
-    return tm.CellgateTarget(path, spawner="jail", extra_args=["--fork-server", "on", *extra])
+    # The fork server is on by default: no flag, so that these tests check the default.
+    return tm.CellgateTarget(path, spawner="jail", extra_args=list(extra))
 
 
 def zygote_socket(t):
@@ -133,5 +134,25 @@ def test_fork_server_off():
         kid = t.start_kernel()["id"]
         assert "python3" in exe(t, kid)
         assert not os.path.exists(zygote_socket(t))
+    finally:
+        t.stop()
+
+
+def test_forked_kernel_shows_matplotlib_figures_inline():
+    t = jail_target()
+    t.start()
+    try:
+        wait_for_zygote(t)
+        kid = t.start_kernel()["id"]
+        assert exe(t, kid).endswith("cellgate-zygote"), t.log_tail()
+        for code in ("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()",  # shown explicitly
+                     "plt.figure()\nplt.plot([3, 4]);"):  # left open: shown at the end of the cell
+            r = t.post("api/kernels/%s/execute" % kid, json={"code": code, "timeout": 60})
+            assert r.status_code == 200, r.text
+            rep = r.json()
+            assert rep["status"] == "ok", rep
+            pngs = [o["data"]["image/png"] for o in rep["outputs"] if "image/png" in o.get("data", {})]
+            assert len(pngs) == 1, rep["outputs"]
+            assert base64.b64decode(pngs[0]).startswith(b"\x89PNG"), pngs[0][:40]
     finally:
         t.stop()

@@ -7,6 +7,7 @@ Cases:
   jailed_like_cold   the same probe in a cold and a forked kernel: identical jail (uid, caps, seccomp,
                      no_new_privs, pid namespace, mounts, network, read-only root, cgroup, env, rlimits),
                      and the host sees the forked kernel under an unprivileged slot uid
+  matplotlib_inline  figures show inline (image/png) as in a cold kernel: plt.show(), open figures, %matplotlib
   reseeded           two forked kernels draw different numpy and `random` numbers
   zygote_untouched   what a kernel does (state, files, kill attempts, a big allocation) never reaches the
                      zygote or the next kernel
@@ -126,6 +127,46 @@ def rss_kib(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
+
+
+# Figures in a forked kernel come out as in a cold one: plt.show(), a figure left open at the end of
+# a cell, `%matplotlib inline`; and the backend state a cell can see is the same.
+FIGURE_CELLS = [
+    "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()",
+    "plt.figure()\nplt.plot([3, 4]);",
+    "%matplotlib inline\nplt.plot([5, 6])\nplt.show()",
+    "import matplotlib\nprint(matplotlib.get_backend(), matplotlib.is_interactive(), plt.get_fignums())",
+]
+
+
+def figure_outputs(k, code):
+    """(status, stdout, mimetypes of each display_data/execute_result) of one cell."""
+    out, shown = [], []
+
+    def hook(msg):
+        c = msg["content"]
+        if msg["msg_type"] == "stream" and c["name"] == "stdout":
+            out.append(c["text"])
+        elif msg["msg_type"] in ("display_data", "execute_result"):
+            shown.append((msg["msg_type"], sorted(c["data"])))
+    reply = k.kc.execute_interactive(code, timeout=60, output_hook=hook)
+    return reply["content"]["status"], "".join(out).strip(), shown
+
+
+def case_matplotlib_inline(jail, zygote):
+    cold = zk.Kernel(jail)
+    forked = zk.Kernel(jail, zygote)
+    try:
+        for code in FIGURE_CELLS:
+            c, z = figure_outputs(cold, code), figure_outputs(forked, code)
+            check(z == c, f"forked {z!r} == cold {c!r} for {code.splitlines()[-1]!r}")
+        for i in range(3):
+            z = figure_outputs(forked, FIGURE_CELLS[i])
+            check(z[0] == "ok" and ("display_data", ["image/png", "text/plain"]) in z[2],
+                  f"forked kernel shows an image/png for cell {i}: {z!r}")
+    finally:
+        cold.stop()
+        forked.stop()
 
 
 def case_zygote_untouched(jail, zygote):
