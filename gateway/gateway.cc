@@ -139,7 +139,7 @@ bool Gateway::start_zygote() {
   // Its own session (spawn_process), so it is not tied to our terminal; a zygote left by an earlier
   // gateway is replaced (the new one renames its socket over the old, which then exits). Until it has
   // preloaded (a few seconds), and whenever it is gone, kernels start cold.
-  auto z = launcher::spawn_process({config_.zygote_binary, "--socket", zygote_socket()},
+  auto z = launcher::spawn_process({config_.zygote_binary, "--socket", zygote_socket(), "--parent-pid", std::to_string(::getpid())},
                                    {{"PATH", "/usr/sbin:/usr/bin:/sbin:/bin"}}, "/", config_.runtime_dir + "/zygote.log", -1);
   if (!z) {
     common::log_warn("msg=\"fork server did not start; kernels start cold\" error=\"{}\"", z.error().message);

@@ -8,10 +8,12 @@
 // capabilities, no_new_privs, seccomp, status file, init as pid 1, its own session). Only the last
 // step differs: the kernel process continues in the preloaded interpreter instead of execve. No user
 // code ever runs in the zygote; the kernels do not depend on it once started.
+#include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -23,13 +25,14 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: cellgate-zygote --socket PATH [--preload MOD,MOD...] [--mpl-dir DIR]\n\n"
+    "usage: cellgate-zygote --socket PATH [--preload MOD,MOD...] [--mpl-dir DIR] [--parent-pid PID]\n\n"
     "A fork server for jailed ipykernels (run as root, as the gateway does). It preloads the modules\n"
     "(default: ipykernel, IPython, numpy, pandas, matplotlib and what a kernel start imports), then\n"
     "serves cellgate-jail command lines on PATH (mode 0600; see isolation/zygote_protocol.h).\n"
     "  --socket PATH   the unix socket (a zygote already there is replaced and exits)\n"
     "  --preload LIST  comma-separated modules instead of the default list\n"
     "  --mpl-dir DIR   MPLCONFIGDIR while preloading (default /var/cache/cellgate/matplotlib)\n"
+    "  --parent-pid P  exit (SIGTERM) when process P, which started it, dies (the kernels it forked stay)\n"
     "Exits 0 on SIGTERM or when another zygote takes the socket, 1 when it cannot serve, 2 on bad usage.\n";
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -68,6 +71,7 @@ int main(int argc, char** argv) {
   ::close_range(3, ~0U, 0);
   ensure_title_area(argc, argv);
   std::string socket_path, mpl_dir = "/var/cache/cellgate/matplotlib";
+  long parent_pid = 0;
   std::vector<std::string> preload = cellgate::zygote::default_preload();
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -83,6 +87,7 @@ int main(int argc, char** argv) {
     else if (a == "--preload") preload = split_commas(argv[++i]);
     else if (a == "--mpl-dir") mpl_dir = argv[++i];
     else if (a == "--title-pad") ++i;
+    else if (a == "--parent-pid") parent_pid = std::strtol(argv[++i], nullptr, 10);
     else {
       std::fprintf(stderr, "cellgate-zygote: unknown option %s (see --help)\n", a.c_str());
       return 2;
@@ -95,6 +100,12 @@ int main(int argc, char** argv) {
   if (::geteuid() != 0) {
     std::fputs("cellgate-zygote: must run as root (it builds jails)\n", stderr);
     return 1;
+  }
+  // A gateway that is killed outright must not leave its ~130 MB fork server behind. The setting is
+  // not inherited by fork(2) (prctl(2)), so the kernels forked from here outlive it as before.
+  if (parent_pid > 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent_pid) return 0;  // it died before the line above
   }
   std::string err = cellgate::zygote::start_python(preload, mpl_dir);
   if (!err.empty()) {

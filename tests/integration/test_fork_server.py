@@ -127,6 +127,29 @@ def test_forked_kernel_is_readopted_after_a_gateway_restart():
         t.stop()
 
 
+def test_a_killed_gateway_leaves_no_fork_server_but_its_kernels_live_on():
+    t = jail_target()
+    t.start()
+    try:
+        wait_for_zygote(t)
+        kid = t.start_kernel()["id"]
+        assert exe(t, kid).endswith("cellgate-zygote")
+        run(t, kid, "x = 8")
+        zpid = zygote_pid(t)
+        assert zpid, "no fork server process"
+        t.proc.kill()  # SIGKILL: the gateway cannot stop its fork server itself
+        t.proc.wait(30)
+        t.proc = t.url = None
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and os.path.exists("/proc/%d" % zpid):
+            time.sleep(0.1)
+        assert not os.path.exists("/proc/%d" % zpid), "the fork server outlived its gateway"
+        t.start()
+        assert run(t, kid, "print(x)") == "8", t.log_tail()
+    finally:
+        t.stop()
+
+
 def test_fork_server_off():
     t = jail_target("--fork-server", "off")
     t.start()
