@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// zmq_codec: Jupyter multipart frames <-> Message, authenticating before anything is copied.
+// zmq_codec: Jupyter multipart frames <-> Message, authenticating before anything is parsed or passed on.
 #include "protocol/zmq_codec.h"
 
 #include <algorithm>
+#include <future>
+#include <system_error>
 
 namespace cellgate::protocol {
 namespace {
 
 // After the delimiter: signature, header, parent_header, metadata, content (then buffers).
 constexpr size_t kFramesAfterDelimiter = 5;
+// Above this, the HMAC runs on a thread of its own while the frames are copied: on a 50 MB output the
+// two cost 29 and 11 ms here (SHA-256 at 1.8 GB/s), and the client waits for both.
+constexpr size_t kParallelVerifyBytes = 4u << 20;
 
 common::Error bad(std::string message) { return common::make_error(common::Errc::kBadRequest, std::move(message)); }
 
@@ -23,8 +28,19 @@ common::Result<Message> decode_zmq(const std::vector<std::string_view>& frames, 
   if (frames.size() - n_identities - 1 < kFramesAfterDelimiter) return bad("zmq message has too few frames");
 
   const std::string_view* p = frames.data() + n_identities + 1;
-  if (!signer.verify(p[0], p[1], p[2], p[3], p[4])) return bad("zmq message has a bad signature");
+  size_t bytes = 0;
+  for (const auto& f : frames) bytes += f.size();
+  std::future<bool> verified;
+  auto verify = [&signer, p] { return signer.verify(p[0], p[1], p[2], p[3], p[4]); };
+  if (bytes >= kParallelVerifyBytes) {
+    try {
+      verified = std::async(std::launch::async, verify);
+    } catch (const std::system_error&) {  // no thread to be had (pids limit): verify here
+    }
+  }
+  if (!verified.valid() && !verify()) return bad("zmq message has a bad signature");
 
+  // Copies only; nothing is parsed, and a message that fails verification is dropped whole.
   Message m;
   m.identities.assign(frames.begin(), delimiter);
   m.header.assign(p[1]);
@@ -33,6 +49,7 @@ common::Result<Message> decode_zmq(const std::vector<std::string_view>& frames, 
   m.content.assign(p[4]);
   m.buffers.assign(frames.begin() + static_cast<std::ptrdiff_t>(n_identities + 1 + kFramesAfterDelimiter),
                    frames.end());
+  if (verified.valid() && !verified.get()) return bad("zmq message has a bad signature");
   return m;
 }
 

@@ -125,6 +125,30 @@ TEST_CASE("zmq decode rejects tampered parts and signatures", "[protocol][zmq]")
   CHECK_FALSE(decode_zmq(views(good), Signer("other")));
 }
 
+TEST_CASE("zmq decode of a large message (verified beside the copy) is just as strict", "[protocol][zmq]") {
+  Signer signer("key");
+  Message big = sample();
+  big.content = "{\"text\": \"" + std::string(6u << 20, 'x') + "\"}";
+  auto good = encode_zmq(big, signer);
+  auto r = decode_zmq(views(good), signer);
+  REQUIRE(r);
+  check_same(r.value(), big);
+  for (size_t i : {3u, 7u}) {  // the signature, and the last byte of the big content
+    auto frames = good;
+    frames[i].back() = static_cast<char>(frames[i].back() ^ 1);
+    auto bad = decode_zmq(views(frames), signer);
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().message.find("signature") != std::string::npos);
+  }
+  // Large unsigned buffers alone also take that path; the signed parts still decide.
+  Message with_buffer = sample();
+  with_buffer.buffers = {std::string(5u << 20, 'b')};
+  auto frames = encode_zmq(with_buffer, signer);
+  CHECK(decode_zmq(views(frames), signer));
+  frames[4].back() = static_cast<char>(frames[4].back() ^ 1);
+  CHECK_FALSE(decode_zmq(views(frames), signer));
+}
+
 TEST_CASE("zmq decode with signing off accepts any signature", "[protocol][zmq]") {
   Signer off("");
   auto frames = encode_zmq(sample(), off);
