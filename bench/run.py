@@ -131,7 +131,33 @@ def loadavg():
         return " ".join(f.read().split()[:3])
 
 
+def leftovers():
+    """Processes of an earlier script still winding down (gateways, jails and their kernels)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/comm" % pid) as f:
+                comm = f.read().strip()
+        except OSError:
+            continue
+        if comm.startswith("cellgate") or comm == "jupyter-server":
+            found.append(int(pid))
+    return found
+
+
+def settle(limit=60.0):
+    """Each script starts on a machine without the previous one's processes: tearing 200 jailed
+    kernels down takes seconds of CPU, which would land in the next script's latency figures."""
+    deadline = time.monotonic() + limit
+    while leftovers() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    time.sleep(2)
+
+
 def run_script(path, a):
+    settle()
     cmd = [PYTHON, path, "--jsonl", "--cellgate", a.cellgate] + (["--quick"] if a.quick else [])
     name = os.path.basename(path)
     for spec in a.script_args:
