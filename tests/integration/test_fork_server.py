@@ -110,7 +110,10 @@ def test_forked_kernel_gets_its_own_environment():
         t.stop()
 
 
-def test_forked_kernel_is_readopted_after_a_gateway_restart():
+@pytest.mark.parametrize("kill", [False, True], ids=["sigterm", "sigkill"])
+def test_forked_kernel_is_readopted_after_a_gateway_restart(kill):
+    """Stopped or killed outright, the gateway takes its fork server with it (PR_SET_PDEATHSIG for the
+    kill), while the kernel the fork server forked lives on and is re-adopted."""
     t = jail_target()
     t.start()
     try:
@@ -118,34 +121,22 @@ def test_forked_kernel_is_readopted_after_a_gateway_restart():
         kid = t.start_kernel()["id"]
         assert exe(t, kid).endswith("cellgate-zygote")
         run(t, kid, "x = 7")
-        t.terminate_gateway()
-        t.start()
-        listed = [k["id"] for k in t.get("api/kernels").json()]
-        assert kid in listed, (listed, t.log_tail())
-        assert run(t, kid, "print(x)") == "7", t.log_tail()
-    finally:
-        t.stop()
-
-
-def test_a_killed_gateway_leaves_no_fork_server_but_its_kernels_live_on():
-    t = jail_target()
-    t.start()
-    try:
-        wait_for_zygote(t)
-        kid = t.start_kernel()["id"]
-        assert exe(t, kid).endswith("cellgate-zygote")
-        run(t, kid, "x = 8")
         zpid = zygote_pid(t)
         assert zpid, "no fork server process"
-        t.proc.kill()  # SIGKILL: the gateway cannot stop its fork server itself
-        t.proc.wait(30)
-        t.proc = t.url = None
+        if kill:
+            t.proc.kill()
+            t.proc.wait(30)
+            t.proc = t.url = None
+        else:
+            t.terminate_gateway()
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and os.path.exists("/proc/%d" % zpid):
             time.sleep(0.1)
         assert not os.path.exists("/proc/%d" % zpid), "the fork server outlived its gateway"
         t.start()
-        assert run(t, kid, "print(x)") == "8", t.log_tail()
+        listed = [k["id"] for k in t.get("api/kernels").json()]
+        assert kid in listed, (listed, t.log_tail())
+        assert run(t, kid, "print(x)") == "7", t.log_tail()
     finally:
         t.stop()
 
