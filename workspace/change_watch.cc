@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -27,8 +28,18 @@ constexpr int kMaxDepth = 64;
 
 }  // namespace
 
-ChangeWatch::ChangeWatch(std::chrono::milliseconds max_age, size_t max_dirs_per_tree)
-    : fd_(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)), max_age_(max_age), max_dirs_(max_dirs_per_tree) {}
+ChangeWatch::ChangeWatch(std::chrono::milliseconds max_age, size_t max_dirs_per_tree, size_t max_dirs_total)
+    : fd_(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)), max_age_(max_age), max_dirs_(max_dirs_per_tree),
+      max_total_(max_dirs_total) {
+  if (max_total_ == 0) {
+    max_total_ = 4096;  // if the limit cannot be read: a modest share
+    if (FILE* f = std::fopen("/proc/sys/fs/inotify/max_user_watches", "re")) {
+      unsigned long limit = 0;
+      if (std::fscanf(f, "%lu", &limit) == 1 && limit >= 2) max_total_ = limit / 2;
+      std::fclose(f);
+    }
+  }
+}
 
 bool ChangeWatch::maybe_changed(const std::string& root) {
   std::lock_guard lock(mu_);
@@ -118,7 +129,7 @@ void ChangeWatch::drain_locked() {
 // only reports spurious changes (a walk), since a watch reads nothing, and is bounded by max_dirs.
 void ChangeWatch::watch_recursive_locked(const std::string& root, const std::string& dir, int depth) {
   Tree& t = trees_[root];
-  if (depth > kMaxDepth || t.dirs >= max_dirs_) {
+  if (depth > kMaxDepth || t.dirs >= max_dirs_ || dirs_.size() >= max_total_) {
     t.complete = false;
     return;
   }

@@ -21,8 +21,9 @@ namespace cellgate::workspace {
 // mmap writes", inotify(7) BUGS). A tree is also reported changed once it was last walked max_age ago.
 class ChangeWatch {
  public:
+  // max_dirs_total 0: half of fs.inotify.max_user_watches, which the host's other watchers share.
   explicit ChangeWatch(std::chrono::milliseconds max_age = std::chrono::seconds(2),
-                       size_t max_dirs_per_tree = 4096);
+                       size_t max_dirs_per_tree = 4096, size_t max_dirs_total = 0);
   ChangeWatch(const ChangeWatch&) = delete;
   ChangeWatch& operator=(const ChangeWatch&) = delete;
 
@@ -61,6 +62,7 @@ class ChangeWatch {
   common::UniqueFd fd_;
   std::chrono::milliseconds max_age_;
   size_t max_dirs_;
+  size_t max_total_;
   std::unordered_map<std::string, Tree> trees_;
   std::unordered_map<int, Dir> dirs_;
 };

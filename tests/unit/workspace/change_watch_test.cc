@@ -105,6 +105,20 @@ TEST_CASE("a tree with more directories than the cap is always walked") {
   CHECK(watch.maybe_changed(dir.path()));
 }
 
+TEST_CASE("past the total cap (a share of the host's inotify watches) trees are walked every time") {
+  TempDir a, b;
+  ::mkdir((a.path() + "/d").c_str(), 0755);
+  ChangeWatch watch(std::chrono::hours(1), 4096, 3);
+  watch.begin_walk(a.path());
+  watch.end_walk(a.path());
+  CHECK_FALSE(watch.maybe_changed(a.path()));  // 2 of 3 watches
+  ::mkdir((b.path() + "/d").c_str(), 0755);
+  watch.begin_walk(b.path());
+  watch.end_walk(b.path());
+  CHECK(watch.maybe_changed(b.path()));  // its second directory did not fit
+  CHECK(watch.watched_dirs(b.path()) == 1);
+}
+
 TEST_CASE("past max_age a quiet tree reads as changed (what inotify cannot see: mmap writes)") {
   TempDir dir;
   write_text(dir.path() + "/m.bin", std::string(4096, '\0'));
