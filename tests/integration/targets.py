@@ -267,6 +267,13 @@ class CellgateTarget(Target):
         """`cellgate user add NAME FLAGS`: returns the token it prints (its first stdout line)."""
         return self.cli("user", "add", name, *flags).strip().splitlines()[0].strip()
 
+    def kill_gateway(self, timeout=30):
+        """SIGKILL the gateway alone, as in a crash: no cleanup at all (kernels, data and temp dir stay)."""
+        self.proc.kill()
+        self.proc.wait(timeout)
+        self.proc = None
+        self.url = None
+
     def terminate_gateway(self, timeout=30):
         """SIGTERM the gateway alone (kernels, data and temp dir stay) and wait for it to exit."""
         self.proc.send_signal(signal.SIGTERM)

@@ -124,9 +124,7 @@ def test_forked_kernel_is_readopted_after_a_gateway_restart(kill):
         zpid = zygote_pid(t)
         assert zpid, "no fork server process"
         if kill:
-            t.proc.kill()
-            t.proc.wait(30)
-            t.proc = t.url = None
+            t.kill_gateway()
         else:
             t.terminate_gateway()
         deadline = time.monotonic() + 10

@@ -278,9 +278,7 @@ def test_a_crashed_gateway_leaves_no_pool_kernel_behind():
         wait_ready(t, 1)
         before = pool_rows(t)
         assert len(before) == 1 and all(pid > 0 for pid in before.values()), before
-        t.proc.kill()  # SIGKILL: no cleanup at all, as in a crash
-        t.proc.wait(30)
-        t.proc = t.url = None
+        t.kill_gateway()
         assert all(alive(pid) for pid in before.values()), "the pool kernel died with the gateway"
         t.start()
         deadline = time.monotonic() + 30

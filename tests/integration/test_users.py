@@ -292,14 +292,7 @@ def test_restart_without_loss_after_sigterm():
 
 
 def test_restart_without_loss_after_crash():
-    restart_keeps_kernel(kill_gateway)
-
-
-def kill_gateway(t):
-    t.proc.kill()  # SIGKILL: no cleanup at all, as in a crash
-    t.proc.wait(30)
-    t.proc = None
-    t.url = None
+    restart_keeps_kernel(lambda t: t.kill_gateway())
 
 
 def test_sigkill_in_the_middle_of_an_execute():
@@ -316,7 +309,7 @@ def test_sigkill_in_the_middle_of_an_execute():
         # The cell is running (busy for this request) before the gateway dies.
         ws.wait_for(lambda m: m.get("channel") == "iopub" and m["header"]["msg_type"] == "execute_input"
                     and m["parent_header"].get("msg_id") == msg_id, timeout=30)
-        kill_gateway(t)
+        t.kill_gateway()  # SIGKILL: no cleanup at all, as in a crash
         ws.close()
         time.sleep(4)  # the cell finishes while no gateway runs
         t.start()
