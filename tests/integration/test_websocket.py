@@ -422,6 +422,13 @@ def test_kernel_death_is_reported(target, new_kernel, connect):
                 break
             except TimeoutError:
                 assert time.monotonic() < deadline, "the restarted kernel never answered kernel_info"
-        res = c2.execute("1+1", timeout=60)
+        # jupyter_server under load (2 of 5 fresh CI runs) has also lost the first execute after
+        # that reply: resend it, as a user would, but at most three times.
+        for attempt in range(3):
+            try:
+                res = c2.execute("1+1", timeout=20)
+                break
+            except TimeoutError:
+                assert attempt < 2, "the restarted kernel never answered an execute"
         assert res.result_text() == "2", (res.reply["content"],
                                           [(msg_type(m), m["content"]) for m in res.iopub])
