@@ -256,15 +256,32 @@ def gateway_starts(bins, fork_server, runs):
 
 
 def start_zygote(bins, sock):
+    # A zygote that was killed leaves its socket file behind; waiting for the path to exist would then return
+    # before the new one binds (ECONNREFUSED in CI). Remove it, and call the zygote up when a connect succeeds.
+    try:
+        os.unlink(sock)
+    except FileNotFoundError:
+        pass
     log = open(f"{RUN}/zygote-bench.log", "ab")
     proc = subprocess.Popen([bins + "/cellgate-zygote", "--socket", sock], stdin=subprocess.DEVNULL, stdout=log,
                             stderr=log, start_new_session=True, env={"PATH": "/usr/bin:/bin"})
     t0 = time.monotonic()
-    while not os.path.exists(sock):
+    while not accepts(sock):
         if proc.poll() is not None or time.monotonic() - t0 > 60:
             raise RuntimeError(f"the zygote did not start (see {RUN}/zygote-bench.log)")
-        time.sleep(0.05)
+        time.sleep(0.02)
     return proc, time.monotonic() - t0
+
+
+def accepts(sock_path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        s.connect(sock_path)
+        return True
+    except (FileNotFoundError, ConnectionRefusedError):
+        return False
+    finally:
+        s.close()
 
 
 def figure_rows(n):
