@@ -385,11 +385,17 @@ def test_rest_restart_keeps_websocket_usable(target, new_kernel, connect):
     r = target.post("api/kernels/%s/restart" % kid, json={})
     assert r.status_code == 200, r.text
     # Same WebSocket, new kernel process: state is gone, execution works.
+    # The reference jupyter_server reconnects its iopub SUB to the new kernel on ZeroMQ's 100 ms
+    # reconnect timer while the queued execute already runs: the SUB joins late and the cell's
+    # stream is lost (seen under load in CI; ZeroMQ's "slow joiner"). For it alone an execute
+    # without its output is retried. cellgate must deliver the output of the first execute.
+    lossy_iopub = target.name == "jupyter_server"
     deadline = time.monotonic() + 60
     while True:
         try:
             res = c.execute("print('cg_before_restart' in globals())", timeout=10)
-            break
+            if res.stdout() or not lossy_iopub or time.monotonic() > deadline:
+                break
         except TimeoutError:
             if time.monotonic() > deadline:
                 raise
@@ -423,11 +429,13 @@ def test_kernel_death_is_reported(target, new_kernel, connect):
             except TimeoutError:
                 assert time.monotonic() < deadline, "the restarted kernel never answered kernel_info"
         # jupyter_server under load (2 of 5 fresh CI runs) has also lost the first execute after
-        # that reply: resend it, as a user would, but at most three times.
+        # that reply, or its iopub (the SUB rejoins the new kernel late; see the restart test):
+        # resend it, as a user would, but at most three times.
         for attempt in range(3):
             try:
                 res = c2.execute("1+1", timeout=20)
-                break
+                if res.result_text() == "2":
+                    break
             except TimeoutError:
                 assert attempt < 2, "the restarted kernel never answered an execute"
         assert res.result_text() == "2", (res.reply["content"],
