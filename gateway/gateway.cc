@@ -36,8 +36,6 @@ using common::make_error;
 
 namespace {
 
-// 5 per kernel: room for ~3,000 kernels; libzmq sizes a pointer table by it (128 KiB).
-constexpr int kMaxZmqSockets = 16384;
 
 std::vector<std::string> split_path(std::string_view path) {
   std::vector<std::string> parts;
@@ -74,8 +72,6 @@ Gateway::Gateway(asio::io_context& io, Config config)
   // Per-kernel dirs: k/<id> is handed to the kernel; s/<id> (status, log) never is.
   make_dirs(config_.runtime_dir + "/k", 0711);
   make_dirs(config_.runtime_dir + "/s", 0700);
-  // libzmq's default of 1023 sockets per context is ~200 kernels (5 each): raise it before any socket.
-  zmq_.set(zmq::ctxopt::max_sockets, kMaxZmqSockets);
   if (config_.spawner == "plain") {
     spawner_ = launcher::make_plain_spawner();
   } else {

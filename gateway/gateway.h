@@ -11,7 +11,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/thread_pool.hpp>
-#include <zmq.hpp>
 
 #include "gateway/config.h"
 #include "gateway/http_types.h"
@@ -139,7 +138,6 @@ class Gateway {
 
   boost::asio::io_context& io_;
   Config config_;
-  zmq::context_t zmq_{1};
   boost::asio::thread_pool pool_{2};
   // Workspaces no execute has touched since their last walk are not walked again (see change_watch.h).
   workspace::ChangeWatch change_watch_;

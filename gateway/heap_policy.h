@@ -9,7 +9,7 @@
 namespace cellgate::gateway {
 
 // glibc serves every allocation above M_MMAP_THRESHOLD (at most 32 MiB) with its own mmap and
-// returns it with munmap, so each large output (a 50 MB stream message is received by libzmq, copied
+// returns it with munmap, so each large output (a 50 MB stream message is read off the socket, copied
 // into the message and written out) faults in and zeroes every page again. Keeping freed memory in
 // the heap makes the next large message reuse it (measured on a 50 MB cell: the gateway's CPU per
 // cell fell from 115 to 64 ms). Call once at start, before threads exist.

@@ -60,7 +60,7 @@ std::shared_ptr<KernelHub> Gateway::make_hub(launcher::KernelOptions options, co
     if (auto p = md->find("pause_after"); p != md->end() && p->is_number_unsigned())
       pause_after = static_cast<int>(std::min<uint64_t>(p->get<uint64_t>(), 1u << 30));
   }
-  auto kernel = std::make_shared<launcher::Kernel>(io_, zmq_, *spawner_, std::move(options));
+  auto kernel = std::make_shared<launcher::Kernel>(io_, *spawner_, std::move(options));
   auto hub = std::make_shared<KernelHub>(kernel, config_.replay_bytes);
   hub->owner = owner;
   hub->workspace = workspace;

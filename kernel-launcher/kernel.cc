@@ -52,8 +52,8 @@ awaitable<void> sleep_for(std::chrono::steady_clock::duration d) {
 
 }  // namespace
 
-Kernel::Kernel(asio::io_context& io, zmq::context_t& zmq, Spawner& spawner, KernelOptions options)
-    : io_(io), zmq_(zmq), spawner_(spawner), options_(std::move(options)), hb_timer_(io) {}
+Kernel::Kernel(asio::io_context& io, Spawner& spawner, KernelOptions options)
+    : io_(io), spawner_(spawner), options_(std::move(options)), hb_timer_(io) {}
 
 Kernel::~Kernel() { close_channels(); }
 
@@ -179,15 +179,15 @@ void Kernel::flush_held() {
 
 void Kernel::open_channels() {
   close_channels();
-  const zmq::socket_type types[5] = {zmq::socket_type::dealer, zmq::socket_type::sub, zmq::socket_type::dealer,
-                                     zmq::socket_type::dealer, zmq::socket_type::req};
+  using protocol::zmtp::SocketType;
+  const SocketType types[5] = {SocketType::kDealer, SocketType::kSub, SocketType::kDealer, SocketType::kDealer,
+                               SocketType::kReq};
   for (size_t i = 0; i < 5; ++i) {
-    auto s = std::make_unique<ZmqStream>(io_, zmq_, types[i]);
     // The kernel sends input_request to the identity of the shell socket that asked: stdin must share it.
-    if (i == 0 || i == 2) s->socket().set(zmq::sockopt::routing_id, zmq::buffer(session_));
-    if (i == 1) s->socket().set(zmq::sockopt::subscribe, "");
-    s->connect(conn_.endpoint(static_cast<Channel>(i)));
+    auto s = std::make_unique<ZmtpStream>(io_, types[i], i == 0 || i == 2 ? session_ : std::string());
     Channel ch = static_cast<Channel>(i);
+    if (auto st = s->connect(conn_.endpoint(ch)); !st)
+      common::log_error("kernel={} msg=\"cannot connect a channel\" error=\"{}\"", id(), st.error().message);
     s->start([this, ch](const FrameViews& f) { on_frames(ch, f); });
     streams_[i] = std::move(s);
   }

@@ -13,7 +13,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <zmq.hpp>
 
 #include "common/result.h"
 #include "common/time_format.h"
@@ -21,7 +20,7 @@
 #include "kernel-launcher/kernel_options.h"
 #include "kernel-launcher/kernelspec.h"
 #include "kernel-launcher/spawner.h"
-#include "kernel-launcher/zmq_stream.h"
+#include "kernel-launcher/zmtp_stream.h"
 #include "protocol/message.h"
 #include "protocol/signer.h"
 
@@ -46,7 +45,7 @@ class KernelObserver {
 // thread; none blocks. Errors on start carry the step that failed and the kernel's log tail.
 class Kernel : public std::enable_shared_from_this<Kernel> {
  public:
-  Kernel(boost::asio::io_context& io, zmq::context_t& zmq, Spawner& spawner, KernelOptions options);
+  Kernel(boost::asio::io_context& io, Spawner& spawner, KernelOptions options);
   ~Kernel();
 
   const std::string& id() const { return options_.kernel_id; }
@@ -114,13 +113,12 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   std::string log_tail() const;
 
   boost::asio::io_context& io_;
-  zmq::context_t& zmq_;
   Spawner& spawner_;
   KernelOptions options_;
   ConnectionInfo conn_;
   protocol::Signer signer_{""};
   std::string session_;  // our own session id for messages we originate
-  std::unique_ptr<ZmqStream> streams_[5];
+  std::unique_ptr<ZmtpStream> streams_[5];
   ProcessHandle process_;
   std::unique_ptr<boost::asio::posix::stream_descriptor> exit_watch_;
   boost::asio::steady_timer hb_timer_;

@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// zmtp_stream: a kernel channel over ZMTP 3.0 on the io thread.
+#include "kernel-launcher/zmtp_stream.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <boost/asio/post.hpp>
+#include <fmt/core.h>
+
+#include "common/log.h"
+
+namespace cellgate::launcher {
+
+namespace asio = boost::asio;
+namespace zmtp = protocol::zmtp;
+using common::Errc;
+using common::make_error;
+
+namespace {
+
+// libzmq's reconnect_ivl doubling, capped lower: a kernel binds its sockets 50-500 ms after it is
+// spawned, and each late look at the path delays its start by up to the cap.
+constexpr int kMaxRetryMs = 50;
+constexpr size_t kScratchBytes = 128 * 1024;
+constexpr int kReadsPerWake = 64;  // then yield, so one flooding kernel cannot starve the others
+
+// Most reads hold whole messages: they are parsed in place here and nothing is copied.
+char* scratch() {
+  static thread_local std::unique_ptr<char[]> buf(new char[kScratchBytes]);
+  return buf.get();
+}
+
+}  // namespace
+
+ZmtpStream::ZmtpStream(asio::io_context& io, zmtp::SocketType type, std::string identity)
+    : io_(io), type_(type), identity_(std::move(identity)), desc_(io), retry_(io),
+      decoder_(type, kMaxMessageBytes, kMaxFrames) {}
+
+ZmtpStream::~ZmtpStream() { close(); }
+
+common::Status ZmtpStream::connect(const std::string& endpoint) {
+  endpoint_ = endpoint;
+  std::string_view ep(endpoint);
+  if (ep.starts_with("ipc://")) {
+    auto path = ep.substr(6);
+    sockaddr_un un{};
+    if (path.empty() || path.size() >= sizeof un.sun_path)
+      return make_error(Errc::kBadRequest, fmt::format("ipc path of {} is empty or too long", endpoint));
+    un.sun_family = AF_UNIX;
+    std::memcpy(un.sun_path, path.data(), path.size());
+    std::memcpy(&addr_, &un, sizeof un);
+    addr_len_ = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
+  } else if (ep.starts_with("tcp://")) {
+    auto rest = ep.substr(6);
+    auto colon = rest.rfind(':');
+    if (colon == std::string_view::npos) return make_error(Errc::kBadRequest, "no port in " + endpoint);
+    std::string host(rest.substr(0, colon));
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    int port = 0;
+    for (char c : rest.substr(colon + 1)) port = (c >= '0' && c <= '9' && port < 65536) ? port * 10 + (c - '0') : -1;
+    if (port <= 0 || port > 65535) return make_error(Errc::kBadRequest, "bad port in " + endpoint);
+    sockaddr_in in4{};
+    sockaddr_in6 in6{};
+    if (::inet_pton(AF_INET, host.c_str(), &in4.sin_addr) == 1) {
+      in4.sin_family = AF_INET;
+      in4.sin_port = htons(static_cast<uint16_t>(port));
+      std::memcpy(&addr_, &in4, sizeof in4);
+      addr_len_ = sizeof in4;
+    } else if (::inet_pton(AF_INET6, host.c_str(), &in6.sin6_addr) == 1) {
+      in6.sin6_family = AF_INET6;
+      in6.sin6_port = htons(static_cast<uint16_t>(port));
+      std::memcpy(&addr_, &in6, sizeof in6);
+      addr_len_ = sizeof in6;
+    } else {
+      return make_error(Errc::kBadRequest, "kernel address must be a numeric IP: " + endpoint);
+    }
+  } else {
+    return make_error(Errc::kBadRequest, "unsupported kernel transport: " + endpoint);
+  }
+  try_connect();
+  return common::ok();
+}
+
+void ZmtpStream::start(OnMessage on_message) { on_message_ = std::move(on_message); }
+
+void ZmtpStream::try_connect() {
+  if (closed_) return;
+  int fd = ::socket(addr_.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return disconnect("socket");
+  if (addr_.ss_family != AF_UNIX) {
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+  int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr_), addr_len_);
+  int err = rc == 0 ? 0 : errno;
+  boost::system::error_code ec;
+  desc_.assign(fd, ec);
+  if (ec) {
+    ::close(fd);
+    return disconnect("assign");
+  }
+  fd_ = fd;
+  if (err == 0) return on_connected();
+  if (err != EINPROGRESS) return disconnect("connect");  // ENOENT, ECONNREFUSED: the kernel has not bound yet
+  write_armed_ = true;
+  desc_.async_wait(asio::posix::stream_descriptor::wait_write,
+                   [this, alive = alive_, fd](const boost::system::error_code& e) {
+                     if (!*alive || fd != fd_) return;
+                     write_armed_ = false;
+                     int so_error = 0;
+                     socklen_t len = sizeof so_error;
+                     if (e || ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len) < 0 || so_error != 0)
+                       return disconnect("connect");
+                     on_connected();
+                   });
+}
+
+void ZmtpStream::on_connected() {
+  decoder_ = zmtp::Decoder(type_, kMaxMessageBytes, kMaxFrames);
+  hello_ = zmtp::hello(type_, identity_);
+  hello_sent_ = 0;
+  if (type_ == zmtp::SocketType::kSub) {
+    // ZMTP 3.0 subscribes with a message: 0x01 and the prefix (empty: everything).
+    out_.clear();
+    out_sent_ = 0;
+    ends_.clear();
+    zmtp::append_message(out_, std::vector<std::string_view>{std::string_view("\x01", 1)});
+    ends_.push_back(out_.size());
+  }
+  flush();
+  arm_read();
+}
+
+void ZmtpStream::disconnect(std::string_view why) {
+  (void)why;
+  if (fd_ >= 0) {
+    boost::system::error_code ec;
+    desc_.close(ec);  // cancels both waits; their handlers see a different fd_ and return
+    fd_ = -1;
+  }
+  read_armed_ = write_armed_ = false;
+  pending_.reset();
+  pending_len_ = pending_cap_ = 0;
+  drop_written();
+  if (closed_) return;
+  retry_.expires_after(std::chrono::milliseconds(retry_ms_));
+  retry_ms_ = std::min(retry_ms_ * 2, kMaxRetryMs);
+  retry_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
+    if (!ec && *alive) try_connect();
+  });
+}
+
+void ZmtpStream::drop_written() {
+  // A message partly written to a lost connection is gone (as with libzmq); unsent ones are kept.
+  size_t start = 0;  // where the first message not wholly written begins
+  while (!ends_.empty() && ends_.front() <= out_sent_) {
+    start = ends_.front();
+    ends_.pop_front();
+  }
+  size_t cut = start;
+  if (!ends_.empty() && out_sent_ > start) {
+    cut = ends_.front();
+    ends_.pop_front();
+  }
+  out_.erase(0, cut);
+  for (auto& e : ends_) e -= cut;
+  out_sent_ = 0;
+}
+
+void ZmtpStream::close() {
+  if (closed_) return;
+  closed_ = true;
+  *alive_ = false;
+  boost::system::error_code ec;
+  retry_.cancel();
+  if (fd_ >= 0) desc_.close(ec);
+  fd_ = -1;
+}
+
+bool ZmtpStream::send(const std::vector<std::string>& frames) {
+  if (closed_ || frames.empty()) return false;
+  if (type_ == zmtp::SocketType::kReq) {
+    std::vector<std::string_view> with_delimiter{std::string_view()};
+    with_delimiter.insert(with_delimiter.end(), frames.begin(), frames.end());
+    zmtp::append_message(out_, with_delimiter);
+  } else {
+    zmtp::append_message(out_, frames);
+  }
+  ends_.push_back(out_.size());
+  flush();
+  return true;
+}
+
+void ZmtpStream::flush() {
+  if (fd_ < 0 || write_armed_) return;
+  for (;;) {
+    iovec iov[2];
+    int n = 0;
+    if (hello_sent_ < hello_.size()) iov[n++] = {hello_.data() + hello_sent_, hello_.size() - hello_sent_};
+    if (decoder_.ready() && out_sent_ < out_.size()) iov[n++] = {out_.data() + out_sent_, out_.size() - out_sent_};
+    if (n == 0) break;
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<size_t>(n);
+    ssize_t w = ::sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN) {
+        // Not here: flush runs inside parse callbacks, whose frames point into our read buffer.
+        write_armed_ = true;
+        asio::post(io_, [this, alive = alive_, fd = fd_] {
+          if (*alive && fd == fd_) disconnect("write");
+        });
+        return;
+      }
+      write_armed_ = true;
+      desc_.async_wait(asio::posix::stream_descriptor::wait_write,
+                       [this, alive = alive_, fd = fd_](const boost::system::error_code& ec) {
+                         if (!*alive || fd != fd_) return;
+                         write_armed_ = false;
+                         if (!ec) flush();
+                       });
+      return;
+    }
+    auto left = static_cast<size_t>(w);
+    size_t h = std::min(left, hello_.size() - hello_sent_);
+    hello_sent_ += h;
+    out_sent_ += left - h;
+  }
+  if (out_sent_ == out_.size() && out_sent_ > 0) {
+    out_sent_ = 0;
+    ends_.clear();
+    if (out_.capacity() > (1u << 20)) std::string().swap(out_);
+    else out_.clear();
+  }
+}
+
+void ZmtpStream::arm_read() {
+  if (read_armed_ || fd_ < 0) return;
+  read_armed_ = true;
+  desc_.async_wait(asio::posix::stream_descriptor::wait_read,
+                   [this, alive = alive_, fd = fd_](const boost::system::error_code& ec) {
+                     if (!*alive || fd != fd_) return;
+                     read_armed_ = false;
+                     if (!ec) on_readable();
+                   });
+}
+
+void ZmtpStream::on_readable() {
+  auto alive = alive_;
+  const zmtp::Decoder::OnUnit sink = [this, alive](zmtp::Unit u, const FrameViews& f) {
+    return on_unit(u, f) && *alive;
+  };
+  // asio's epoll registration is edge-triggered: read until a short read (the socket had no more)
+  // or EAGAIN before waiting again.
+  for (int reads = 0; reads < kReadsPerWake; ++reads) {
+    const bool in_scratch = pending_len_ == 0;
+    if (!in_scratch) {
+      size_t need = std::max(pending_len_ + kScratchBytes, decoder_.wanted());
+      if (need > pending_cap_) {
+        size_t cap = std::max(need, pending_cap_ * 2);
+        std::unique_ptr<char[]> grown(new char[cap]);
+        std::memcpy(grown.get(), pending_.get(), pending_len_);
+        pending_ = std::move(grown);
+        pending_cap_ = cap;
+      }
+    }
+    char* dst = in_scratch ? scratch() : pending_.get() + pending_len_;
+    size_t room = in_scratch ? kScratchBytes : pending_cap_ - pending_len_;
+    ssize_t n = ::read(fd_, dst, room);
+    if (n == 0) return disconnect("closed by the kernel");
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) break;
+      return disconnect("read");
+    }
+    const bool was_ready = decoder_.ready();
+    std::string_view data = in_scratch ? std::string_view(dst, static_cast<size_t>(n))
+                                       : std::string_view(pending_.get(), pending_len_ + static_cast<size_t>(n));
+    auto used = decoder_.parse(data, sink);
+    if (!*alive) return;
+    if (!used) {
+      common::log_warn("endpoint={} msg=\"kernel broke ZMTP; reconnecting\" error=\"{}\"", endpoint_,
+                       used.error().message);
+      return disconnect("protocol");
+    }
+    keep_pending(data.substr(*used));
+    if (!was_ready && decoder_.ready()) {
+      retry_ms_ = 5;
+      flush();  // what was queued before the handshake
+      if (fd_ < 0) return;
+    }
+    if (static_cast<size_t>(n) < room) return arm_read();
+  }
+  // Yield to the other sockets; come back without waiting for an edge that will not come.
+  asio::post(io_, [this, alive, fd = fd_] {
+    if (*alive && fd == fd_) on_readable();
+  });
+}
+
+void ZmtpStream::keep_pending(std::string_view rest) {
+  if (rest.empty()) {
+    pending_len_ = 0;
+    if (pending_cap_ > 4 * kScratchBytes) {  // a large message has passed: give its buffer back
+      pending_.reset();
+      pending_cap_ = 0;
+    }
+    return;
+  }
+  if (pending_len_ > 0) {  // rest lies inside pending_
+    std::memmove(pending_.get(), rest.data(), rest.size());
+    pending_len_ = rest.size();
+    return;
+  }
+  size_t cap = std::max({rest.size() + kScratchBytes, decoder_.wanted(), pending_cap_});
+  if (cap > pending_cap_) {
+    pending_.reset(new char[cap]);
+    pending_cap_ = cap;
+  }
+  std::memcpy(pending_.get(), rest.data(), rest.size());
+  pending_len_ = rest.size();
+}
+
+bool ZmtpStream::on_unit(zmtp::Unit unit, const FrameViews& frames) {
+  switch (unit) {
+    case zmtp::Unit::kMessage:
+      if (!on_message_) return true;
+      if (type_ == zmtp::SocketType::kReq) {
+        // A reply is [empty delimiter, body...] (ZMTP REQ/REP, rfc 28).
+        if (frames.empty() || !frames[0].empty()) return true;
+        views_.assign(frames.begin() + 1, frames.end());
+        on_message_(views_);
+      } else {
+        on_message_(frames);
+      }
+      return true;
+    case zmtp::Unit::kPing:
+      zmtp::append_pong(out_, frames.empty() ? std::string_view() : frames[0]);
+      ends_.push_back(out_.size());
+      flush();
+      return true;
+    case zmtp::Unit::kDropped:
+      common::log_warn("endpoint={} msg=\"dropped a kernel message over {} MiB or {} frames\"", endpoint_,
+                       kMaxMessageBytes >> 20, kMaxFrames);
+      return true;
+  }
+  return true;
+}
+
+}  // namespace cellgate::launcher

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// zmtp_stream: the client end of one kernel channel (DEALER, SUB or REQ), speaking ZMTP 3.0 on a
+// non-blocking socket owned by the gateway's io thread.
+//
+// Why not libzmq: its I/O thread hands every message to the caller's thread through a mailbox
+// (an eventfd write, a poll and a getpid per message, plus two context switches); that was most of
+// the gateway's CPU per execute. Here a burst of kernel messages costs one epoll wake-up and one
+// read(2), and messages are handed over as views into the read buffer.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <sys/socket.h>
+
+#include "common/result.h"
+#include "protocol/zmtp.h"
+
+namespace cellgate::launcher {
+
+// Frames of one multipart message, valid only during the callback.
+using FrameViews = std::vector<std::string_view>;
+
+class ZmtpStream {
+ public:
+  using OnMessage = std::function<void(const FrameViews&)>;
+  // A kernel's message larger than this is dropped as it streams past (and logged), not buffered.
+  static constexpr uint64_t kMaxMessageBytes = 512ull << 20;
+  static constexpr size_t kMaxFrames = 1024;
+
+  // identity: the routing id a DEALER announces (the kernel's ROUTER addresses replies to it).
+  ZmtpStream(boost::asio::io_context& io, protocol::zmtp::SocketType type, std::string identity = {});
+  ~ZmtpStream();
+  ZmtpStream(const ZmtpStream&) = delete;
+  ZmtpStream& operator=(const ZmtpStream&) = delete;
+
+  // "ipc://path" or "tcp://ip:port". Connects now if the kernel listens, else retries (5 ms, doubling
+  // to 50 ms) until it does, as a libzmq connect would; a lost connection is retried the same way.
+  common::Status connect(const std::string& endpoint);
+  // Starts delivering received messages (REQ: without the empty delimiter) to on_message.
+  void start(OnMessage on_message);
+  // Queues one multipart message and writes what the socket takes now. Messages sent before the
+  // handshake wait for it. Returns false once closed.
+  bool send(const std::vector<std::string>& frames);
+  void close();
+  bool handshaken() const { return fd_ >= 0 && decoder_.ready(); }
+
+ private:
+  void try_connect();
+  void on_connected();
+  void disconnect(std::string_view why);
+  void arm_read();
+  void on_readable();
+  bool on_unit(protocol::zmtp::Unit unit, const FrameViews& frames);
+  void flush();
+  void keep_pending(std::string_view rest);
+  void drop_written();
+
+  boost::asio::io_context& io_;
+  protocol::zmtp::SocketType type_;
+  std::string identity_;
+  sockaddr_storage addr_{};
+  socklen_t addr_len_ = 0;
+  std::string endpoint_;
+  int fd_ = -1;  // owned by desc_ while >= 0
+  boost::asio::posix::stream_descriptor desc_;
+  boost::asio::steady_timer retry_;
+  int retry_ms_ = 5;
+  protocol::zmtp::Decoder decoder_;
+  OnMessage on_message_;
+  FrameViews views_;
+  // Outgoing: the greeting and READY of this connection, then queued messages (ends_ marks where
+  // each message ends, so a lost connection drops only a message it had partly written).
+  std::string hello_;
+  size_t hello_sent_ = 0;
+  std::string out_;
+  size_t out_sent_ = 0;
+  std::deque<size_t> ends_;
+  bool write_armed_ = false;
+  // Incoming bytes of a unit that spans reads (empty between messages: reads go to a shared buffer).
+  std::unique_ptr<char[]> pending_;
+  size_t pending_len_ = 0;
+  size_t pending_cap_ = 0;
+  bool read_armed_ = false;
+  bool closed_ = false;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace cellgate::launcher

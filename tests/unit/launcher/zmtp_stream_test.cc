@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// zmtp_stream tests: our ZMTP client against real libzmq sockets (what ipykernel binds), plus
+// peers that send bytes no libzmq would.
+#include "kernel-launcher/zmtp_stream.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <catch2/catch.hpp>
+#include <zmq.hpp>
+
+using cellgate::launcher::FrameViews;
+using cellgate::launcher::ZmtpStream;
+using cellgate::protocol::zmtp::SocketType;
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/cg-zmtp-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+using Strings = std::vector<std::string>;
+
+// Runs the io_context until pred holds or 5 s pass; a libzmq peer is polled between turns.
+template <class Pred, class Poll>
+bool run_until(asio::io_context& io, Pred pred, Poll poll) {
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    io.restart();
+    io.run_for(2ms);
+    poll();
+  }
+  return true;
+}
+
+Strings recv_multipart(zmq::socket_t& s) {
+  Strings out;
+  zmq::message_t part;
+  if (!s.recv(part, zmq::recv_flags::dontwait)) return out;
+  out.push_back(part.to_string());
+  while (part.more()) {
+    (void)s.recv(part, zmq::recv_flags::none);
+    out.push_back(part.to_string());
+  }
+  return out;
+}
+
+void send_multipart(zmq::socket_t& s, const Strings& frames) {
+  for (size_t i = 0; i < frames.size(); ++i)
+    s.send(zmq::buffer(frames[i]), i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+}
+
+// A raw unix listener that plays a scripted peer.
+struct RawPeer {
+  int listener = -1;
+  explicit RawPeer(const std::string& path) {
+    listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un un{};
+    un.sun_family = AF_UNIX;
+    std::strncpy(un.sun_path, path.c_str(), sizeof un.sun_path - 1);
+    REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&un), sizeof un) == 0);
+    REQUIRE(::listen(listener, 8) == 0);
+  }
+  ~RawPeer() { ::close(listener); }
+};
+
+std::string greeting_and_ready(std::string_view type) {
+  std::string g(64, '\0');
+  g[0] = static_cast<char>(0xff);
+  g[9] = 0x7f;
+  g[10] = 3;
+  g.replace(12, 4, "NULL");
+  std::string body = std::string("\x05READY\x0bSocket-Type\0\0\0", 21) + static_cast<char>(type.size());
+  body.append(type);
+  return g + '\x04' + static_cast<char>(body.size()) + body;
+}
+
+long peak_rss_kib() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  char line[256];
+  long kib = -1;
+  while (f != nullptr && std::fgets(line, sizeof line, f) != nullptr)
+    if (std::strncmp(line, "VmHWM:", 6) == 0) kib = std::strtol(line + 6, nullptr, 10);
+  if (f != nullptr) std::fclose(f);
+  return kib;
+}
+
+}  // namespace
+
+TEST_CASE("zmtp_stream: a DEALER with an identity talks to a libzmq ROUTER both ways") {
+  TempDir dir;
+  std::string ep = "ipc://" + dir.path + "/shell";
+  zmq::context_t ctx;
+  zmq::socket_t router(ctx, zmq::socket_type::router);
+  router.bind(ep);
+  asio::io_context io;
+  ZmtpStream dealer(io, SocketType::kDealer, "session-7");
+  Strings got;
+  REQUIRE(dealer.connect(ep));
+  dealer.start([&](const FrameViews& f) { got.assign(f.begin(), f.end()); });
+  REQUIRE(dealer.send({"<IDS|MSG>", "sig", std::string(100000, 'h')}));
+  Strings at_router;
+  REQUIRE(run_until(io, [&] { return !at_router.empty(); }, [&] { at_router = recv_multipart(router); }));
+  CHECK(at_router == Strings{"session-7", "<IDS|MSG>", "sig", std::string(100000, 'h')});
+  send_multipart(router, {"session-7", "reply", std::string(300000, 'r')});
+  REQUIRE(run_until(io, [&] { return !got.empty(); }, [] {}));
+  CHECK(got == Strings{"reply", std::string(300000, 'r')});
+}
+
+TEST_CASE("zmtp_stream: messages sent before the kernel binds are delivered once it does") {
+  TempDir dir;
+  std::string ep = "ipc://" + dir.path + "/late";
+  asio::io_context io;
+  ZmtpStream dealer(io, SocketType::kDealer, "early");
+  REQUIRE(dealer.connect(ep));
+  dealer.start([](const FrameViews&) {});
+  REQUIRE(dealer.send({"first"}));
+  REQUIRE(dealer.send({"second"}));
+  io.run_for(30ms);  // several failed connects
+  CHECK_FALSE(dealer.handshaken());
+  zmq::context_t ctx;
+  zmq::socket_t router(ctx, zmq::socket_type::router);
+  router.bind(ep);
+  std::vector<Strings> seen;
+  REQUIRE(run_until(io, [&] { return seen.size() == 2; }, [&] {
+    auto m = recv_multipart(router);
+    if (!m.empty()) seen.push_back(m);
+  }));
+  CHECK(seen[0] == Strings{"early", "first"});
+  CHECK(seen[1] == Strings{"early", "second"});
+}
+
+TEST_CASE("zmtp_stream: a SUB subscribes to everything a libzmq PUB publishes") {
+  TempDir dir;
+  std::string ep = "ipc://" + dir.path + "/iopub";
+  zmq::context_t ctx;
+  zmq::socket_t pub(ctx, zmq::socket_type::pub);
+  pub.bind(ep);
+  asio::io_context io;
+  ZmtpStream sub(io, SocketType::kSub);
+  std::vector<Strings> got;
+  REQUIRE(sub.connect(ep));
+  sub.start([&](const FrameViews& f) { got.emplace_back(f.begin(), f.end()); });
+  // A PUB drops what it publishes before the subscription arrives: publish until one gets through.
+  REQUIRE(run_until(io, [&] { return !got.empty(); }, [&] { send_multipart(pub, {"kernel.x.status", "busy"}); }));
+  CHECK(got[0] == Strings{"kernel.x.status", "busy"});
+}
+
+TEST_CASE("zmtp_stream: a REQ heartbeat gets its echo without the delimiter") {
+  TempDir dir;
+  std::string ep = "ipc://" + dir.path + "/hb";
+  zmq::context_t ctx;
+  zmq::socket_t rep(ctx, zmq::socket_type::rep);
+  rep.bind(ep);
+  asio::io_context io;
+  ZmtpStream req(io, SocketType::kReq);
+  Strings got;
+  REQUIRE(req.connect(ep));
+  req.start([&](const FrameViews& f) { got.assign(f.begin(), f.end()); });
+  REQUIRE(req.send({"ping"}));
+  REQUIRE(run_until(io, [&] { return !got.empty(); }, [&] {
+    auto m = recv_multipart(rep);
+    if (!m.empty()) send_multipart(rep, m);
+  }));
+  CHECK(got == Strings{"ping"});
+}
+
+TEST_CASE("zmtp_stream: tcp endpoints work, and a restarted peer is reconnected") {
+  zmq::context_t ctx;
+  auto router = std::make_unique<zmq::socket_t>(ctx, zmq::socket_type::router);
+  router->bind("tcp://127.0.0.1:*");
+  std::string ep = router->get(zmq::sockopt::last_endpoint);
+  asio::io_context io;
+  ZmtpStream dealer(io, SocketType::kDealer, "tcp-id");
+  Strings got;
+  REQUIRE(dealer.connect(ep));
+  dealer.start([&](const FrameViews& f) { got.assign(f.begin(), f.end()); });
+  REQUIRE(dealer.send({"one"}));
+  Strings seen;
+  REQUIRE(run_until(io, [&] { return !seen.empty(); }, [&] { seen = recv_multipart(*router); }));
+  CHECK(seen == Strings{"tcp-id", "one"});
+  router.reset();  // the kernel restarts on the same port
+  io.run_for(20ms);
+  router = std::make_unique<zmq::socket_t>(ctx, zmq::socket_type::router);
+  router->bind(ep);
+  seen.clear();
+  // A message written into the dead connection is lost (as with libzmq); keep sending until one lands.
+  REQUIRE(run_until(io, [&] { return !seen.empty(); }, [&] {
+    if (dealer.handshaken()) (void)dealer.send({"two"});
+    seen = recv_multipart(*router);
+  }));
+  CHECK(seen == Strings{"tcp-id", "two"});
+}
+
+TEST_CASE("zmtp_stream: a peer that breaks ZMTP is dropped and the stream keeps serving") {
+  TempDir dir;
+  std::string path = dir.path + "/hostile";
+  RawPeer peer(path);
+  asio::io_context io;
+  ZmtpStream dealer(io, SocketType::kDealer);
+  std::vector<Strings> got;
+  REQUIRE(dealer.connect("ipc://" + path));
+  dealer.start([&](const FrameViews& f) { got.emplace_back(f.begin(), f.end()); });
+  io.run_for(20ms);
+  // First connection: garbage. The stream must close it and connect again.
+  int c1 = ::accept4(peer.listener, nullptr, nullptr, SOCK_CLOEXEC);
+  REQUIRE(c1 >= 0);
+  std::string junk = "HTTP/1.1 200 OK\r\n\r\n";
+  REQUIRE(::write(c1, junk.data(), junk.size()) == static_cast<ssize_t>(junk.size()));
+  io.run_for(20ms);
+  char probe;
+  CHECK(::recv(c1, &probe, 1, MSG_DONTWAIT) >= 0);  // our greeting, then EOF when we hang up
+  ::close(c1);
+  // Second connection: a well-formed peer that sends an oversized message, then a normal one.
+  int c2 = -1;
+  REQUIRE(run_until(io, [&] { return c2 >= 0; }, [&] { c2 = ::accept4(peer.listener, nullptr, nullptr, SOCK_NONBLOCK); }));
+  // Writes everything, letting the stream read whenever the socket is full.
+  auto write_all = [&](std::string_view data) {
+    while (!data.empty()) {
+      ssize_t w = ::write(c2, data.data(), data.size());
+      if (w < 0) {
+        REQUIRE(errno == EAGAIN);
+        io.restart();
+        io.run_for(1ms);
+        continue;
+      }
+      data.remove_prefix(static_cast<size_t>(w));
+    }
+  };
+  std::string head = greeting_and_ready("ROUTER");
+  uint64_t n = ZmtpStream::kMaxMessageBytes + 1;
+  head += '\x02';
+  for (int s = 56; s >= 0; s -= 8) head += static_cast<char>((n >> s) & 0xff);
+  long hwm_before = peak_rss_kib();
+  write_all(head);
+  std::string chunk(1 << 20, 'x');
+  for (uint64_t left = n; left > 0;) {
+    size_t k = static_cast<size_t>(std::min<uint64_t>(left, chunk.size()));
+    write_all(std::string_view(chunk).substr(0, k));
+    left -= k;
+  }
+  write_all(std::string_view("\x00\x05" "after", 7));
+  REQUIRE(run_until(io, [&] { return !got.empty(); }, [] {}));
+  CHECK(got == std::vector<Strings>{{"after"}});
+  // The oversized message streamed past: it was never held (peak RSS grew far less than its size).
+  CHECK(peak_rss_kib() - hwm_before < 64 * 1024);
+  ::close(c2);
+}
+
+TEST_CASE("zmtp_stream: bad endpoints are refused with a reason") {
+  asio::io_context io;
+  ZmtpStream s(io, SocketType::kDealer);
+  CHECK_FALSE(s.connect("inproc://x"));
+  CHECK_FALSE(s.connect("tcp://localhost:5555"));
+  CHECK_FALSE(s.connect("tcp://127.0.0.1:99999"));
+  CHECK_FALSE(s.connect("ipc://" + std::string(200, 'p')));
+  CHECK_FALSE(s.connect("tcp://127.0.0.1"));
+}
