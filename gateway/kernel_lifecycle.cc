@@ -18,6 +18,8 @@
 #include "gateway/snapshot_index.h"
 #include "kernel-launcher/kernel_env.h"
 #include "kernel-launcher/spawn_util.h"
+#include "protocol/json_scan.h"
+#include "protocol/json_text.h"
 #include "state/kernel_records.h"
 #include "workspace/layout.h"
 
@@ -96,22 +98,43 @@ json snapshot_info(const std::string& workspace, const workspace::SnapshotResult
           {"removed", snap.diff.removed}};
 }
 
+// The same for the common case (nothing changed, so the head snapshot is the tree), spliced into the
+// metadata's text: no parse and re-dump of it on every execute. False when the metadata is not a plain
+// object without a "cellgate" member: then attach_snapshot_info does it properly.
+bool splice_unchanged_info(protocol::Message& reply, std::string_view workspace, std::string_view head) {
+  protocol::detail::ScanField fields[] = {{"cellgate"}};
+  if (!protocol::detail::scan_top_level(reply.metadata, fields) ||
+      fields[0].kind != protocol::detail::ScanField::Kind::kMissing)
+    return false;
+  std::string info = "\"cellgate\":{\"workspace\":";
+  protocol::detail::append_json_string(info, workspace);
+  info += ",\"snapshot\":";
+  protocol::detail::append_json_string(info, head);
+  info += ",\"new_snapshot\":false,\"added\":[],\"changed\":[],\"removed\":[]}";
+  size_t open = reply.metadata.find('{');  // scan_top_level: an object, perhaps after whitespace
+  size_t next = reply.metadata.find_first_not_of(" \t\r\n", open + 1);
+  if (next == std::string::npos) return false;
+  if (reply.metadata[next] != '}') info += ',';
+  reply.metadata.insert(open + 1, info);
+  return true;
+}
+
 }  // namespace
 
 void Gateway::snapshot_after_execute(const std::shared_ptr<KernelHub>& hub, protocol::Message reply,
                                      std::function<void(protocol::Message)> deliver) {
   workspace::WorkspaceRef ref{hub->owner, hub->workspace};
-  auto ws_config = workspaces_->config();
-  if (auto cfg = hub->workspace_config) ws_config = *cfg;
   // Most executes write no file: when inotify saw nothing since the last walk, the head snapshot is
   // still the tree, and the reply goes out without a walk or a trip through the thread pool.
   if (auto ws = workspaces_->open(ref); ws && !change_watch_.maybe_changed(ws->tree_path())) {
     workspace::SnapshotResult same;  // what a walk would find: the head ("" while the tree was never saved)
     same.id = ws->head_id();
-    attach_snapshot_info(reply, snapshot_info(ref.name, same));
+    if (!splice_unchanged_info(reply, ref.name, same.id)) attach_snapshot_info(reply, snapshot_info(ref.name, same));
     asio::post(io_, [reply = std::move(reply), deliver = std::move(deliver)]() mutable { deliver(std::move(reply)); });
     return;
   }
+  auto ws_config = workspaces_->config();
+  if (auto cfg = hub->workspace_config) ws_config = *cfg;
   // One strand per kernel keeps its replies in order; different kernels snapshot in parallel.
   if (!hub->snapshot_strand) hub->snapshot_strand = std::make_shared<asio::strand<asio::thread_pool::executor_type>>(pool_.get_executor());
   asio::post(*hub->snapshot_strand, [this, ref, ws_config, reply = std::move(reply), deliver = std::move(deliver),

@@ -11,7 +11,7 @@
 namespace cellgate::protocol {
 
 // Signs and verifies messages with one kernel's key. An empty key means signing is off
-// (empty signature), per the Jupyter messaging spec. Not thread-safe: use one per thread.
+// (empty signature), per the Jupyter messaging spec. sign and verify may run on several threads.
 class Signer {
  public:
   explicit Signer(std::string key);  // scheme is always hmac-sha256
@@ -31,7 +31,7 @@ class Signer {
  private:
   struct Impl;
   std::string key_;
-  std::unique_ptr<Impl> impl_;  // pre-keyed OpenSSL state, copied per call
+  std::unique_ptr<Impl> impl_;  // pre-keyed SHA-256 states, copied per call
 };
 
 // Constant-time equality: false at once when the lengths differ, else compares every byte.

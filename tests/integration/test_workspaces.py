@@ -91,6 +91,13 @@ def test_unchanged_tree_skips_the_walk_but_every_change_is_seen(target, new_kern
     assert first["new_snapshot"] is True and d + "/a.txt" in first["added"], first
     same = meta("1+1")
     assert same["new_snapshot"] is False and same["snapshot"] == first["snapshot"], same
+    # The unchanged reply is spliced into the kernel's metadata text: it must keep ipykernel's own
+    # members and carry the same fields as a walked one.
+    res = c.execute("2+2")
+    assert res.reply["metadata"].get("status") == "ok" and "started" in res.reply["metadata"], res.reply
+    assert res.reply["metadata"]["cellgate"] == {"workspace": "default", "snapshot": first["snapshot"],
+                                                 "new_snapshot": False, "added": [], "changed": [],
+                                                 "removed": []}, res.reply["metadata"]
     # Same size, in place: only the watch (or the stat key) can tell.
     edited = meta("f = open(%r + '/a.txt', 'r+'); f.write('HELLO'); f.close()" % d)
     assert edited["new_snapshot"] is True and edited["changed"] == [d + "/a.txt"], edited
