@@ -78,6 +78,13 @@ class JailSpawner final : public Spawner {
     return cg ? cg->memory_usage() : 0;
   }
 
+  std::optional<uid_t> kernel_uid(const ProcessHandle& p) override {
+    auto j = read_status(p);
+    auto u = j.is_object() ? j.find("host_uid") : j.end();
+    if (!j.is_object() || u == j.end() || !u->is_number_unsigned() || u->get<uint64_t>() == 0) return std::nullopt;
+    return static_cast<uid_t>(u->get<uint64_t>());
+  }
+
  private:
   // The status file lives in the gateway's private dir, out of the kernel's reach (see spawn()).
   static nlohmann::json read_status(const ProcessHandle& p) {

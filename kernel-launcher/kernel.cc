@@ -179,12 +179,18 @@ void Kernel::flush_held() {
 
 void Kernel::open_channels() {
   close_channels();
+  peer_uid_.reset();  // this generation's process, read at the first connect
   using protocol::zmtp::SocketType;
   const SocketType types[5] = {SocketType::kDealer, SocketType::kSub, SocketType::kDealer, SocketType::kDealer,
                                SocketType::kReq};
   for (size_t i = 0; i < 5; ++i) {
     // The kernel sends input_request to the identity of the shell socket that asked: stdin must share it.
     auto s = std::make_unique<ZmtpStream>(io_, types[i], i == 0 || i == 2 ? session_ : std::string());
+    s->set_peer_check([this](const ucred& listener) {
+      if (!peer_uid_) peer_uid_ = spawner_.kernel_uid(process_);
+      if (!peer_uid_) return ZmtpStream::Peer::kUnknown;
+      return listener.uid == *peer_uid_ ? ZmtpStream::Peer::kOk : ZmtpStream::Peer::kRefused;
+    });
     Channel ch = static_cast<Channel>(i);
     if (auto st = s->connect(conn_.endpoint(ch)); !st)
       common::log_error("kernel={} msg=\"cannot connect a channel\" error=\"{}\"", id(), st.error().message);

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,7 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   protocol::Signer signer_{""};
   std::string session_;  // our own session id for messages we originate
   std::unique_ptr<ZmtpStream> streams_[5];
+  std::optional<uid_t> peer_uid_;  // the uid the kernel's socket listeners must have
   ProcessHandle process_;
   std::unique_ptr<boost::asio::posix::stream_descriptor> exit_watch_;
   boost::asio::steady_timer hb_timer_;

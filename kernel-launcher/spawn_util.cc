@@ -131,4 +131,6 @@ common::Status Spawner::set_limits(const ProcessHandle&, const Limits&) {
 
 uint64_t Spawner::memory_usage(const ProcessHandle&) { return 0; }
 
+std::optional<uid_t> Spawner::kernel_uid(const ProcessHandle&) { return ::geteuid(); }
+
 }  // namespace cellgate::launcher

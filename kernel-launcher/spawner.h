@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,10 @@ class Spawner {
   virtual common::Status set_limits(const ProcessHandle& process, const Limits& limits);
   // Memory charged to the kernel's cgroup now; 0 when unknown.
   virtual uint64_t memory_usage(const ProcessHandle& process);
+  // The host uid the kernel runs as, which its sockets' listeners carry (SO_PEERCRED); nullopt while
+  // not known yet. The gateway connects to nothing else: the kernel can swap its socket paths for
+  // symlinks to any host socket. Default: our own uid (plain kernels are our children).
+  virtual std::optional<uid_t> kernel_uid(const ProcessHandle& process);
 };
 
 // Plain child processes: no isolation. For development and for hosts without user namespaces.

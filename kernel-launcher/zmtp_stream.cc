@@ -108,6 +108,19 @@ void ZmtpStream::try_connect() {
     return disconnect("assign");
   }
   fd_ = fd;
+  if (err == 0 && addr_.ss_family == AF_UNIX && peer_check_) {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    auto verdict = ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ? peer_check_(cred) : Peer::kRefused;
+    if (verdict != Peer::kOk) {
+      if (verdict == Peer::kRefused && !refusal_logged_) {
+        refusal_logged_ = true;
+        common::log_warn("endpoint={} peer_uid={} peer_pid={} msg=\"not the kernel's socket; not connecting\"",
+                         endpoint_, cred.uid, cred.pid);
+      }
+      return disconnect("peer");
+    }
+  }
   if (err == 0) return on_connected();
   if (err != EINPROGRESS) return disconnect("connect");  // ENOENT, ECONNREFUSED: the kernel has not bound yet
   write_armed_ = true;

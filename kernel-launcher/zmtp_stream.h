@@ -19,7 +19,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <sys/socket.h>
+#include <sys/socket.h>  // ucred (_GNU_SOURCE)
 
 #include "common/result.h"
 #include "protocol/zmtp.h"
@@ -32,6 +32,10 @@ using FrameViews = std::vector<std::string_view>;
 class ZmtpStream {
  public:
   using OnMessage = std::function<void(const FrameViews&)>;
+  // Who listens at a unix socket path, asked after each connect and before a byte is sent: the path
+  // is in the kernel's reach, and could be a symlink to any socket on the host.
+  enum class Peer { kOk, kUnknown, kRefused };  // kUnknown: ask again at the next retry
+  using PeerCheck = std::function<Peer(const ucred& listener)>;
   // A kernel's message larger than this is dropped as it streams past (and logged), not buffered.
   static constexpr uint64_t kMaxMessageBytes = 512ull << 20;
   static constexpr size_t kMaxFrames = 1024;
@@ -45,6 +49,8 @@ class ZmtpStream {
   // "ipc://path" or "tcp://ip:port". Connects now if the kernel listens, else retries (5 ms, doubling
   // to 50 ms) until it does, as a libzmq connect would; a lost connection is retried the same way.
   common::Status connect(const std::string& endpoint);
+  // Set before connect. Without a check every peer is accepted.
+  void set_peer_check(PeerCheck check) { peer_check_ = std::move(check); }
   // Starts delivering received messages (REQ: without the empty delimiter) to on_message.
   void start(OnMessage on_message);
   // Queues one multipart message and writes what the socket takes now. Messages sent before the
@@ -76,6 +82,8 @@ class ZmtpStream {
   int retry_ms_ = 5;
   protocol::zmtp::Decoder decoder_;
   OnMessage on_message_;
+  PeerCheck peer_check_;
+  bool refusal_logged_ = false;
   FrameViews views_;
   // Outgoing: the greeting and READY of this connection, then queued messages (ends_ marks where
   // each message ends, so a lost connection drops only a message it had partly written).

@@ -72,6 +72,7 @@ class ZygoteSpawner final : public Spawner {
     return cold_->set_limits(p, limits);
   }
   uint64_t memory_usage(const ProcessHandle& p) override { return cold_->memory_usage(p); }
+  std::optional<uid_t> kernel_uid(const ProcessHandle& p) override { return cold_->kernel_uid(p); }
 
  private:
   std::string socket_;

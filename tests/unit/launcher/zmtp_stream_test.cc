@@ -3,6 +3,7 @@
 // peers that send bytes no libzmq would.
 #include "kernel-launcher/zmtp_stream.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -274,4 +275,63 @@ TEST_CASE("zmtp_stream: bad endpoints are refused with a reason") {
   CHECK_FALSE(s.connect("tcp://127.0.0.1:99999"));
   CHECK_FALSE(s.connect("ipc://" + std::string(200, 'p')));
   CHECK_FALSE(s.connect("tcp://127.0.0.1"));
+}
+
+TEST_CASE("zmtp_stream: the peer check runs before a byte is sent, and unknown means ask again") {
+  TempDir dir;
+  std::string path = dir.path + "/checked";
+  RawPeer peer(path);
+  asio::io_context io;
+  ZmtpStream dealer(io, SocketType::kDealer, "id");
+  int asked = 0;
+  ZmtpStream::Peer verdict = ZmtpStream::Peer::kRefused;
+  uid_t seen_uid = 12345;
+  dealer.set_peer_check([&](const ucred& listener) {
+    ++asked;
+    seen_uid = listener.uid;
+    return verdict;
+  });
+  REQUIRE(dealer.connect("ipc://" + path));
+  dealer.start([](const FrameViews&) {});
+  REQUIRE(dealer.send({"secret"}));
+  io.run_for(30ms);
+  CHECK(asked >= 2);  // refused, retried
+  CHECK(seen_uid == ::geteuid());
+  // Every refused connection was closed without a byte.
+  for (;;) {
+    pollfd p{peer.listener, POLLIN, 0};
+    if (::poll(&p, 1, 0) != 1) break;
+    int c = ::accept4(peer.listener, nullptr, nullptr, SOCK_CLOEXEC);
+    char b;
+    CHECK(::recv(c, &b, 1, 0) == 0);
+    ::close(c);
+  }
+  verdict = ZmtpStream::Peer::kUnknown;
+  io.run_for(20ms);
+  verdict = ZmtpStream::Peer::kOk;
+  int c = -1;
+  std::string got;
+  REQUIRE(run_until(io, [&] { return got.size() >= 64; }, [&] {
+    if (c < 0) {
+      pollfd p{peer.listener, POLLIN, 0};
+      if (::poll(&p, 1, 0) == 1) c = ::accept4(peer.listener, nullptr, nullptr, SOCK_NONBLOCK);
+      // Connections from the refused rounds are closed at once: skip them.
+      if (c >= 0) {
+        char b[256];
+        ssize_t n = ::recv(c, b, sizeof b, 0);
+        if (n == 0) {
+          ::close(c);
+          c = -1;
+        } else if (n > 0) {
+          got.append(b, static_cast<size_t>(n));
+        }
+      }
+      return;
+    }
+    char b[256];
+    ssize_t n = ::recv(c, b, sizeof b, 0);
+    if (n > 0) got.append(b, static_cast<size_t>(n));
+  }));
+  CHECK(static_cast<uint8_t>(got[0]) == 0xff);  // our greeting, now that the peer is accepted
+  ::close(c);
 }

@@ -1,0 +1,75 @@
+# SPDX-License-Identifier: Apache-2.0
+# What a kernel's code can do to the gateway through the channels it owns.
+import os
+import select
+import socket
+import tempfile
+import time
+
+import pytest
+
+from conftest import cellgate_only
+
+# Runs in the kernel: swaps its control socket's path for a symlink to BAIT (atomically, so the
+# gateway can never find the path missing), then closes the socket, which drops the gateway's
+# connection: the gateway reconnects to the path within milliseconds.
+SWAP = """
+import json, os, ipykernel
+info = json.load(open(ipykernel.get_connection_file()))
+path = "%s-%d" % (info["ip"], info["control_port"])
+os.symlink(BAIT, path + ".swap")
+os.rename(path + ".swap", path)
+get_ipython().kernel.control_stream.socket.close(linger=0)
+print("swapped", os.readlink(path))
+"""
+
+
+def test_a_kernel_cannot_point_the_gateway_at_a_host_socket(target, new_kernel, connect):
+    """A channel path is in the kernel's reach. Made a symlink to a host unix socket, the gateway
+    would connect there as root and write what clients send (a confused deputy). It must check who
+    listens (SO_PEERCRED) before sending a byte, and keep trying only the kernel."""
+    cellgate_only(target, "the gateway's own channel connections")
+    if target.spawner == "plain":
+        pytest.skip("plain kernels run as the gateway's uid: no uid tells them from a host service")
+    with tempfile.TemporaryDirectory(prefix="cg-bait-") as d:
+        bait_path = os.path.join(d, "bait.sock")
+        bait = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        bait.bind(bait_path)
+        bait.listen(64)
+        bait.setblocking(False)
+        try:
+            kid = new_kernel()["id"]
+            c = connect(kid)
+            res = c.execute("BAIT = %r\n%s" % (bait_path, SWAP))
+            assert res.reply["content"]["status"] == "ok", res.reply
+            assert res.stdout() == "swapped %s\n" % bait_path, res.iopub
+            # The gateway retries every 5..50 ms: watch for two seconds.
+            accepted, received = 0, b""
+            conns = []
+            deadline = time.monotonic() + 2
+            while time.monotonic() < deadline:
+                ready, _, _ = select.select([bait] + conns, [], [], 0.05)
+                for s in ready:
+                    if s is bait:
+                        conn, _ = bait.accept()
+                        conn.setblocking(False)
+                        conns.append(conn)
+                        accepted += 1
+                        continue
+                    try:
+                        data = s.recv(4096)
+                    except BlockingIOError:
+                        continue
+                    received += data
+                    if not data:
+                        conns.remove(s)
+                        s.close()
+            for s in conns:
+                s.close()
+            # The swap took effect (the gateway did connect), and nothing was written to the bait.
+            assert accepted >= 1, "the gateway never reconnected the dropped channel"
+            assert received == b"", received[:80]
+            # The kernel still serves on its other channels.
+            assert c.execute("1+1").result_text() == "2"
+        finally:
+            bait.close()
