@@ -119,7 +119,8 @@ void KernelHub::from_client(WsSession& session, const std::string& channel, prot
     }
   }
   if (!kernel_->send(ch, message))
-    common::log_debug("kernel={} msg=\"client message not sent: kernel channels closed\"", kernel_->id());
+    common::log_debug("kernel={} msg=\"client message not sent: kernel channels closed, or 256 MiB unread\"",
+                      kernel_->id());
 }
 
 void KernelHub::deliver_to_session(const std::string& session_id, const OutgoingPtr& m) {

@@ -200,6 +200,7 @@ void ZmtpStream::close() {
 
 bool ZmtpStream::send(const std::vector<std::string>& frames) {
   if (closed_ || frames.empty()) return false;
+  if (out_.size() - out_sent_ > kMaxQueuedBytes) return false;
   if (type_ == zmtp::SocketType::kReq) {
     std::vector<std::string_view> with_delimiter{std::string_view()};
     with_delimiter.insert(with_delimiter.end(), frames.begin(), frames.end());

@@ -39,6 +39,8 @@ class ZmtpStream {
   // A kernel's message larger than this is dropped as it streams past (and logged), not buffered.
   static constexpr uint64_t kMaxMessageBytes = 512ull << 20;
   static constexpr size_t kMaxFrames = 1024;
+  // Bytes queued for a kernel that does not read (or has not bound yet) before send refuses more.
+  static constexpr size_t kMaxQueuedBytes = 256u << 20;
 
   // identity: the routing id a DEALER announces (the kernel's ROUTER addresses replies to it).
   ZmtpStream(boost::asio::io_context& io, protocol::zmtp::SocketType type, std::string identity = {});
@@ -54,7 +56,7 @@ class ZmtpStream {
   // Starts delivering received messages (REQ: without the empty delimiter) to on_message.
   void start(OnMessage on_message);
   // Queues one multipart message and writes what the socket takes now. Messages sent before the
-  // handshake wait for it. Returns false once closed.
+  // handshake wait for it. Returns false once closed, or when kMaxQueuedBytes are already waiting.
   bool send(const std::vector<std::string>& frames);
   void close();
   bool handshaken() const { return fd_ >= 0 && decoder_.ready(); }

@@ -335,3 +335,14 @@ TEST_CASE("zmtp_stream: the peer check runs before a byte is sent, and unknown m
   CHECK(static_cast<uint8_t>(got[0]) == 0xff);  // our greeting, now that the peer is accepted
   ::close(c);
 }
+
+TEST_CASE("zmtp_stream: what a kernel leaves unread is bounded") {
+  TempDir dir;
+  asio::io_context io;
+  ZmtpStream dealer(io, SocketType::kDealer);
+  REQUIRE(dealer.connect("ipc://" + dir.path + "/never-bound"));
+  std::vector<std::string> mib{std::string(1 << 20, 'q')};
+  size_t accepted = 0;
+  while (dealer.send(mib) && accepted < 1000) ++accepted;
+  CHECK(accepted == ZmtpStream::kMaxQueuedBytes / (1 << 20));  // each also has a 9-byte frame header
+}
