@@ -126,6 +126,8 @@ class Gateway {
   void apply_kernelspec_policy(launcher::KernelOptions& ko) const;
   // idle_pause.cc: freezes kernels idle past their pause_after.
   void schedule_pause();
+  // Stops watching a deleted kernel's workspace unless another kernel uses it.
+  void unwatch_if_unused(const KernelHub& gone);
   void snapshot_after_execute(const std::shared_ptr<KernelHub>& hub, protocol::Message reply,
                               std::function<void(protocol::Message)> deliver);
   void schedule_cull();

@@ -275,6 +275,7 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> Gateway::start_kernel(cons
   if (!st) {
     kernels_.erase(id);
     co_await kernel.shutdown();  // the process is gone already; this removes its runtime dirs
+    unwatch_if_unused(*hub);
     (void)state::delete_kernel(*db_, id);
     if (options.ephemeral) {
       co_await offload([&] { return workspaces_->remove(ref); });
@@ -292,6 +293,15 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> Gateway::start_kernel(cons
   co_return hub;
 }
 
+void Gateway::unwatch_if_unused(const KernelHub& gone) {
+  // inotify watches come from a host-wide budget (fs.inotify.max_user_watches): a workspace no
+  // kernel uses any more is not watched.
+  for (const auto& [id, hub] : kernels_)
+    if (hub->owner == gone.owner && hub->workspace == gone.workspace) return;
+  if (auto ws = workspaces_->open(workspace::WorkspaceRef{gone.owner, gone.workspace}))
+    change_watch_.forget(ws->tree_path());
+}
+
 awaitable<void> Gateway::delete_kernel(std::string id, std::string who) {
   auto it = kernels_.find(id);
   if (it == kernels_.end()) co_return;
@@ -300,6 +310,7 @@ awaitable<void> Gateway::delete_kernel(std::string id, std::string who) {
   (void)state::delete_kernel(*db_, id);  // its sessions go with it (foreign key)
   hub->close_all("kernel deleted");
   co_await hub->kernel().shutdown();
+  unwatch_if_unused(*hub);
   if (hub->ephemeral) {
     workspace::WorkspaceRef ref{hub->owner, hub->workspace};
     co_await offload([&] { return workspaces_->remove(ref); });

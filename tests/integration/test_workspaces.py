@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Workspaces and snapshots over REST: per-cell snapshots, restore keeps kernel memory, safe paths.
 import io
+import os
 import tarfile
 import uuid
 
@@ -213,3 +214,34 @@ def test_planted_symlink_is_never_followed(target, new_kernel):
     assert "root:" not in man
     tar = target.get(WS + "snapshots/%s/archive" % snap)
     assert b"root:x:0:0" not in tar.content
+
+
+def _inotify_watches(pid):
+    """Watches held by the gateway's inotify instances (fdinfo lists one "inotify wd:" line each)."""
+    n = 0
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            if os.readlink("/proc/%d/fd/%s" % (pid, fd)) != "anon_inode:inotify":
+                continue
+            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
+                n += sum(1 for line in f if line.startswith("inotify wd:"))
+        except FileNotFoundError:
+            continue
+    return n
+
+
+def test_a_deleted_kernels_workspace_is_no_longer_watched(target, new_kernel, connect):
+    """inotify watches are a host-wide budget: the last kernel of a workspace gives its watches back."""
+    cellgate_only(target, "cellgate's change watch")
+    kid = new_kernel()["id"]
+    c = connect(kid)
+    assert c.execute("import os; os.makedirs('w1/w2', exist_ok=True)").reply["content"]["status"] == "ok"
+    assert _inotify_watches(target.proc.pid) >= 3  # the tree, w1 and w2
+    other = new_kernel()["id"]  # same user, same workspace: still watched after the first goes
+    assert target.delete_kernel(kid).status_code == 204
+    assert _inotify_watches(target.proc.pid) >= 3
+    assert target.delete_kernel(other).status_code == 204
+    left = target.get("api/kernels").json()
+    if left:
+        pytest.skip("other kernels are running: %s" % [k["id"] for k in left])
+    assert _inotify_watches(target.proc.pid) == 0
