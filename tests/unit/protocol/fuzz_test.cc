@@ -9,6 +9,7 @@
 
 #include "protocol/ws_codec.h"
 #include "protocol/zmq_codec.h"
+#include "protocol/zmtp.h"
 #include "ws_test_util.h"
 
 using cellgate::protocol::decode_ws;
@@ -164,4 +165,61 @@ TEST_CASE("fuzz: mutated zmq frame lists never crash and never pass a bad signat
     (void)decode_zmq(views, off);
   }
   CHECK(ok > 0);  // identity/buffer mutations and no-op edits leave the signature valid
+}
+
+TEST_CASE("fuzz: mutated ZMTP byte streams never crash, at any read boundary", "[protocol][fuzz]") {
+  namespace zmtp = cellgate::protocol::zmtp;
+  std::mt19937_64 rng(0x2a7b);
+  // A libzmq ROUTER's side of a connection: greeting, READY, a PING and two Jupyter messages.
+  std::string seed(64, '\0');
+  seed[0] = static_cast<char>(0xff);
+  seed[9] = 0x7f;
+  seed[10] = 3;
+  seed[11] = 1;
+  seed.replace(12, 4, "NULL");
+  std::string ready = std::string("\x05READY\x0bSocket-Type\0\0\0\x06ROUTER", 28);
+  seed += std::string("\x04", 1) + static_cast<char>(ready.size()) + ready;
+  seed += std::string("\x04\x09\x04PING\x00\x01" "ab", 11);
+  std::vector<std::string> frames = encode_zmq(seed_message(), Signer("k"));
+  frames.push_back(std::string(300, 'L'));  // a long frame
+  zmtp::append_message(seed, frames);
+  zmtp::append_message(seed, std::vector<std::string>{"last"});
+  int complete = 0, refused = 0;
+  for (int i = 0; i < kIterations / 4; ++i) {
+    std::string bytes = mutate(seed, rng);
+    if (rng() % 3 == 0) bytes = mutate(bytes, rng);
+    zmtp::Decoder d(zmtp::SocketType::kDealer, 4096, 16);
+    std::string buffered;
+    bool failed = false;
+    size_t delivered = 0;
+    for (size_t at = 0; at < bytes.size() && !failed;) {
+      size_t step = 1 + rng() % 200;
+      buffered.append(bytes, at, step);
+      at += step;
+      auto used = d.parse(buffered, [&](zmtp::Unit u, const std::vector<std::string_view>& f) {
+        if (u == zmtp::Unit::kMessage) {
+          CHECK(f.size() <= 16);
+          size_t total = 0;
+          for (auto v : f) total += v.size();
+          CHECK(total <= 4096);
+          ++delivered;
+        }
+        return true;
+      });
+      if (!used) {
+        failed = true;
+        CHECK_FALSE(used.error().message.empty());
+        break;
+      }
+      REQUIRE(*used <= buffered.size());
+      buffered.erase(0, *used);
+      // A decoder never holds more than one unit's worth: what it leaves is below its bounds.
+      CHECK(buffered.size() <= 4096 + 16 * 9 + 64 * 1024 + 9);
+    }
+    if (failed) ++refused;
+    else if (delivered == 2) ++complete;
+  }
+  INFO("complete=" << complete << " refused=" << refused);
+  CHECK(complete > 0);
+  CHECK(refused > 0);
 }
