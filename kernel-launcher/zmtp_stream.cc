@@ -108,6 +108,7 @@ void ZmtpStream::try_connect() {
     return disconnect("assign");
   }
   fd_ = fd;
+  ++conn_;
   if (err == 0 && addr_.ss_family == AF_UNIX && peer_check_) {
     ucred cred{};
     socklen_t len = sizeof cred;
@@ -125,8 +126,8 @@ void ZmtpStream::try_connect() {
   if (err != EINPROGRESS) return disconnect("connect");  // ENOENT, ECONNREFUSED: the kernel has not bound yet
   write_armed_ = true;
   desc_.async_wait(asio::posix::stream_descriptor::wait_write,
-                   [this, alive = alive_, fd](const boost::system::error_code& e) {
-                     if (!*alive || fd != fd_) return;
+                   [this, alive = alive_, conn = conn_, fd](const boost::system::error_code& e) {
+                     if (!*alive || conn != conn_) return;
                      write_armed_ = false;
                      int so_error = 0;
                      socklen_t len = sizeof so_error;
@@ -154,9 +155,10 @@ void ZmtpStream::on_connected() {
 
 void ZmtpStream::disconnect(std::string_view why) {
   (void)why;
+  ++conn_;  // handlers of this connection, even aborted ones run later, are now stale
   if (fd_ >= 0) {
     boost::system::error_code ec;
-    desc_.close(ec);  // cancels both waits; their handlers see a different fd_ and return
+    desc_.close(ec);  // cancels both waits; their handlers see a different conn_ and return
     fd_ = -1;
   }
   read_armed_ = write_armed_ = false;
@@ -230,15 +232,15 @@ void ZmtpStream::flush() {
       if (errno != EAGAIN) {
         // Not here: flush runs inside parse callbacks, whose frames point into our read buffer.
         write_armed_ = true;
-        asio::post(io_, [this, alive = alive_, fd = fd_] {
-          if (*alive && fd == fd_) disconnect("write");
+        asio::post(io_, [this, alive = alive_, conn = conn_] {
+          if (*alive && conn == conn_) disconnect("write");
         });
         return;
       }
       write_armed_ = true;
       desc_.async_wait(asio::posix::stream_descriptor::wait_write,
-                       [this, alive = alive_, fd = fd_](const boost::system::error_code& ec) {
-                         if (!*alive || fd != fd_) return;
+                       [this, alive = alive_, conn = conn_](const boost::system::error_code& ec) {
+                         if (!*alive || conn != conn_) return;
                          write_armed_ = false;
                          if (!ec) flush();
                        });
@@ -261,8 +263,8 @@ void ZmtpStream::arm_read() {
   if (read_armed_ || fd_ < 0) return;
   read_armed_ = true;
   desc_.async_wait(asio::posix::stream_descriptor::wait_read,
-                   [this, alive = alive_, fd = fd_](const boost::system::error_code& ec) {
-                     if (!*alive || fd != fd_) return;
+                   [this, alive = alive_, conn = conn_](const boost::system::error_code& ec) {
+                     if (!*alive || conn != conn_) return;
                      read_armed_ = false;
                      if (!ec) on_readable();
                    });
@@ -315,8 +317,8 @@ void ZmtpStream::on_readable() {
     if (static_cast<size_t>(n) < room) return arm_read();
   }
   // Yield to the other sockets; come back without waiting for an edge that will not come.
-  asio::post(io_, [this, alive, fd = fd_] {
-    if (*alive && fd == fd_) on_readable();
+  asio::post(io_, [this, alive, conn = conn_] {
+    if (*alive && conn == conn_) on_readable();
   });
 }
 

@@ -79,6 +79,7 @@ class ZmtpStream {
   socklen_t addr_len_ = 0;
   std::string endpoint_;
   int fd_ = -1;  // owned by desc_ while >= 0
+  uint64_t conn_ = 0;  // which connection a pending handler belongs to (fd numbers are reused)
   boost::asio::posix::stream_descriptor desc_;
   boost::asio::steady_timer retry_;
   int retry_ms_ = 5;
