@@ -132,6 +132,14 @@ const std::vector<Option>& options() {
        [](Config& c, const std::string& v) { c.max_body_bytes = parse_size("max-body", v); }},
       {"max-ws-message", "SIZE", false, "largest WebSocket message from a client (default 256M)",
        [](Config& c, const std::string& v) { c.max_ws_message_bytes = parse_size("max-ws-message", v); }},
+      {"max-kernel-message", "SIZE", false,
+       "largest message from a kernel; a larger one (an output) is dropped as it streams past and its "
+       "cell gets a notice on stderr (default 512M)",
+       [](Config& c, const std::string& v) {
+         c.max_kernel_message_bytes = parse_size("max-kernel-message", v);
+         if (c.max_kernel_message_bytes < 64 * 1024)
+           throw ConfigError("--max-kernel-message: expected at least 64K, got '" + v + "'");
+       }},
       {"ws-queue", "SIZE", false, "bytes queued to one WebSocket before it is closed as too slow (default 64M)",
        [](Config& c, const std::string& v) { c.ws_queue_bytes = parse_size("ws-queue", v); }},
       {"replay-buffer", "SIZE", false, "bytes kept per disconnected session_id for replay (default 16M)",

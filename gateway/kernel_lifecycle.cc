@@ -187,6 +187,7 @@ void Gateway::apply_kernelspec_policy(launcher::KernelOptions& ko) const {
     if (auto c = md->find("cpus"); c != md->end() && c->is_number() && c->get<double>() > 0) ko.limits.cpus = c->get<double>();
   }
   ko.start_timeout = std::chrono::seconds(config_.kernel_start_timeout_s);
+  ko.max_message_bytes = config_.max_kernel_message_bytes;
   ko.shutdown_grace = std::chrono::milliseconds(config_.shutdown_grace_ms);
 }
 

@@ -18,6 +18,7 @@
 
 #include "common/log.h"
 #include "common/random.h"
+#include "protocol/json_text.h"
 #include "protocol/zmq_codec.h"
 
 namespace cellgate::launcher {
@@ -185,7 +186,9 @@ void Kernel::open_channels() {
                                SocketType::kReq};
   for (size_t i = 0; i < 5; ++i) {
     // The kernel sends input_request to the identity of the shell socket that asked: stdin must share it.
-    auto s = std::make_unique<ZmtpStream>(io_, types[i], i == 0 || i == 2 ? session_ : std::string());
+    auto s = std::make_unique<ZmtpStream>(io_, types[i], i == 0 || i == 2 ? session_ : std::string(),
+                                          options_.max_message_bytes);
+    if (i != 4) s->set_on_dropped([this](const FrameViews& head) { notice_dropped(head); });
     s->set_peer_check([this](const ucred& listener) {
       if (!peer_uid_) peer_uid_ = spawner_.kernel_uid(process_);
       if (!peer_uid_) return ZmtpStream::Peer::kUnknown;
@@ -310,6 +313,30 @@ void Kernel::on_frames(Channel channel, const FrameViews& frames) {
     } catch (const std::exception& e) {
       common::log_error("kernel={} msg=\"error handling a kernel message\" error=\"{}\"", id(), e.what());
     }
+  }
+}
+
+void Kernel::notice_dropped(const FrameViews& head) {
+  // The dropped message's own parent (frames: identities, delimiter, signature, header, parent...) is
+  // the request it answered: the notice goes to that cell. Unverified, since the signature covers
+  // what was dropped; the kernel holds the key anyway, so this is nothing it could not sign.
+  std::string parent = "{}";
+  for (size_t i = 0; i < head.size(); ++i) {
+    if (head[i] != protocol::kDelimiter) continue;
+    if (i + 3 < head.size() && protocol::detail::is_json_object_text(head[i + 3])) parent = std::string(head[i + 3]);
+    break;
+  }
+  std::string text = fmt::format("[cellgate] a kernel message over {} MiB was dropped (--max-kernel-message)\n",
+                                 options_.max_message_bytes >> 20);
+  std::string content = "{\"name\":\"stderr\",\"text\":";
+  protocol::detail::append_json_string(content, text);
+  content += "}";
+  auto m = protocol::make_message("stream", session_, std::move(content), std::move(parent), "{}");
+  if (!observer_) return;
+  try {
+    observer_->on_kernel_message(Channel::kIopub, std::move(m));
+  } catch (const std::exception& e) {
+    common::log_error("kernel={} msg=\"error handling a dropped-message notice\" error=\"{}\"", id(), e.what());
   }
 }
 

@@ -105,6 +105,7 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   void open_channels();
   void close_channels();
   void on_frames(Channel channel, const FrameViews& frames);
+  void notice_dropped(const FrameViews& head);
   void watch_process();
   void on_process_exit();
   void heartbeat_tick();

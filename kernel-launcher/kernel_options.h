@@ -28,6 +28,7 @@ struct KernelOptions {
   int max_rapid_restarts = 5;              // jupyter_client's restart_limit
   bool auto_restart = true;
   Freezer freezer = Freezer::kAuto;        // how pause() freezes the kernel's cgroup
+  uint64_t max_message_bytes = 512ull << 20;  // larger kernel messages are dropped (with a notice)
 };
 
 }  // namespace cellgate::launcher

@@ -40,9 +40,9 @@ char* scratch() {
 
 }  // namespace
 
-ZmtpStream::ZmtpStream(asio::io_context& io, zmtp::SocketType type, std::string identity)
+ZmtpStream::ZmtpStream(asio::io_context& io, zmtp::SocketType type, std::string identity, uint64_t max_message_bytes)
     : io_(io), type_(type), identity_(std::move(identity)), desc_(io), retry_(io),
-      decoder_(type, kMaxMessageBytes, kMaxFrames) {}
+      decoder_(type, max_message_bytes, kMaxFrames), max_message_bytes_(max_message_bytes) {}
 
 ZmtpStream::~ZmtpStream() { close(); }
 
@@ -138,7 +138,7 @@ void ZmtpStream::try_connect() {
 }
 
 void ZmtpStream::on_connected() {
-  decoder_ = zmtp::Decoder(type_, kMaxMessageBytes, kMaxFrames);
+  decoder_ = zmtp::Decoder(type_, max_message_bytes_, kMaxFrames);
   hello_ = zmtp::hello(type_, identity_);
   hello_sent_ = 0;
   if (type_ == zmtp::SocketType::kSub) {
@@ -364,8 +364,9 @@ bool ZmtpStream::on_unit(zmtp::Unit unit, const FrameViews& frames) {
       flush();
       return true;
     case zmtp::Unit::kDropped:
-      common::log_warn("endpoint={} msg=\"dropped a kernel message over {} MiB or {} frames\"", endpoint_,
-                       kMaxMessageBytes >> 20, kMaxFrames);
+      common::log_warn("endpoint={} msg=\"dropped a kernel message over {} bytes or {} frames\"", endpoint_,
+                       max_message_bytes_, kMaxFrames);
+      if (on_dropped_) on_dropped_(frames);
       return true;
   }
   return true;

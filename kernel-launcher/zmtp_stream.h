@@ -43,7 +43,8 @@ class ZmtpStream {
   static constexpr size_t kMaxQueuedBytes = 256u << 20;
 
   // identity: the routing id a DEALER announces (the kernel's ROUTER addresses replies to it).
-  ZmtpStream(boost::asio::io_context& io, protocol::zmtp::SocketType type, std::string identity = {});
+  ZmtpStream(boost::asio::io_context& io, protocol::zmtp::SocketType type, std::string identity = {},
+             uint64_t max_message_bytes = kMaxMessageBytes);
   ~ZmtpStream();
   ZmtpStream(const ZmtpStream&) = delete;
   ZmtpStream& operator=(const ZmtpStream&) = delete;
@@ -53,6 +54,9 @@ class ZmtpStream {
   common::Status connect(const std::string& endpoint);
   // Set before connect. Without a check every peer is accepted.
   void set_peer_check(PeerCheck check) { peer_check_ = std::move(check); }
+  // A message over the bound was dropped: called with its frames before the oversized one.
+  using OnDropped = std::function<void(const FrameViews& head)>;
+  void set_on_dropped(OnDropped on_dropped) { on_dropped_ = std::move(on_dropped); }
   // Starts delivering received messages (REQ: without the empty delimiter) to on_message.
   void start(OnMessage on_message);
   // Queues one multipart message and writes what the socket takes now. Messages sent before the
@@ -86,6 +90,8 @@ class ZmtpStream {
   protocol::zmtp::Decoder decoder_;
   OnMessage on_message_;
   PeerCheck peer_check_;
+  OnDropped on_dropped_;
+  uint64_t max_message_bytes_;
   bool refusal_logged_ = false;
   FrameViews views_;
   // Outgoing: the greeting and READY of this connection, then queued messages (ends_ marks where

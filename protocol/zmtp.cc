@@ -257,11 +257,12 @@ common::Result<size_t> Decoder::parse(std::string_view data, const OnUnit& on_un
       if (state_ == State::kHandshake) return make_error(Errc::kBadRequest, "message before the READY handshake");
       total += h.size;
       if (frames_.size() + 1 > max_frames_ || h.size > max_bytes_ || total > max_bytes_) {
-        pos += off + h.length;
         discard_left_ = h.size;
         discard_more_ = (h.flags & kMore) != 0;
         state_ = State::kDiscard;
-        if (!on_unit(Unit::kDropped, {})) return pos;
+        const bool go_on = on_unit(Unit::kDropped, frames_);  // frames_ point into data before pos
+        pos += off + h.length;
+        if (!go_on) return pos;
         break;
       }
       if (avail < h.size) {

@@ -34,7 +34,8 @@ void append_pong(std::string& out, std::string_view context);
 enum class Unit {
   kMessage,  // frames: the message's frames (views into the input)
   kPing,     // frames[0]: the context to echo in a PONG
-  kDropped,  // a message over the size or frame bounds was skipped, byte for byte, unbuffered
+  kDropped,  // a message over the size or frame bounds is skipped, byte for byte, unbuffered;
+             // frames: its frames before the one that broke the bound (for a notice to its requester)
 };
 
 // Decodes the peer's side of one connection: greeting, READY, then messages. One decoder per

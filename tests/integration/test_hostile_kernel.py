@@ -8,7 +8,9 @@ import time
 
 import pytest
 
+import targets as tm
 from conftest import cellgate_only
+from jupyter_ws import KernelWS
 
 # Runs in the kernel: swaps its control socket's path for a symlink to BAIT (atomically, so the
 # gateway can never find the path missing), then closes the socket, which drops the gateway's
@@ -73,3 +75,30 @@ def test_a_kernel_cannot_point_the_gateway_at_a_host_socket(target, new_kernel, 
             assert c.execute("1+1").result_text() == "2"
         finally:
             bait.close()
+
+
+def test_an_output_over_the_kernel_message_bound_is_dropped_with_a_notice(target):
+    """A kernel message over --max-kernel-message streams past the gateway unbuffered; the cell that
+    asked gets a notice on stderr instead of silence, and the kernel keeps serving."""
+    cellgate_only(target, "cellgate's bound on kernel messages")
+    t = tm.CellgateTarget(target.binary, spawner=target.spawner, extra_args=["--max-kernel-message", "1M"])
+    t.start()
+    try:
+        kid = t.start_kernel()["id"]
+        c = KernelWS(t.url, t.token, kid)
+        try:
+            res = c.execute("import sys; print('x' * 3_000_000); sys.stdout.flush(); print('small')")
+            assert res.reply["content"]["status"] == "ok", res.reply
+            streams = [m["content"] for m in res.of_type("stream")]
+            assert not any(len(s["text"]) > 1_000_000 for s in streams), [len(s["text"]) for s in streams]
+            notices = [s for s in streams if s["name"] == "stderr" and "--max-kernel-message" in s["text"]]
+            assert len(notices) == 1, streams
+            assert "1 MiB was dropped" in notices[0]["text"], notices
+            # Only the oversized message is lost: later output of the same cell arrives.
+            assert "small\n" in res.stdout(), streams
+            assert c.execute("1+1").result_text() == "2"
+        finally:
+            c.close()
+        assert "dropped a kernel message over 1048576 bytes" in t.log_tail(200)
+    finally:
+        t.stop()

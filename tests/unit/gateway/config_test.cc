@@ -60,6 +60,9 @@ TEST_CASE("sizes accept suffixes", "[gateway]") {
   CHECK(c.limits.memory_bytes == 512ull << 20);
   CHECK(c.limits.cpus == 0.5);
   CHECK(c.max_body_bytes == 1024);
+  CHECK(load({}).max_kernel_message_bytes == 512ull << 20);
+  CHECK(load({"--max-kernel-message", "2G"}).max_kernel_message_bytes == 2ull << 30);
+  CHECK_THROWS_WITH(load({"--max-kernel-message", "1K"}), Catch::Contains("--max-kernel-message: expected at least 64K"));
 }
 
 TEST_CASE("pool, pausing and heartbeat options", "[gateway]") {

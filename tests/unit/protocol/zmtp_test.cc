@@ -54,6 +54,7 @@ struct Collected {
   std::vector<std::vector<std::string>> messages;
   std::vector<std::string> pings;
   int dropped = 0;
+  std::vector<std::vector<std::string>> dropped_heads;
 };
 
 // Feeds input in pieces of `step` bytes, as reads would, keeping what parse did not consume.
@@ -65,7 +66,10 @@ cellgate::common::Result<size_t> feed(zmtp::Decoder& d, const std::string& input
     auto used = d.parse(buffered, [&](Unit u, const std::vector<std::string_view>& f) {
       if (u == Unit::kMessage) got.messages.emplace_back(f.begin(), f.end());
       if (u == Unit::kPing) got.pings.emplace_back(f.at(0));
-      if (u == Unit::kDropped) ++got.dropped;
+      if (u == Unit::kDropped) {
+        ++got.dropped;
+        got.dropped_heads.emplace_back(f.begin(), f.end());
+      }
       return true;
     });
     if (!used) return used.error();
@@ -143,6 +147,8 @@ TEST_CASE("zmtp: a message over the bounds streams past unbuffered and the next 
     auto used = feed(fresh, input, step, got);
     REQUIRE(used);
     CHECK(got.dropped == 2);
+    // What came before the frame that broke the bound is reported (a notice finds its requester).
+    CHECK(got.dropped_heads == std::vector<std::vector<std::string>>{{"a"}, std::vector<std::string>(8, "f")});
     REQUIRE(got.messages.size() == 1);
     CHECK(got.messages[0] == std::vector<std::string>{"ok"});
   }
