@@ -19,7 +19,6 @@
 #include "kernel-launcher/kernel_env.h"
 #include "kernel-launcher/spawn_util.h"
 #include "protocol/json_scan.h"
-#include "protocol/json_text.h"
 #include "state/kernel_records.h"
 #include "workspace/layout.h"
 
@@ -98,24 +97,19 @@ json snapshot_info(const std::string& workspace, const workspace::SnapshotResult
           {"removed", snap.diff.removed}};
 }
 
-// The same for the common case (nothing changed, so the head snapshot is the tree), spliced into the
-// metadata's text: no parse and re-dump of it on every execute. False when the metadata is not a plain
-// object without a "cellgate" member: then attach_snapshot_info does it properly.
-bool splice_unchanged_info(protocol::Message& reply, std::string_view workspace, std::string_view head) {
+// attach_snapshot_info without parsing and re-dumping the kernel's metadata (once per execute): info is
+// spliced into its text. False when the metadata is not a plain object without a "cellgate" member.
+bool splice_snapshot_info(protocol::Message& reply, const json& info) {
   protocol::detail::ScanField fields[] = {{"cellgate"}};
   if (!protocol::detail::scan_top_level(reply.metadata, fields) ||
       fields[0].kind != protocol::detail::ScanField::Kind::kMissing)
     return false;
-  std::string info = "\"cellgate\":{\"workspace\":";
-  protocol::detail::append_json_string(info, workspace);
-  info += ",\"snapshot\":";
-  protocol::detail::append_json_string(info, head);
-  info += ",\"new_snapshot\":false,\"added\":[],\"changed\":[],\"removed\":[]}";
+  std::string member = "\"cellgate\":" + info.dump(-1, ' ', false, json::error_handler_t::replace);
   size_t open = reply.metadata.find('{');  // scan_top_level: an object, perhaps after whitespace
   size_t next = reply.metadata.find_first_not_of(" \t\r\n", open + 1);
   if (next == std::string::npos) return false;
-  if (reply.metadata[next] != '}') info += ',';
-  reply.metadata.insert(open + 1, info);
+  if (reply.metadata[next] != '}') member += ',';
+  reply.metadata.insert(open + 1, member);
   return true;
 }
 
@@ -129,7 +123,8 @@ void Gateway::snapshot_after_execute(const std::shared_ptr<KernelHub>& hub, prot
   if (auto ws = workspaces_->open(ref); ws && !change_watch_.maybe_changed(ws->tree_path())) {
     workspace::SnapshotResult same;  // what a walk would find: the head ("" while the tree was never saved)
     same.id = ws->head_id();
-    if (!splice_unchanged_info(reply, ref.name, same.id)) attach_snapshot_info(reply, snapshot_info(ref.name, same));
+    auto info = snapshot_info(ref.name, same);
+    if (!splice_snapshot_info(reply, info)) attach_snapshot_info(reply, std::move(info));
     asio::post(io_, [reply = std::move(reply), deliver = std::move(deliver)]() mutable { deliver(std::move(reply)); });
     return;
   }

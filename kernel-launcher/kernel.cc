@@ -306,13 +306,16 @@ void Kernel::on_frames(Channel channel, const FrameViews& frames) {
       if (ready_signal_) ready_signal_->cancel();
     }
   }
-  if (!internal && observer_) {
-    // The session boundary for kernel traffic: nothing a kernel sends may take the gateway down.
-    try {
-      observer_->on_kernel_message(channel, std::move(m));
-    } catch (const std::exception& e) {
-      common::log_error("kernel={} msg=\"error handling a kernel message\" error=\"{}\"", id(), e.what());
-    }
+  if (!internal) to_observer(channel, std::move(m));
+}
+
+void Kernel::to_observer(Channel channel, protocol::Message&& m) {
+  if (!observer_) return;
+  // The session boundary for kernel traffic: nothing a kernel sends may take the gateway down.
+  try {
+    observer_->on_kernel_message(channel, std::move(m));
+  } catch (const std::exception& e) {
+    common::log_error("kernel={} msg=\"error handling a kernel message\" error=\"{}\"", id(), e.what());
   }
 }
 
@@ -331,13 +334,7 @@ void Kernel::notice_dropped(const FrameViews& head) {
   std::string content = "{\"name\":\"stderr\",\"text\":";
   protocol::detail::append_json_string(content, text);
   content += "}";
-  auto m = protocol::make_message("stream", session_, std::move(content), std::move(parent), "{}");
-  if (!observer_) return;
-  try {
-    observer_->on_kernel_message(Channel::kIopub, std::move(m));
-  } catch (const std::exception& e) {
-    common::log_error("kernel={} msg=\"error handling a dropped-message notice\" error=\"{}\"", id(), e.what());
-  }
+  to_observer(Channel::kIopub, protocol::make_message("stream", session_, std::move(content), std::move(parent), "{}"));
 }
 
 void Kernel::heartbeat_tick() {

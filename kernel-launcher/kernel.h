@@ -106,6 +106,7 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   void close_channels();
   void on_frames(Channel channel, const FrameViews& frames);
   void notice_dropped(const FrameViews& head);
+  void to_observer(Channel channel, protocol::Message&& message);
   void watch_process();
   void on_process_exit();
   void heartbeat_tick();

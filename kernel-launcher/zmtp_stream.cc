@@ -42,7 +42,8 @@ char* scratch() {
 
 ZmtpStream::ZmtpStream(asio::io_context& io, zmtp::SocketType type, std::string identity, uint64_t max_message_bytes)
     : io_(io), type_(type), identity_(std::move(identity)), desc_(io), retry_(io),
-      decoder_(type, max_message_bytes, kMaxFrames), max_message_bytes_(max_message_bytes) {}
+      decoder_(type, max_message_bytes, kMaxFrames), max_message_bytes_(max_message_bytes),
+      hello_(zmtp::hello(type_, identity_)) {}
 
 ZmtpStream::~ZmtpStream() { close(); }
 
@@ -94,7 +95,7 @@ void ZmtpStream::start(OnMessage on_message) { on_message_ = std::move(on_messag
 void ZmtpStream::try_connect() {
   if (closed_) return;
   int fd = ::socket(addr_.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return disconnect("socket");
+  if (fd < 0) return disconnect();
   if (addr_.ss_family != AF_UNIX) {
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -105,7 +106,7 @@ void ZmtpStream::try_connect() {
   desc_.assign(fd, ec);
   if (ec) {
     ::close(fd);
-    return disconnect("assign");
+    return disconnect();
   }
   fd_ = fd;
   ++conn_;
@@ -119,11 +120,11 @@ void ZmtpStream::try_connect() {
         common::log_warn("endpoint={} peer_uid={} peer_pid={} msg=\"not the kernel's socket; not connecting\"",
                          endpoint_, cred.uid, cred.pid);
       }
-      return disconnect("peer");
+      return disconnect();
     }
   }
   if (err == 0) return on_connected();
-  if (err != EINPROGRESS) return disconnect("connect");  // ENOENT, ECONNREFUSED: the kernel has not bound yet
+  if (err != EINPROGRESS) return disconnect();  // ENOENT, ECONNREFUSED: the kernel has not bound yet
   write_armed_ = true;
   desc_.async_wait(asio::posix::stream_descriptor::wait_write,
                    [this, alive = alive_, conn = conn_, fd](const boost::system::error_code& e) {
@@ -132,14 +133,13 @@ void ZmtpStream::try_connect() {
                      int so_error = 0;
                      socklen_t len = sizeof so_error;
                      if (e || ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len) < 0 || so_error != 0)
-                       return disconnect("connect");
+                       return disconnect();
                      on_connected();
                    });
 }
 
 void ZmtpStream::on_connected() {
   decoder_ = zmtp::Decoder(type_, max_message_bytes_, kMaxFrames);
-  hello_ = zmtp::hello(type_, identity_);
   hello_sent_ = 0;
   if (type_ == zmtp::SocketType::kSub) {
     // ZMTP 3.0 subscribes with a message: 0x01 and the prefix (empty: everything).
@@ -153,8 +153,7 @@ void ZmtpStream::on_connected() {
   arm_read();
 }
 
-void ZmtpStream::disconnect(std::string_view why) {
-  (void)why;
+void ZmtpStream::disconnect() {
   ++conn_;  // handlers of this connection, even aborted ones run later, are now stale
   if (fd_ >= 0) {
     boost::system::error_code ec;
@@ -220,7 +219,7 @@ void ZmtpStream::flush() {
   for (;;) {
     iovec iov[2];
     int n = 0;
-    if (hello_sent_ < hello_.size()) iov[n++] = {hello_.data() + hello_sent_, hello_.size() - hello_sent_};
+    if (hello_sent_ < hello_.size()) iov[n++] = {const_cast<char*>(hello_.data()) + hello_sent_, hello_.size() - hello_sent_};  // writev reads it
     if (decoder_.ready() && out_sent_ < out_.size()) iov[n++] = {out_.data() + out_sent_, out_.size() - out_sent_};
     if (n == 0) break;
     msghdr msg{};
@@ -233,7 +232,7 @@ void ZmtpStream::flush() {
         // Not here: flush runs inside parse callbacks, whose frames point into our read buffer.
         write_armed_ = true;
         asio::post(io_, [this, alive = alive_, conn = conn_] {
-          if (*alive && conn == conn_) disconnect("write");
+          if (*alive && conn == conn_) disconnect();
         });
         return;
       }
@@ -292,11 +291,11 @@ void ZmtpStream::on_readable() {
     char* dst = in_scratch ? scratch() : pending_.get() + pending_len_;
     size_t room = in_scratch ? kScratchBytes : pending_cap_ - pending_len_;
     ssize_t n = ::read(fd_, dst, room);
-    if (n == 0) return disconnect("closed by the kernel");
+    if (n == 0) return disconnect();
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN) break;
-      return disconnect("read");
+      return disconnect();
     }
     const bool was_ready = decoder_.ready();
     std::string_view data = in_scratch ? std::string_view(dst, static_cast<size_t>(n))
@@ -306,7 +305,7 @@ void ZmtpStream::on_readable() {
     if (!used) {
       common::log_warn("endpoint={} msg=\"kernel broke ZMTP; reconnecting\" error=\"{}\"", endpoint_,
                        used.error().message);
-      return disconnect("protocol");
+      return disconnect();
     }
     keep_pending(data.substr(*used));
     if (!was_ready && decoder_.ready()) {

@@ -68,7 +68,7 @@ class ZmtpStream {
  private:
   void try_connect();
   void on_connected();
-  void disconnect(std::string_view why);
+  void disconnect();
   void arm_read();
   void on_readable();
   bool on_unit(protocol::zmtp::Unit unit, const FrameViews& frames);
@@ -94,9 +94,9 @@ class ZmtpStream {
   uint64_t max_message_bytes_;
   bool refusal_logged_ = false;
   FrameViews views_;
-  // Outgoing: the greeting and READY of this connection, then queued messages (ends_ marks where
-  // each message ends, so a lost connection drops only a message it had partly written).
-  std::string hello_;
+  // Outgoing: the greeting and READY (the same for every connection), then queued messages (ends_
+  // marks where each message ends, so a lost connection drops only a message it had partly written).
+  const std::string hello_;
   size_t hello_sent_ = 0;
   std::string out_;
   size_t out_sent_ = 0;

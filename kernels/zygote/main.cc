@@ -87,7 +87,14 @@ int main(int argc, char** argv) {
     else if (a == "--preload") preload = split_commas(argv[++i]);
     else if (a == "--mpl-dir") mpl_dir = argv[++i];
     else if (a == "--title-pad") ++i;
-    else if (a == "--parent-pid") parent_pid = std::strtol(argv[++i], nullptr, 10);
+    else if (a == "--parent-pid") {
+      char* end = nullptr;
+      parent_pid = std::strtol(argv[++i], &end, 10);
+      if (parent_pid <= 0 || *end != '\0') {
+        std::fprintf(stderr, "cellgate-zygote: --parent-pid needs a process id, got '%s'\n", argv[i]);
+        return 2;
+      }
+    }
     else {
       std::fprintf(stderr, "cellgate-zygote: unknown option %s (see --help)\n", a.c_str());
       return 2;

@@ -40,6 +40,17 @@ struct TempDir {
 
 using Strings = std::vector<std::string>;
 
+// A libzmq socket of the type ipykernel binds, bound at an ipc path of its own.
+struct ZmqPeer {
+  TempDir dir;
+  std::string ep;
+  zmq::context_t ctx;
+  zmq::socket_t sock;
+  ZmqPeer(zmq::socket_type type, const char* name) : ep("ipc://" + dir.path + "/" + name), sock(ctx, type) {
+    sock.bind(ep);
+  }
+};
+
 // Runs the io_context until pred holds or 5 s pass; a libzmq peer is polled between turns.
 template <class Pred, class Poll>
 bool run_until(asio::io_context& io, Pred pred, Poll poll) {
@@ -108,11 +119,9 @@ long peak_rss_kib() {
 }  // namespace
 
 TEST_CASE("zmtp_stream: a DEALER with an identity talks to a libzmq ROUTER both ways") {
-  TempDir dir;
-  std::string ep = "ipc://" + dir.path + "/shell";
-  zmq::context_t ctx;
-  zmq::socket_t router(ctx, zmq::socket_type::router);
-  router.bind(ep);
+  ZmqPeer peer(zmq::socket_type::router, "shell");
+  auto& router = peer.sock;
+  const std::string& ep = peer.ep;
   asio::io_context io;
   ZmtpStream dealer(io, SocketType::kDealer, "session-7");
   Strings got;
@@ -151,11 +160,9 @@ TEST_CASE("zmtp_stream: messages sent before the kernel binds are delivered once
 }
 
 TEST_CASE("zmtp_stream: a SUB subscribes to everything a libzmq PUB publishes") {
-  TempDir dir;
-  std::string ep = "ipc://" + dir.path + "/iopub";
-  zmq::context_t ctx;
-  zmq::socket_t pub(ctx, zmq::socket_type::pub);
-  pub.bind(ep);
+  ZmqPeer peer(zmq::socket_type::pub, "iopub");
+  auto& pub = peer.sock;
+  const std::string& ep = peer.ep;
   asio::io_context io;
   ZmtpStream sub(io, SocketType::kSub);
   std::vector<Strings> got;
@@ -167,11 +174,9 @@ TEST_CASE("zmtp_stream: a SUB subscribes to everything a libzmq PUB publishes") 
 }
 
 TEST_CASE("zmtp_stream: a REQ heartbeat gets its echo without the delimiter") {
-  TempDir dir;
-  std::string ep = "ipc://" + dir.path + "/hb";
-  zmq::context_t ctx;
-  zmq::socket_t rep(ctx, zmq::socket_type::rep);
-  rep.bind(ep);
+  ZmqPeer peer(zmq::socket_type::rep, "hb");
+  auto& rep = peer.sock;
+  const std::string& ep = peer.ep;
   asio::io_context io;
   ZmtpStream req(io, SocketType::kReq);
   Strings got;
