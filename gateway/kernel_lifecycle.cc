@@ -348,13 +348,13 @@ awaitable<void> Gateway::adopt_kernels() {
     if (pid > 0 && is_our_process(pid, rec.id, kernel.options().private_dir)) proc.pidfd = launcher::open_pidfd(pid);
     if (!proc.pidfd) {
       std::string why = status_reason(rec.jail_status_file);
-      kernel.mark_dead("the kernel died while the gateway was down" + (why.empty() ? "" : ": " + why));
+      kernel.mark_dead("the kernel died while the gateway was down" + (why.empty() ? "" : ": " + why), proc);
       common::log_warn("kernel={} msg=\"kernel found dead at start\" reason=\"{}\"", rec.id, kernel.reason());
       continue;
     }
     auto st = co_await kernel.adopt(std::move(proc));
     if (!st) {
-      kernel.mark_dead("could not re-adopt the kernel: " + st.error().message);
+      kernel.mark_dead("could not re-adopt the kernel: " + st.error().message, launcher::ProcessHandle{});
       common::log_warn("kernel={} msg=\"re-adoption failed\" error=\"{}\"", rec.id, st.error().message);
       continue;
     }

@@ -223,7 +223,7 @@ common::Result<Cgroup> Cgroup::create(const std::string& base, const std::string
   return cg;
 }
 
-common::Result<Cgroup> Cgroup::attach(const std::string& unified_dir) {
+common::Result<Cgroup> Cgroup::parse(const std::string& unified_dir) {
   const std::string marker = "/cellgate/";
   size_t at = unified_dir.rfind(marker);
   if (unified_dir.empty() || unified_dir[0] != '/' || at == std::string::npos || at == 0)
@@ -234,8 +234,6 @@ common::Result<Cgroup> Cgroup::attach(const std::string& unified_dir) {
       "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != std::string::npos)
     return make_error(Errc::kBadRequest, "cgroup: '" + unified_dir + "' is not a jail cgroup dir");
   Cgroup cg;
-  if (!is_fs(unified_dir, CGROUP2_SUPER_MAGIC))
-    return make_error(Errc::kNotFound, "cgroup: " + unified_dir + " is not a cgroup2 dir");
   const std::string unified_suffix = "/unified";
   if (base.ends_with(unified_suffix) && base.size() > unified_suffix.size() &&
       detect_cgroup_layout(base.substr(0, base.size() - unified_suffix.size())) == CgroupLayout::kV1Hybrid) {
@@ -245,6 +243,30 @@ common::Result<Cgroup> Cgroup::attach(const std::string& unified_dir) {
     cg.paths_ = plan_cgroup_paths(CgroupLayout::kV2, base, leaf, {}, false);
   }
   return cg;
+}
+
+common::Result<Cgroup> Cgroup::attach(const std::string& unified_dir) {
+  auto cg = parse(unified_dir);
+  if (cg && !is_fs(unified_dir, CGROUP2_SUPER_MAGIC))
+    return make_error(Errc::kNotFound, "cgroup: " + unified_dir + " is not a cgroup2 dir");
+  return cg;
+}
+
+bool Cgroup::release(const std::string& unified_dir) {
+  auto cg = parse(unified_dir);
+  if (!cg) return true;  // not a jail's cgroup: nothing of ours to remove
+  const auto& dirs = cg->paths_.dirs;
+  auto leaf = [](const std::string& d) { return !d.ends_with("/cellgate"); };
+  if (std::none_of(dirs.begin(), dirs.end(), [&](const std::string& d) { return leaf(d) && ::access(d.c_str(), F_OK) == 0; }))
+    return true;
+  // A task frozen by the v1 freezer cannot even die (cgroup-v1/freezer-subsystem.rst): thaw first.
+  (void)cg->set_frozen(false, FreezerKind::kAuto);
+  (void)cg->kill_all();
+  for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
+    if (!leaf(*it) || ::rmdir(it->c_str()) == 0 || errno == ENOENT) continue;
+    return errno != EBUSY;  // busy: its last tasks are still exiting; anything else will not change
+  }
+  return true;
 }
 
 bool Cgroup::holds(pid_t pid) const {

@@ -51,6 +51,10 @@ class Cgroup {
   // The cgroup of a running jail, from the unified dir its status file names:
   // <base>/cellgate/<leaf> (v2) or <base>/unified/cellgate/<leaf> (v1 hybrid). Creates nothing.
   static common::Result<Cgroup> attach(const std::string& unified_dir);
+  // After the jail's helper is gone: removes the dirs it left (a helper killed by SIGKILL cannot
+  // remove its own), thawing and killing any task still in them first. Never blocks: false while
+  // tasks are still leaving (the caller asks again later), true once nothing is left to remove.
+  static bool release(const std::string& unified_dir);
   // True when pid is listed in the cgroup.procs of every leaf dir (host pid namespace).
   bool holds(pid_t pid) const;
   // Moves pid into every dir (between clone and the child's release); skip_unified when
@@ -72,6 +76,8 @@ class Cgroup {
   const CgroupPaths& paths() const { return paths_; }
 
  private:
+  static common::Result<Cgroup> parse(const std::string& unified_dir);
+
   CgroupPaths paths_;
   CgroupLimits limits_;
 };

@@ -85,6 +85,13 @@ class JailSpawner final : public Spawner {
     return static_cast<uid_t>(u->get<uint64_t>());
   }
 
+  std::function<bool()> release(const ProcessHandle& p) override {
+    auto j = read_status(p);
+    auto c = j.is_object() ? j.find("cgroup") : j.end();
+    if (!j.is_object() || c == j.end() || !c->is_string() || c->get<std::string>().empty()) return {};
+    return [dir = c->get<std::string>()] { return isolation::Cgroup::release(dir); };
+  }
+
  private:
   // The status file lives in the gateway's private dir, out of the kernel's reach (see spawn()).
   static nlohmann::json read_status(const ProcessHandle& p) {

@@ -109,6 +109,10 @@ awaitable<common::Status> Kernel::adopt(ProcessHandle process) {
 }
 
 awaitable<common::Status> Kernel::launch() {
+  if (auto releasing = released_) {
+    boost::system::error_code ec;
+    co_await releasing->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
   ++generation_;
   got_info_reply_ = got_iopub_ = false;
   launched_at_ = std::chrono::steady_clock::now();
@@ -363,6 +367,7 @@ void Kernel::on_process_exit() {
   int status = reap(process_);
   std::string why = spawner_.exit_reason(process_, status);
   if (why.empty()) why = "kernel died: " + describe_wait_status(status);
+  release_jail(spawner_.release(process_));
   process_.pid = -1;
   paused_ = false;
   exit_watch_.reset();
@@ -383,6 +388,36 @@ void Kernel::on_process_exit() {
   }
   set_state(KernelState::kRestarting, why);
   asio::co_spawn(io_, restart_after_death(shared_from_this()), asio::detached);
+}
+
+void Kernel::mark_dead(std::string reason, const ProcessHandle& dead) {
+  set_state(KernelState::kDead, std::move(reason));
+  release_jail(spawner_.release(dead));
+}
+
+// A helper that was SIGKILLed (by an admin, the OOM killer, a crashed gateway's cleanup) leaves its
+// cgroup behind, and nothing else would ever remove it. Its last tasks leave asynchronously after
+// its pid namespace is gone, so this retries without blocking the io thread; the next launch waits
+// for it, since a restarted jail creates a cgroup of the same name.
+void Kernel::release_jail(std::function<bool()> step) {
+  if (!step || step()) return;
+  released_ = std::make_shared<asio::steady_timer>(io_, std::chrono::steady_clock::time_point::max());
+  asio::co_spawn(io_, finish_release(shared_from_this(), std::move(step), released_), asio::detached);
+}
+
+awaitable<void> Kernel::finish_release(std::shared_ptr<Kernel> self, std::function<bool()> step,
+                                       std::shared_ptr<asio::steady_timer> done) {
+  asio::steady_timer tick(self->io_);
+  bool released = false;
+  for (int attempt = 0; attempt < 100 && !released; ++attempt) {
+    tick.expires_after(20ms);
+    boost::system::error_code ec;
+    co_await tick.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    released = step();
+  }
+  if (!released) common::log_warn("kernel={} msg=\"its last jail's cgroup is still busy after 2 s; left behind\"", self->id());
+  done->cancel();
+  if (self->released_ == done) self->released_.reset();
 }
 
 awaitable<void> Kernel::restart_after_death(std::shared_ptr<Kernel> self) {

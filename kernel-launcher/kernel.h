@@ -69,8 +69,9 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   // Takes over a kernel that kept running while the gateway was down: reads the gateway's own copy of its
   // connection info from private_dir, watches the process and waits for kernel_info_reply.
   boost::asio::awaitable<common::Status> adopt(ProcessHandle process);
-  // Records a kernel found dead at adoption: state kDead with the reason.
-  void mark_dead(std::string reason) { set_state(KernelState::kDead, std::move(reason)); }
+  // Records a kernel found dead at adoption (state kDead with the reason) and removes what its jail
+  // left behind.
+  void mark_dead(std::string reason, const ProcessHandle& dead);
   const ProcessHandle& process() const { return process_; }
   // Lets go of a kernel that keeps running (gateway shutdown): closes the channels and stops watching,
   // without signalling the process.
@@ -109,6 +110,9 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   void to_observer(Channel channel, protocol::Message&& message);
   void watch_process();
   void on_process_exit();
+  void release_jail(std::function<bool()> step);
+  static boost::asio::awaitable<void> finish_release(std::shared_ptr<Kernel> self, std::function<bool()> step,
+                                                     std::shared_ptr<boost::asio::steady_timer> done);
   void heartbeat_tick();
   void flush_held();
   void set_state(KernelState s, std::string reason = "");
@@ -137,6 +141,7 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   bool got_info_reply_ = false;
   bool got_iopub_ = false;
   int generation_ = 0;         // bumps on each launch; stale callbacks check it
+  std::shared_ptr<boost::asio::steady_timer> released_;  // while the last jail's release retries
   int rapid_restarts_ = 0;
   std::chrono::steady_clock::time_point launched_at_;
   std::shared_ptr<boost::asio::steady_timer> ready_signal_;

@@ -133,4 +133,6 @@ uint64_t Spawner::memory_usage(const ProcessHandle&) { return 0; }
 
 std::optional<uid_t> Spawner::kernel_uid(const ProcessHandle&) { return ::geteuid(); }
 
+std::function<bool()> Spawner::release(const ProcessHandle&) { return {}; }
+
 }  // namespace cellgate::launcher

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -72,6 +73,10 @@ class Spawner {
   // not known yet. The gateway connects to nothing else: the kernel can swap its socket paths for
   // symlinks to any host socket. Default: our own uid (plain kernels are our children).
   virtual std::optional<uid_t> kernel_uid(const ProcessHandle& process);
+  // After the kernel's process is gone: what its jail left behind (a helper killed by SIGKILL cannot
+  // remove its cgroup), as a step to call until it returns true; it never blocks. Read while the
+  // status file still exists. Empty when nothing can be left (plain kernels).
+  virtual std::function<bool()> release(const ProcessHandle& process);
 };
 
 // Plain child processes: no isolation. For development and for hosts without user namespaces.

@@ -64,6 +64,7 @@ class ZygoteSpawner final : public Spawner {
   // Either way the process is a cellgate-jail helper: same signals, same status file.
   void signal(const ProcessHandle& p, KernelSignal sig) override { cold_->signal(p, sig); }
   std::string exit_reason(const ProcessHandle& p, int wait_status) override { return cold_->exit_reason(p, wait_status); }
+  std::function<bool()> release(const ProcessHandle& p) override { return cold_->release(p); }
   // The same jail, so the same cgroups: pausing and the warm pool's limits work alike.
   common::Status freeze(const ProcessHandle& p, bool frozen, Freezer kind) override {
     return cold_->freeze(p, frozen, kind);

@@ -7,6 +7,8 @@ extra kernelspec `cgtest` (with a logo, kernel.js and a spec env var) besides De
 Used by the integration tests (conftest.py) and by bench/gateway/gateway_bench.py.
 """
 import ctypes
+import glob
+import json
 import os
 import re
 import shutil
@@ -253,6 +255,41 @@ class CellgateTarget(Target):
         self.run_dir = os.path.join(self.tmp, "run")
         # pre_start(target) runs before the first start, e.g. `cellgate user add` on data_dir.
         self.pre_start = pre_start
+
+    def _kill_leftovers(self):
+        super()._kill_leftovers()
+        self._release_cgroups()
+
+    def _release_cgroups(self):
+        """Jails whose helpers were SIGKILLed above cannot remove their cgroups, and the gateway that
+        would have is gone: thaw (a v1-frozen task cannot even die), kill and remove them here."""
+        names = set()
+        for status in glob.glob(os.path.join(self.run_dir, "s", "*", "jail.json")):
+            try:
+                with open(status) as f:
+                    names.add(os.path.basename(json.load(f)["cgroup"]))
+            except (OSError, ValueError, KeyError, TypeError):
+                pass
+        dirs = [d for n in names if n for d in glob.glob("/sys/fs/cgroup/*/cellgate/" + n) +
+                glob.glob("/sys/fs/cgroup/cellgate/" + n)]
+        for d in dirs:
+            for name, value in (("freezer.state", "THAWED"), ("cgroup.freeze", "0"), ("cgroup.kill", "1")):
+                try:
+                    with open(os.path.join(d, name), "w") as f:
+                        f.write(value)
+                except OSError:
+                    pass
+        deadline = time.monotonic() + 5
+        while dirs and time.monotonic() < deadline:
+            for d in list(dirs):
+                try:
+                    os.rmdir(d)
+                    dirs.remove(d)
+                except FileNotFoundError:
+                    dirs.remove(d)
+                except OSError:
+                    pass
+            time.sleep(0.05)
 
     def cli(self, *args):
         """Run `cellgate ARGS --data-dir DATA`; returns its stdout (raises on failure)."""
