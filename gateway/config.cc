@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
@@ -139,6 +140,14 @@ const std::vector<Option>& options() {
          c.max_kernel_message_bytes = parse_size("max-kernel-message", v);
          if (c.max_kernel_message_bytes < 64 * 1024)
            throw ConfigError("--max-kernel-message: expected at least 64K, got '" + v + "'");
+       }},
+      {"kernel-read-budget", "SIZE", false,
+       "memory the partly received large messages (over 512K) of all kernels may hold together; one "
+       "that does not fit is dropped as one over --max-kernel-message is (default 1G, or twice "
+       "--max-kernel-message if that is more)",
+       [](Config& c, const std::string& v) {
+         c.kernel_read_budget = parse_size("kernel-read-budget", v);
+         if (c.kernel_read_budget == 0) throw ConfigError("--kernel-read-budget: expected a size above 0, got '" + v + "'");
        }},
       {"ws-queue", "SIZE", false, "bytes queued to one WebSocket before it is closed as too slow (default 64M)",
        [](Config& c, const std::string& v) { c.ws_queue_bytes = parse_size("ws-queue", v); }},
@@ -290,6 +299,10 @@ void finish(Config& c) {
     // The endpoints are the only bodies this mode reads.
     c.max_body_bytes = c.notebook_http_max_body;
   }
+  if (c.kernel_read_budget == 0) c.kernel_read_budget = std::max<uint64_t>(1ull << 30, 2 * c.max_kernel_message_bytes);
+  if (c.kernel_read_budget < c.max_kernel_message_bytes)
+    throw ConfigError(fmt::format("--kernel-read-budget ({}) is below --max-kernel-message ({}): no message that "
+                                  "large could ever be read", c.kernel_read_budget, c.max_kernel_message_bytes));
   if (c.log_level != "debug" && c.log_level != "info" && c.log_level != "warn" && c.log_level != "error")
     throw ConfigError("--log-level: expected debug, info, warn or error, got '" + c.log_level + "'");
 }

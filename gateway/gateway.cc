@@ -72,6 +72,7 @@ Gateway::Gateway(asio::io_context& io, Config config)
   // Per-kernel dirs: k/<id> is handed to the kernel; s/<id> (status, log) never is.
   make_dirs(config_.runtime_dir + "/k", 0711);
   make_dirs(config_.runtime_dir + "/s", 0700);
+  read_budget_ = std::make_shared<launcher::ReadBudget>(config_.kernel_read_budget);
   if (config_.spawner == "plain") {
     spawner_ = launcher::make_plain_spawner();
   } else {

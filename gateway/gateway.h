@@ -150,6 +150,7 @@ class Gateway {
   std::vector<std::string> kernelspec_path_;
   std::map<std::string, std::shared_ptr<KernelHub>> kernels_;
   std::map<std::string, int> starting_;  // owner → kernels being started
+  std::shared_ptr<launcher::ReadBudget> read_budget_;  // every kernel's large incoming messages
   std::shared_ptr<std::map<std::string, int>> ws_open_ = std::make_shared<std::map<std::string, int>>();  // user → open WebSockets
   std::unique_ptr<state::Database> db_;
   std::unique_ptr<state::UserStore> users_;

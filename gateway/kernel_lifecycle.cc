@@ -183,6 +183,7 @@ void Gateway::apply_kernelspec_policy(launcher::KernelOptions& ko) const {
   }
   ko.start_timeout = std::chrono::seconds(config_.kernel_start_timeout_s);
   ko.max_message_bytes = config_.max_kernel_message_bytes;
+  ko.read_budget = read_budget_;
   ko.shutdown_grace = std::chrono::milliseconds(config_.shutdown_grace_ms);
 }
 
@@ -336,6 +337,8 @@ awaitable<void> Gateway::adopt_kernels() {
         ko.spec, {}, {{"KERNEL_ID", rec.id}, {"KERNEL_USERNAME", rec.owner}, {"KERNEL_WORKSPACE", rec.workspace}});
     ko.shutdown_grace = std::chrono::milliseconds(config_.shutdown_grace_ms);
     ko.start_timeout = std::chrono::seconds(10);
+    ko.max_message_bytes = config_.max_kernel_message_bytes;
+    ko.read_budget = read_budget_;
     auto user = users_->get_user(rec.owner);
     auto hub = make_hub(std::move(ko), rec.owner, rec.workspace, user ? &user.value() : nullptr);
     if (user) hub->workspace_config = workspace_config(user.value());

@@ -193,6 +193,7 @@ void Kernel::open_channels() {
     auto s = std::make_unique<ZmtpStream>(io_, types[i], i == 0 || i == 2 ? session_ : std::string(),
                                           options_.max_message_bytes);
     if (i != 4) s->set_on_dropped([this](const FrameViews& head) { notice_dropped(head); });
+    s->set_read_budget(options_.read_budget);
     s->set_peer_check([this](const ucred& listener) {
       if (!peer_uid_) peer_uid_ = spawner_.kernel_uid(process_);
       if (!peer_uid_) return ZmtpStream::Peer::kUnknown;

@@ -4,9 +4,11 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "kernel-launcher/kernelspec.h"
+#include "kernel-launcher/read_budget.h"
 #include "kernel-launcher/spawner.h"
 
 namespace cellgate::launcher {
@@ -29,6 +31,7 @@ struct KernelOptions {
   bool auto_restart = true;
   Freezer freezer = Freezer::kAuto;        // how pause() freezes the kernel's cgroup
   uint64_t max_message_bytes = 512ull << 20;  // larger kernel messages are dropped (with a notice)
+  std::shared_ptr<ReadBudget> read_budget;     // shared by all kernels; null = only the bound above
 };
 
 }  // namespace cellgate::launcher

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cerrno>
 #include <cstring>
 
@@ -45,7 +46,10 @@ ZmtpStream::ZmtpStream(asio::io_context& io, zmtp::SocketType type, std::string 
       decoder_(type, max_message_bytes, kMaxFrames), max_message_bytes_(max_message_bytes),
       hello_(zmtp::hello(type_, identity_)) {}
 
-ZmtpStream::~ZmtpStream() { close(); }
+ZmtpStream::~ZmtpStream() {
+  close();
+  free_pending();
+}
 
 common::Status ZmtpStream::connect(const std::string& endpoint) {
   endpoint_ = endpoint;
@@ -161,8 +165,7 @@ void ZmtpStream::disconnect() {
     fd_ = -1;
   }
   read_armed_ = write_armed_ = false;
-  pending_.reset();
-  pending_len_ = pending_cap_ = 0;
+  if (!parsing_) free_pending();  // else consume() frees it once the parse no longer reads it
   drop_written();
   if (closed_) return;
   retry_.expires_after(std::chrono::milliseconds(retry_ms_));
@@ -280,12 +283,11 @@ void ZmtpStream::on_readable() {
     const bool in_scratch = pending_len_ == 0;
     if (!in_scratch) {
       size_t need = std::max(pending_len_ + kScratchBytes, decoder_.wanted());
-      if (need > pending_cap_) {
-        size_t cap = std::max(need, pending_cap_ * 2);
-        std::unique_ptr<char[]> grown(new char[cap]);
-        std::memcpy(grown.get(), pending_.get(), pending_len_);
-        pending_ = std::move(grown);
-        pending_cap_ = cap;
+      if (need > pending_cap_ && !reserve(std::max(need, pending_cap_ * 2)) && !reserve(need)) {
+        // Over the read budget: this message goes as one over the bound would, as it streams past.
+        decoder_.drop_incomplete();
+        if (!consume(std::string_view(pending_.get(), pending_len_), sink)) return;
+        continue;
       }
     }
     char* dst = in_scratch ? scratch() : pending_.get() + pending_len_;
@@ -297,22 +299,9 @@ void ZmtpStream::on_readable() {
       if (errno == EAGAIN) break;
       return disconnect();
     }
-    const bool was_ready = decoder_.ready();
     std::string_view data = in_scratch ? std::string_view(dst, static_cast<size_t>(n))
                                        : std::string_view(pending_.get(), pending_len_ + static_cast<size_t>(n));
-    auto used = decoder_.parse(data, sink);
-    if (!*alive) return;
-    if (!used) {
-      common::log_warn("endpoint={} msg=\"kernel broke ZMTP; reconnecting\" error=\"{}\"", endpoint_,
-                       used.error().message);
-      return disconnect();
-    }
-    keep_pending(data.substr(*used));
-    if (!was_ready && decoder_.ready()) {
-      retry_ms_ = 5;
-      flush();  // what was queued before the handshake
-      if (fd_ < 0) return;
-    }
+    if (!consume(data, sink)) return;
     if (static_cast<size_t>(n) < room) return arm_read();
   }
   // Yield to the other sockets; come back without waiting for an edge that will not come.
@@ -321,13 +310,38 @@ void ZmtpStream::on_readable() {
   });
 }
 
+// Parses what was read and keeps the partial unit after it; false when the caller must stop (the
+// stream went away in a callback, or the peer broke ZMTP and was disconnected).
+bool ZmtpStream::consume(std::string_view data, const zmtp::Decoder::OnUnit& sink) {
+  auto alive = alive_;
+  const bool was_ready = decoder_.ready();
+  parsing_ = true;
+  auto used = decoder_.parse(data, sink);
+  if (!*alive) return false;  // closed or destroyed in a callback: touch nothing
+  parsing_ = false;
+  if (fd_ < 0) {  // disconnected in a callback (a PONG that could not be written)
+    free_pending();
+    return false;
+  }
+  if (!used) {
+    common::log_warn("endpoint={} msg=\"kernel broke ZMTP; reconnecting\" error=\"{}\"", endpoint_,
+                     used.error().message);
+    disconnect();
+    return false;
+  }
+  keep_pending(data.substr(*used));
+  if (!was_ready && decoder_.ready()) {
+    retry_ms_ = 5;
+    flush();  // what was queued before the handshake
+    if (fd_ < 0) return false;
+  }
+  return true;
+}
+
 void ZmtpStream::keep_pending(std::string_view rest) {
   if (rest.empty()) {
     pending_len_ = 0;
-    if (pending_cap_ > 4 * kScratchBytes) {  // a large message has passed: give its buffer back
-      pending_.reset();
-      pending_cap_ = 0;
-    }
+    if (pending_cap_ > ReadBudget::kFloor) free_pending();  // a large message has passed: give its buffer back
     return;
   }
   if (pending_len_ > 0) {  // rest lies inside pending_
@@ -335,13 +349,36 @@ void ZmtpStream::keep_pending(std::string_view rest) {
     pending_len_ = rest.size();
     return;
   }
-  size_t cap = std::max({rest.size() + kScratchBytes, decoder_.wanted(), pending_cap_});
-  if (cap > pending_cap_) {
-    pending_.reset(new char[cap]);
-    pending_cap_ = cap;
-  }
+  // rest lies in the scratch buffer, so it is under kScratchBytes: never over the budget's floor.
+  // The next read grows the buffer to what the unit wants, and asks the budget for it.
+  bool ok = reserve(std::max(rest.size() + kScratchBytes, pending_cap_));
+  assert(ok);
+  (void)ok;
   std::memcpy(pending_.get(), rest.data(), rest.size());
   pending_len_ = rest.size();
+}
+
+// Grows pending_ to cap bytes, keeping its pending_len_ bytes; false (nothing changed) when the
+// read budget cannot cover the growth.
+bool ZmtpStream::reserve(size_t cap) {
+  if (cap <= pending_cap_) return true;
+  const uint64_t counted = cap > ReadBudget::kFloor ? cap : 0;
+  if (budget_ && counted > budgeted_) {
+    if (!budget_->take(counted - budgeted_)) return false;
+    budgeted_ = counted;
+  }
+  std::unique_ptr<char[]> grown(new char[cap]);
+  if (pending_len_ > 0) std::memcpy(grown.get(), pending_.get(), pending_len_);
+  pending_ = std::move(grown);
+  pending_cap_ = cap;
+  return true;
+}
+
+void ZmtpStream::free_pending() {
+  pending_.reset();
+  pending_len_ = pending_cap_ = 0;
+  if (budget_) budget_->give(budgeted_);
+  budgeted_ = 0;
 }
 
 bool ZmtpStream::on_unit(zmtp::Unit unit, const FrameViews& frames) {
@@ -361,7 +398,7 @@ bool ZmtpStream::on_unit(zmtp::Unit unit, const FrameViews& frames) {
       zmtp::append_pong(out_, frames.empty() ? std::string_view() : frames[0]);
       ends_.push_back(out_.size());
       flush();
-      return true;
+      return fd_ >= 0;  // a failed write disconnected us: parse no further
     case zmtp::Unit::kDropped:
       common::log_warn("endpoint={} msg=\"dropped a kernel message over {} bytes or {} frames\"", endpoint_,
                        max_message_bytes_, kMaxFrames);

@@ -22,6 +22,7 @@
 #include <sys/socket.h>  // ucred (_GNU_SOURCE)
 
 #include "common/result.h"
+#include "kernel-launcher/read_budget.h"
 #include "protocol/zmtp.h"
 
 namespace cellgate::launcher {
@@ -57,6 +58,9 @@ class ZmtpStream {
   // A message over the bound was dropped: called with its frames before the oversized one.
   using OnDropped = std::function<void(const FrameViews& head)>;
   void set_on_dropped(OnDropped on_dropped) { on_dropped_ = std::move(on_dropped); }
+  // Set before connect: buffers for messages over ReadBudget::kFloor come out of it; a message it
+  // cannot cover is dropped like one over the bound. Without a budget only the bound applies.
+  void set_read_budget(std::shared_ptr<ReadBudget> budget) { budget_ = std::move(budget); }
   // Starts delivering received messages (REQ: without the empty delimiter) to on_message.
   void start(OnMessage on_message);
   // Queues one multipart message and writes what the socket takes now. Messages sent before the
@@ -73,7 +77,10 @@ class ZmtpStream {
   void on_readable();
   bool on_unit(protocol::zmtp::Unit unit, const FrameViews& frames);
   void flush();
+  bool consume(std::string_view data, const protocol::zmtp::Decoder::OnUnit& sink);
   void keep_pending(std::string_view rest);
+  bool reserve(size_t cap);
+  void free_pending();
   void drop_written();
 
   boost::asio::io_context& io_;
@@ -106,7 +113,10 @@ class ZmtpStream {
   std::unique_ptr<char[]> pending_;
   size_t pending_len_ = 0;
   size_t pending_cap_ = 0;
+  std::shared_ptr<ReadBudget> budget_;
+  uint64_t budgeted_ = 0;  // of pending_cap_, taken from budget_
   bool read_armed_ = false;
+  bool parsing_ = false;  // the decoder reads pending_: a disconnect must not free it
   bool closed_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

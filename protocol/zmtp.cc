@@ -224,6 +224,17 @@ common::Result<size_t> Decoder::parse(std::string_view data, const OnUnit& on_un
     uint64_t total = 0;
     for (;;) {
       Header h = read_header(rest.substr(off));
+      if (h.length == 0 && drop_incomplete_ && !frames_.empty()) {
+        // Inside a message whose next frame header has not arrived: drop it from there on.
+        drop_incomplete_ = false;
+        discard_left_ = 0;
+        discard_more_ = true;
+        state_ = State::kDiscard;
+        const bool go_on = on_unit(Unit::kDropped, frames_);
+        pos += off;
+        if (!go_on) return pos;
+        break;
+      }
       if (h.length == 0) {
         wanted_ = off + 9;
         return pos;
@@ -256,7 +267,10 @@ common::Result<size_t> Decoder::parse(std::string_view data, const OnUnit& on_un
       }
       if (state_ == State::kHandshake) return make_error(Errc::kBadRequest, "message before the READY handshake");
       total += h.size;
-      if (frames_.size() + 1 > max_frames_ || h.size > max_bytes_ || total > max_bytes_) {
+      const bool incomplete = avail < h.size;
+      if (frames_.size() + 1 > max_frames_ || h.size > max_bytes_ || total > max_bytes_ ||
+          (incomplete && drop_incomplete_)) {
+        drop_incomplete_ = false;
         discard_left_ = h.size;
         discard_more_ = (h.flags & kMore) != 0;
         state_ = State::kDiscard;
@@ -265,7 +279,7 @@ common::Result<size_t> Decoder::parse(std::string_view data, const OnUnit& on_un
         if (!go_on) return pos;
         break;
       }
-      if (avail < h.size) {
+      if (incomplete) {
         wanted_ = off + h.length + h.size;
         return pos;
       }

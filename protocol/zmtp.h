@@ -57,6 +57,9 @@ class Decoder {
   bool ready() const { return state_ == State::kTraffic || state_ == State::kDiscard; }
   // How many bytes the unit at the front needs in all, as far as its headers tell (buffer sizing).
   size_t wanted() const { return wanted_; }
+  // The caller cannot hold what wanted() asks for: the next parse drops the message at the front
+  // from its first incomplete frame on, as if it were over the bound (kDropped, then discarded).
+  void drop_incomplete() { drop_incomplete_ = true; }
 
  private:
   enum class State { kGreeting, kHandshake, kTraffic, kDiscard };
@@ -71,6 +74,7 @@ class Decoder {
   size_t wanted_ = kGreetingBytes;
   uint64_t discard_left_ = 0;  // kDiscard: bytes of the current frame still to skip
   bool discard_more_ = false;  // kDiscard: frames follow the current one
+  bool drop_incomplete_ = false;
   std::vector<std::string_view> frames_;
 };
 

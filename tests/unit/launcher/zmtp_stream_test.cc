@@ -22,6 +22,7 @@
 #include <zmq.hpp>
 
 using cellgate::launcher::FrameViews;
+using cellgate::launcher::ReadBudget;
 using cellgate::launcher::ZmtpStream;
 using cellgate::protocol::zmtp::SocketType;
 namespace asio = boost::asio;
@@ -350,4 +351,67 @@ TEST_CASE("zmtp_stream: what a kernel leaves unread is bounded") {
   size_t accepted = 0;
   while (dealer.send(mib) && accepted < 1000) ++accepted;
   CHECK(accepted == ZmtpStream::kMaxQueuedBytes / (1 << 20));  // each also has a 9-byte frame header
+}
+
+TEST_CASE("zmtp_stream: large messages of all streams share one read budget") {
+  TempDir dir;
+  RawPeer peer_a(dir.path + "/a"), peer_b(dir.path + "/b");
+  asio::io_context io;
+  auto budget = std::make_shared<ReadBudget>(4u << 20);
+  ZmtpStream a(io, SocketType::kDealer), b(io, SocketType::kDealer);
+  std::vector<Strings> got_a, got_b;
+  std::vector<Strings> dropped_b;
+  for (auto* s : {&a, &b}) s->set_read_budget(budget);
+  b.set_on_dropped([&](const FrameViews& head) { dropped_b.emplace_back(head.begin(), head.end()); });
+  REQUIRE(a.connect("ipc://" + dir.path + "/a"));
+  REQUIRE(b.connect("ipc://" + dir.path + "/b"));
+  a.start([&](const FrameViews& f) { got_a.emplace_back(f.begin(), f.end()); });
+  b.start([&](const FrameViews& f) { got_b.emplace_back(f.begin(), f.end()); });
+  int ca = -1, cb = -1;
+  REQUIRE(run_until(io, [&] { return ca >= 0 && cb >= 0; }, [&] {
+    if (ca < 0) ca = ::accept4(peer_a.listener, nullptr, nullptr, SOCK_NONBLOCK);
+    if (cb < 0) cb = ::accept4(peer_b.listener, nullptr, nullptr, SOCK_NONBLOCK);
+  }));
+  auto write_all = [&](int fd, std::string_view data) {
+    while (!data.empty()) {
+      ssize_t w = ::write(fd, data.data(), data.size());
+      if (w < 0) {
+        REQUIRE(errno == EAGAIN);
+        io.restart();
+        io.run_for(1ms);
+        continue;
+      }
+      data.remove_prefix(static_cast<size_t>(w));
+    }
+  };
+  std::string msg_a;
+  cellgate::protocol::zmtp::append_message(msg_a, Strings{"head-a", std::string(3u << 20, 'a')});
+  std::string msg_b;
+  cellgate::protocol::zmtp::append_message(msg_b, Strings{"head-b", std::string(3u << 20, 'b')});
+  cellgate::protocol::zmtp::append_message(msg_b, Strings{"after"});
+  // A's 3 MiB message arrives halfway: its buffer holds 3 MiB of the 4 MiB budget.
+  write_all(ca, greeting_and_ready("ROUTER") + msg_a.substr(0, 1u << 20));
+  REQUIRE(run_until(io, [&] { return budget->held() >= (3u << 20); }, [] {}));
+  // B's message does not fit beside it: dropped as it streams past, with its head; the next arrives.
+  write_all(cb, greeting_and_ready("ROUTER") + msg_b);
+  REQUIRE(run_until(io, [&] { return !got_b.empty(); }, [] {}));
+  CHECK(got_b == std::vector<Strings>{{"after"}});
+  CHECK(dropped_b == std::vector<Strings>{{"head-b"}});
+  // A was never disturbed: the rest of its message completes it, and the budget is all given back.
+  write_all(ca, std::string_view(msg_a).substr(1u << 20));
+  REQUIRE(run_until(io, [&] { return !got_a.empty(); }, [] {}));
+  REQUIRE(got_a.size() == 1);
+  CHECK(got_a[0][0] == "head-a");
+  CHECK(got_a[0][1].size() == (3u << 20));
+  CHECK(budget->held() == 0);
+  // Messages under the budget's floor never ask it: a budget of nothing still passes them.
+  auto none = std::make_shared<ReadBudget>(0);
+  a.set_read_budget(none);
+  std::string small;
+  cellgate::protocol::zmtp::append_message(small, Strings{"small", std::string(400u << 10, 's')});
+  write_all(ca, small);
+  REQUIRE(run_until(io, [&] { return got_a.size() == 2; }, [] {}));
+  CHECK(got_a[1][0] == "small");
+  ::close(ca);
+  ::close(cb);
 }

@@ -158,6 +158,42 @@ TEST_CASE("zmtp: a message over the bounds streams past unbuffered and the next 
   CHECK(feed(d, start, start.size(), got).value() == start.size());
 }
 
+TEST_CASE("zmtp: drop_incomplete drops the message at the front from its incomplete frame on") {
+  auto sink = [](Collected& got) {
+    return [&got](Unit u, const std::vector<std::string_view>& f) {
+      if (u == Unit::kMessage) got.messages.emplace_back(f.begin(), f.end());
+      if (u == Unit::kDropped) got.dropped_heads.emplace_back(f.begin(), f.end());
+      return true;
+    };
+  };
+  const std::string head = peer_greeting() + ready("ROUTER");
+  const std::string big = message({"id", "<IDS|MSG>", std::string(5000, 'x'), "tail"});
+  const std::string next = message({"ok"});
+  // Cut inside the big frame's body, and inside the header of the frame after it.
+  for (size_t cut : {head.size() + 30, head.size() + 4 + 11 + 9 + 5000 + 1}) {
+    zmtp::Decoder d(SocketType::kDealer, 1 << 20, 64);
+    Collected got;
+    std::string input = head + big + next;
+    std::string first = input.substr(0, cut);
+    auto used = d.parse(first, sink(got));
+    REQUIRE(used);
+    CHECK(got.dropped_heads.empty());  // nothing to drop until asked: the unit just waits
+    d.drop_incomplete();
+    std::string rest = first.substr(*used);
+    auto dropped = d.parse(rest, sink(got));
+    REQUIRE(dropped);
+    CHECK(*dropped == rest.size());  // everything held so far is let go
+    REQUIRE(got.dropped_heads.size() == 1);
+    CHECK(got.dropped_heads[0].size() == (cut == head.size() + 30 ? 2u : 3u));  // its requester's head frames
+    CHECK(got.dropped_heads[0][0] == "id");
+    // The rest of the dropped message streams past; the next one is decoded.
+    auto after = feed(d, input.substr(cut), 7, got);
+    REQUIRE(after);
+    REQUIRE(got.messages.size() == 1);
+    CHECK(got.messages[0] == std::vector<std::string>{"ok"});
+  }
+}
+
 TEST_CASE("zmtp: peers that break the protocol are refused with a reason") {
   auto refuse = [](SocketType ours, const std::string& input, std::string_view why) {
     zmtp::Decoder d(ours, 1 << 20, 64);
