@@ -283,15 +283,11 @@ void Kernel::on_frames(Channel channel, const FrameViews& frames) {
     return;
   }
   auto decoded = protocol::decode_zmq(frames, signer_);
-  if (!decoded) {
-    common::log_warn("kernel={} channel={} msg=\"dropped kernel message\" error=\"{}\"", id(),
-                     kChannelNames[static_cast<size_t>(channel)], decoded.error().message);
-    return;
-  }
+  if (!decoded) return note_bad_message(channel, decoded.error().message);
   protocol::Message& m = decoded.value();
   touch();
   auto header = protocol::peek_header(m.header);
-  if (!header) return;
+  if (!header) return note_bad_message(channel, header.error().message);
   const std::string& type = header->msg_type;
   bool internal = false;
   if (channel == Channel::kIopub) {
@@ -312,6 +308,19 @@ void Kernel::on_frames(Channel channel, const FrameViews& frames) {
     }
   }
   if (!internal) to_observer(channel, std::move(m));
+}
+
+// A kernel can send malformed messages as fast as it likes: one log line a second, with the count.
+void Kernel::note_bad_message(Channel channel, const std::string& why) {
+  auto now = std::chrono::steady_clock::now();
+  if (now - bad_logged_at_ < 1s) {
+    ++bad_unlogged_;
+    return;
+  }
+  common::log_warn("kernel={} channel={} msg=\"dropped kernel message\" error=\"{}\" also_dropped={}", id(),
+                   kChannelNames[static_cast<size_t>(channel)], why, bad_unlogged_);
+  bad_logged_at_ = now;
+  bad_unlogged_ = 0;
 }
 
 void Kernel::to_observer(Channel channel, protocol::Message&& m) {

@@ -108,6 +108,7 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   void on_frames(Channel channel, const FrameViews& frames);
   void notice_dropped(const FrameViews& head);
   void to_observer(Channel channel, protocol::Message&& message);
+  void note_bad_message(Channel channel, const std::string& why);
   void watch_process();
   void on_process_exit();
   void release_jail(std::function<bool()> step);
@@ -143,6 +144,8 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   int generation_ = 0;         // bumps on each launch; stale callbacks check it
   std::shared_ptr<boost::asio::steady_timer> released_;  // while the last jail's release retries
   int rapid_restarts_ = 0;
+  std::chrono::steady_clock::time_point bad_logged_at_;  // rate limit of malformed-message warnings
+  uint64_t bad_unlogged_ = 0;
   std::chrono::steady_clock::time_point launched_at_;
   std::shared_ptr<boost::asio::steady_timer> ready_signal_;
   ReadyHook ready_hook_;

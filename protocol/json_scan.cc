@@ -12,7 +12,9 @@ constexpr std::ptrdiff_t kMaxNumberChars = 18;
 
 class Scanner {
  public:
-  explicit Scanner(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
+  // syntax_only: judge the grammar alone (any number, any \u escape), not what nlohmann would accept.
+  Scanner(std::string_view text, bool syntax_only)
+      : p_(text.data()), end_(text.data() + text.size()), syntax_only_(syntax_only) {}
 
   bool document(std::span<ScanField> fields) {
     skip_ws();
@@ -127,6 +129,15 @@ class Scanner {
       if (p_ == end_ || !digit(*p_)) return false;
       while (p_ < end_ && digit(*p_)) ++p_;
     }
+    if (syntax_only_) {
+      if (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) {
+        ++p_;
+        if (!eat('+')) eat('-');
+        if (p_ == end_ || !digit(*p_)) return false;
+        while (p_ < end_ && digit(*p_)) ++p_;
+      }
+      return true;
+    }
     // Exponents can overflow a double, which nlohmann rejects: not ours to judge.
     if (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) return false;
     return p_ - start <= kMaxNumberChars;
@@ -174,8 +185,8 @@ class Scanner {
       v = v * 16 + h;
     }
     p_ += 4;
-    // Surrogates must pair up, or nlohmann rejects the text: leave that to it.
-    return v < 0xD800 || v > 0xDFFF;
+    // Surrogates must pair up, or nlohmann rejects the text: leave that to it. The grammar allows any.
+    return syntax_only_ || v < 0xD800 || v > 0xDFFF;
   }
 
   // One multi-byte UTF-8 sequence (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF).
@@ -208,6 +219,7 @@ class Scanner {
 
   const char* p_;
   const char* end_;
+  bool syntax_only_;
 };
 
 }  // namespace
@@ -217,7 +229,9 @@ bool scan_top_level(std::string_view text, std::span<ScanField> fields) {
     f.kind = ScanField::Kind::kMissing;
     f.value = {};
   }
-  return Scanner(text).document(fields);
+  return Scanner(text, false).document(fields);
 }
+
+bool is_json_object(std::string_view text) { return Scanner(text, true).document({}); }
 
 }  // namespace cellgate::protocol::detail

@@ -25,4 +25,9 @@ struct ScanField {
 inline constexpr size_t kMaxScanDepth = 64;
 bool scan_top_level(std::string_view text, std::span<ScanField> fields);
 
+// True when text is exactly one JSON object by RFC 8259's grammar (strings in UTF-8, any number, any
+// \u escape, as JavaScript's and Python's parsers take them). False for anything else, and for
+// nesting deeper than kMaxScanDepth. Linear, no allocation; never throws.
+bool is_json_object(std::string_view text);
+
 }  // namespace cellgate::protocol::detail

@@ -60,6 +60,14 @@ std::string peek_string_member(std::string_view object_json, std::string_view ke
   return it->get<std::string>();
 }
 
+bool valid_json_object(std::string_view text) {
+  if (detail::is_json_object(text)) return true;
+  constexpr size_t kMaxParsed = 1u << 20;
+  if (text.size() > kMaxParsed) return false;
+  size_t first = text.find_first_not_of(" \t\r\n");
+  return first != std::string_view::npos && text[first] == '{' && json::accept(text);
+}
+
 bool peek_true_member(std::string_view object_json, std::string_view key) {
   ScanField f[1] = {{key}};
   if (detail::scan_top_level(object_json, f)) return f[0].kind == ScanField::Kind::kOther && f[0].value == "true";

@@ -41,6 +41,12 @@ std::string peek_parent_msg_id(std::string_view parent_header_json);
 // object), the scanner first as in peek_header. Never throws.
 std::string peek_string_member(std::string_view object_json, std::string_view key);
 
+// True when text is one JSON object, as a Jupyter message's header, parent_header, metadata and
+// content must be (what clients parse). The linear scanner judges; deeper nesting than it takes is
+// parsed (iteratively) only up to 1 MiB, and declined above: a kernel must not make the gateway's
+// io thread parse half a gigabyte of brackets. Never throws.
+bool valid_json_object(std::string_view text);
+
 // A top-level member that is literally true (e.g. an execute_request's "silent"). Never throws.
 bool peek_true_member(std::string_view object_json, std::string_view key);
 

@@ -6,6 +6,10 @@
 #include <future>
 #include <system_error>
 
+#include <fmt/core.h>
+
+#include "protocol/message.h"
+
 namespace cellgate::protocol {
 namespace {
 
@@ -39,6 +43,16 @@ common::Result<Message> decode_zmq(const std::vector<std::string_view>& frames, 
     }
   }
   if (!verified.valid() && !verify()) return bad("zmq message has a bad signature");
+  // The four dicts of a Jupyter message are JSON objects: clients parse them, and a kernel may send
+  // anything (invalid UTF-8 would even break a legacy client's text frame). A large content is
+  // scanned while the HMAC runs on its thread.
+  const char* names[4] = {"header", "parent_header", "metadata", "content"};
+  for (size_t i = 1; i <= 4; ++i) {
+    if (!valid_json_object(p[i])) {
+      if (verified.valid()) verified.wait();  // it reads the frames
+      return bad(fmt::format("zmq message's {} is not a JSON object", names[i - 1]));
+    }
+  }
 
   // Copies only; nothing is parsed, and a message that fails verification is dropped whole.
   Message m;

@@ -102,3 +102,54 @@ def test_an_output_over_the_kernel_message_bound_is_dropped_with_a_notice(target
         assert "dropped a kernel message over 1048576 bytes" in t.log_tail(200)
     finally:
         t.stop()
+
+
+# Runs in the kernel: sends iopub messages signed with its own key whose parts are not what the
+# protocol says (JSON objects) — the key proves only that the kernel sent them.
+MALFORMED = r'''
+import json
+k = get_ipython().kernel
+parent = json.dumps(k.get_parent()["header"], default=str).encode()
+def send(header, parent_header, metadata, content):
+    parts = [header, parent_header, metadata, content]
+    k.iopub_socket.send_multipart([b"stream", b"<IDS|MSG>", k.session.sign(parts)] + parts)
+def hdr():
+    return json.dumps({"msg_id": "bad", "msg_type": "stream", "session": "s", "username": "u",
+                       "date": "2026-01-01T00:00:00Z", "version": "5.3"}).encode()
+ok = b'{"name": "stdout", "text": "fine"}'
+for h, p, m, c in [(hdr(), parent, b"{}", b'{"name": "stdout", "text": "\xff\xfe"}'),
+                   (hdr(), parent, b"{}", b"not json"), (hdr(), parent, b"{}", b""), (hdr(), parent, b"{}", b"[]"),
+                   (hdr(), parent, b"not json", ok), (hdr(), b'"a string"', b"{}", ok),
+                   (b"[]", parent, b"{}", ok), (b'{"msg_type": 5}', parent, b"{}", ok),
+                   (hdr(), parent, b"{}", b'{"name": "stdout", "text": "' + b"[" * 200 + b'", "x": 1e-05}')]:
+    send(h, p, m, c)
+print("sent")
+'''
+
+
+@pytest.mark.parametrize("protocol", ["legacy", "v1"])
+def test_malformed_kernel_messages_are_dropped_not_relayed(target, new_kernel, connect, protocol):
+    """A client parses what the gateway relays: a kernel message whose header, parent_header,
+    metadata or content is not a JSON object (or not UTF-8) is dropped, and never breaks the
+    client's WebSocket (a legacy text frame with invalid UTF-8 is a protocol error, RFC 6455 8.1)."""
+    cellgate_only(target, "cellgate's checks on kernel messages")
+    kid = new_kernel()["id"]
+    c = connect(kid, protocol=protocol)
+    msg_id = c.send("shell", "execute_request", {"code": MALFORMED, "silent": False, "store_history": False,
+                                                 "user_expressions": {}, "allow_stdin": False})
+    got = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        opcode, data = c.recv_raw(30)
+        m = c.decode(opcode, data)  # strict: UTF-8, JSON, and every dict a dict
+        for part in ("header", "parent_header", "metadata", "content"):
+            assert isinstance(m[part], dict), (part, m)
+        got.append(m)
+        if m["header"]["msg_type"] == "execute_reply" and m["parent_header"].get("msg_id") == msg_id:
+            break
+    texts = [m["content"].get("text", "") for m in got if m["header"]["msg_type"] == "stream"]
+    assert texts.count("sent\n") == 1, texts
+    # The one valid message of the lot (an exponent and deep brackets in a string) is relayed.
+    assert any(t.startswith("[[[") for t in texts), texts
+    assert not any(t == "fine" for t in texts), texts
+    assert c.execute("1+1").result_text() == "2"

@@ -139,3 +139,59 @@ TEST_CASE("scan agrees with nlohmann on mutated headers", "[protocol][json_scan]
   }
   CHECK(answered > 5000);  // the fast path is taken for most texts that stay valid
 }
+
+TEST_CASE("is_json_object judges the grammar: any number, any \\u escape, UTF-8", "[protocol][json_scan]") {
+  using cellgate::protocol::detail::is_json_object;
+  for (const char* ok : {R"({})", R"( {"a": 1e-05, "b": -2.5E+300, "c": 12345678901234567890123} )",
+                         R"({"s": "\ud800 lone", "t": "\u00e9\n", "n": null, "x": [true, false, {}]})",
+                         "{\"u\": \"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}"}) {
+    INFO(ok);
+    CHECK(is_json_object(ok));
+  }
+  using namespace std::string_view_literals;
+  for (std::string_view bad : {""sv, " "sv, "[]"sv, "5"sv, R"("s")"sv, "null"sv, "{"sv, R"({"a":})"sv,
+                               R"({"a":1,})"sv, R"({a:1})"sv, R"({"a":1} x)"sv, R"({"a":1e})"sv, R"({"a":01})"sv,
+                               R"({"a":"\x"})"sv, R"({"a":"\u12"})"sv, "{\"a\":\"\xff\"}"sv,
+                               "{\"a\":\"\xc0\xaf\"}"sv, "{\"a\":\"\xed\xa0\x80\"}"sv,
+                               "{\"a\":\"\x01\"}"sv, "{\"a\":1}\0"sv}) {
+    INFO(bad);
+    CHECK_FALSE(is_json_object(bad));
+  }
+  // Deeper than the scanner goes: declined by it, but valid_json_object parses it while it is small.
+  std::string deep = "{\"a\":" + std::string(100, '[') + std::string(100, ']') + "}";
+  CHECK_FALSE(is_json_object(deep));
+  CHECK(cellgate::protocol::valid_json_object(deep));
+  std::string huge_deep = "{\"a\":" + std::string(2u << 20, '[') + std::string(2u << 20, ']') + "}";
+  CHECK_FALSE(cellgate::protocol::valid_json_object(huge_deep));  // not parsed at all over 1 MiB
+  CHECK_FALSE(cellgate::protocol::valid_json_object("[" + std::string(100, '[') + std::string(101, ']')));
+}
+
+TEST_CASE("is_json_object agrees with nlohmann on mutated objects", "[protocol][json_scan]") {
+  using cellgate::protocol::detail::is_json_object;
+  std::mt19937 rng(20261130);
+  const std::string alphabet = "{}[]\":,\\ ntfu0123456789.-+eE\xc3\xa9\x01\xff";
+  const std::vector<std::string> seeds = {
+      kHeader, R"({"data": {"text/plain": "1e-05", "v": [1e-05, 2.5E3, -0.0]}, "metadata": {}})",
+      R"({"name": "stdout", "text": "a\u00e9\tb"})"};
+  int valid = 0;
+  for (int i = 0; i < 50000; ++i) {
+    std::string text = seeds[static_cast<size_t>(i) % seeds.size()];
+    const int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits && !text.empty(); ++e) {
+      size_t at = rng() % text.size();
+      char c = alphabet[rng() % alphabet.size()];
+      switch (rng() % 3) {
+        case 0: text[at] = c; break;
+        case 1: text.insert(at, 1, c); break;
+        default: text.erase(at, 1);
+      }
+    }
+    // nlohmann is stricter in one way only: it wants \u surrogates paired. None of these have any.
+    json parsed = json::parse(text, nullptr, false);
+    const bool want = !parsed.is_discarded() && parsed.is_object();
+    INFO(text);
+    CHECK(is_json_object(text) == want);
+    valid += want;
+  }
+  CHECK(valid > 5000);
+}

@@ -167,3 +167,33 @@ TEST_CASE("zmq decode takes the first delimiter, as feed_identities does", "[pro
   REQUIRE(r);
   check_same(*r, m);
 }
+
+TEST_CASE("zmq decode rejects signed messages whose dicts are not JSON objects", "[protocol][zmq]") {
+  // A kernel holds the key: a valid signature says nothing about what it signed.
+  Signer signer("key");
+  struct Case {
+    std::string Message::*part;
+    std::string text;
+    const char* name;
+  };
+  const std::string big_bad = "{\"name\": \"stdout\", \"text\": \"" + std::string(5u << 20, 'x') + "\xff\"}";
+  for (const auto& c : {Case{&Message::header, "[]", "header"}, Case{&Message::parent_header, "\"p\"", "parent_header"},
+                        Case{&Message::metadata, "not json", "metadata"}, Case{&Message::content, "", "content"},
+                        Case{&Message::content, "{\"text\": \"\xff\"}", "content"},
+                        Case{&Message::content, big_bad, "content"}}) {
+    Message m = sample();
+    m.*c.part = c.text;
+    auto frames = encode_zmq(m, signer);
+    auto r = decode_zmq(views(frames), signer);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().message == std::string("zmq message's ") + c.name + " is not a JSON object");
+  }
+  // Valid JSON that is not what nlohmann would take as is, still passes: exponents, lone surrogates.
+  Message m = sample();
+  m.content = R"({"v": 1e-05, "s": "\ud800"})";
+  m.content += std::string(5u << 20, ' ');
+  auto frames = encode_zmq(m, signer);
+  auto r = decode_zmq(views(frames), signer);
+  REQUIRE(r);
+  CHECK(r->content == m.content);
+}
