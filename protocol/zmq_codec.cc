@@ -49,7 +49,7 @@ common::Result<Message> decode_zmq(const std::vector<std::string_view>& frames, 
   const char* names[4] = {"header", "parent_header", "metadata", "content"};
   for (size_t i = 1; i <= 4; ++i) {
     if (!valid_json_object(p[i])) {
-      if (verified.valid()) verified.wait();  // it reads the frames
+      if (verified.valid() && !verified.get()) return bad("zmq message has a bad signature");  // that first
       return bad(fmt::format("zmq message's {} is not a JSON object", names[i - 1]));
     }
   }

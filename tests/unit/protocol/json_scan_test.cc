@@ -3,6 +3,7 @@
 #include "protocol/json_scan.h"
 
 #include <random>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -186,12 +187,30 @@ TEST_CASE("is_json_object agrees with nlohmann on mutated objects", "[protocol][
         default: text.erase(at, 1);
       }
     }
-    // nlohmann is stricter in one way only: it wants \u surrogates paired. None of these have any.
-    json parsed = json::parse(text, nullptr, false);
-    const bool want = !parsed.is_discarded() && parsed.is_object();
+    // nlohmann is stricter in two ways: it wants \u surrogates paired (none of these have any), and
+    // it refuses numbers that overflow a double, which the grammar allows (Python reads inf).
+    bool want = false;
+    try {
+      want = json::parse(text).is_object();
+    } catch (const json::out_of_range& e) {
+      want = e.id == 406 && json::parse(std::regex_replace(text, std::regex("[eE][+-]?[0-9]{3,}"), "e0"), nullptr, false).is_object();
+    } catch (const json::exception&) {
+    }
     INFO(text);
     CHECK(is_json_object(text) == want);
     valid += want;
   }
   CHECK(valid > 5000);
+}
+
+TEST_CASE("the scanner finds every byte that needs a look, wherever it falls in a word", "[protocol][json_scan]") {
+  using cellgate::protocol::detail::is_json_object;
+  for (std::string special : {"\"", "\\", "\\n", "\x01", "\x1f", " ", "\x7f", "\xc3\xa9", "\xff", "\xc3", "\\u00e9"}) {
+    for (size_t at = 0; at <= 40; ++at) {
+      std::string text = "{\"k\": \"" + std::string(at, 'a') + special + std::string(40 - at, 'b') + "\"}";
+      json parsed = json::parse(text, nullptr, false);
+      INFO(text);
+      CHECK(is_json_object(text) == (!parsed.is_discarded() && parsed.is_object()));
+    }
+  }
 }

@@ -182,12 +182,12 @@ TEST_CASE("zmtp: drop_incomplete drops the message at the front from its incompl
     std::string rest = first.substr(*used);
     auto dropped = d.parse(rest, sink(got));
     REQUIRE(dropped);
-    CHECK(*dropped == rest.size());  // everything held so far is let go
+    CHECK(rest.size() - *dropped < 9);  // all held so far is let go, but for part of a frame header
     REQUIRE(got.dropped_heads.size() == 1);
     CHECK(got.dropped_heads[0].size() == (cut == head.size() + 30 ? 2u : 3u));  // its requester's head frames
     CHECK(got.dropped_heads[0][0] == "id");
     // The rest of the dropped message streams past; the next one is decoded.
-    auto after = feed(d, input.substr(cut), 7, got);
+    auto after = feed(d, rest.substr(*dropped) + input.substr(cut), 7, got);
     REQUIRE(after);
     REQUIRE(got.messages.size() == 1);
     CHECK(got.messages[0] == std::vector<std::string>{"ok"});
