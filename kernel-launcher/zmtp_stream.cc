@@ -32,6 +32,7 @@ namespace {
 constexpr int kMaxRetryMs = 50;
 constexpr size_t kScratchBytes = 128 * 1024;
 constexpr int kReadsPerWake = 64;  // then yield, so one flooding kernel cannot starve the others
+constexpr int kMessagesPerTurn = 256;  // the same for a flood of small messages
 
 // Most reads hold whole messages: they are parsed in place here and nothing is copied.
 char* scratch() {
@@ -165,6 +166,7 @@ void ZmtpStream::disconnect() {
     fd_ = -1;
   }
   read_armed_ = write_armed_ = false;
+  backlog_ = false;
   if (!parsing_) free_pending();  // else consume() frees it once the parse no longer reads it
   drop_written();
   if (closed_) return;
@@ -274,12 +276,22 @@ void ZmtpStream::arm_read() {
 
 void ZmtpStream::on_readable() {
   auto alive = alive_;
-  const zmtp::Decoder::OnUnit sink = [this, alive](zmtp::Unit u, const FrameViews& f) {
-    return on_unit(u, f) && *alive;
+  // A turn ends after kMessagesPerTurn messages or kReadsPerWake reads, so one flooding kernel
+  // cannot hold the io thread: the other sockets get a turn in between.
+  int messages = 0;
+  const zmtp::Decoder::OnUnit sink = [this, alive, &messages](zmtp::Unit u, const FrameViews& f) {
+    if (!on_unit(u, f) || !*alive) return false;
+    if (u != zmtp::Unit::kMessage || ++messages < kMessagesPerTurn) return true;
+    backlog_ = true;  // pending_ may hold whole messages now: parse them before reading more
+    return false;
   };
+  if (backlog_) {
+    backlog_ = false;
+    if (!consume(std::string_view(pending_.get(), pending_len_), sink)) return;
+  }
   // asio's epoll registration is edge-triggered: read until a short read (the socket had no more)
   // or EAGAIN before waiting again.
-  for (int reads = 0; reads < kReadsPerWake; ++reads) {
+  for (int reads = 0; reads < kReadsPerWake && !backlog_; ++reads) {
     const bool in_scratch = pending_len_ == 0;
     if (!in_scratch) {
       size_t need = std::max(pending_len_ + kScratchBytes, decoder_.wanted());
@@ -296,13 +308,13 @@ void ZmtpStream::on_readable() {
     if (n == 0) return disconnect();
     if (n < 0) {
       if (errno == EINTR) continue;
-      if (errno == EAGAIN) break;
+      if (errno == EAGAIN) return arm_read();
       return disconnect();
     }
     std::string_view data = in_scratch ? std::string_view(dst, static_cast<size_t>(n))
                                        : std::string_view(pending_.get(), pending_len_ + static_cast<size_t>(n));
     if (!consume(data, sink)) return;
-    if (static_cast<size_t>(n) < room) return arm_read();
+    if (static_cast<size_t>(n) < room && !backlog_) return arm_read();
   }
   // Yield to the other sockets; come back without waiting for an edge that will not come.
   asio::post(io_, [this, alive, conn = conn_] {

@@ -117,6 +117,7 @@ class ZmtpStream {
   uint64_t budgeted_ = 0;  // of pending_cap_, taken from budget_
   bool read_armed_ = false;
   bool parsing_ = false;  // the decoder reads pending_: a disconnect must not free it
+  bool backlog_ = false;  // a turn ended with whole messages left in pending_
   bool closed_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

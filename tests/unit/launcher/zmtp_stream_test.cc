@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -412,6 +413,82 @@ TEST_CASE("zmtp_stream: large messages of all streams share one read budget") {
   write_all(ca, small);
   REQUIRE(run_until(io, [&] { return got_a.size() == 2; }, [] {}));
   CHECK(got_a[1][0] == "small");
+  ::close(ca);
+  ::close(cb);
+}
+
+namespace {
+
+double thread_cpu_ms() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+}  // namespace
+
+TEST_CASE("zmtp_stream: a read that fills the buffer exactly, then silence, does not spin") {
+  // Edge-triggered: after a full read the next one may get EAGAIN, and the stream must then wait for
+  // the socket, not keep trying (it once re-posted itself forever, a core at 100% for an idle kernel).
+  TempDir dir;
+  RawPeer peer(dir.path + "/exact");
+  asio::io_context io;
+  ZmtpStream dealer(io, SocketType::kDealer);
+  size_t got = 0;
+  REQUIRE(dealer.connect("ipc://" + dir.path + "/exact"));
+  dealer.start([&](const FrameViews&) { ++got; });
+  int c = -1;
+  REQUIRE(run_until(io, [&] { return c >= 0; }, [&] { c = ::accept4(peer.listener, nullptr, nullptr, 0); }));
+  std::string bytes = greeting_and_ready("ROUTER");
+  char probe[256];
+  REQUIRE(::read(c, probe, sizeof probe) > 0);  // our greeting: the peer is there
+  // One message that makes the whole stream exactly 128 KiB, the stream's read size.
+  std::string msg;
+  cellgate::protocol::zmtp::append_message(msg, Strings{std::string(128u * 1024 - bytes.size() - 9, 'x')});
+  bytes += msg;
+  REQUIRE(bytes.size() == 128u * 1024);
+  REQUIRE(::write(c, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
+  REQUIRE(run_until(io, [&] { return got == 1; }, [] {}));
+  const double before = thread_cpu_ms();
+  io.restart();
+  io.run_for(500ms);
+  CHECK(thread_cpu_ms() - before < 100);  // waiting costs nothing; spinning costs the 500 ms
+  ::close(c);
+}
+
+TEST_CASE("zmtp_stream: a kernel flooding small messages does not hold the io thread") {
+  TempDir dir;
+  RawPeer peer_a(dir.path + "/a"), peer_b(dir.path + "/b");
+  asio::io_context io;
+  ZmtpStream a(io, SocketType::kDealer), b(io, SocketType::kDealer);
+  size_t got_a = 0, a_when_b = 0;
+  bool got_b = false;
+  REQUIRE(a.connect("ipc://" + dir.path + "/a"));
+  REQUIRE(b.connect("ipc://" + dir.path + "/b"));
+  a.start([&](const FrameViews&) { ++got_a; });
+  b.start([&](const FrameViews&) {
+    got_b = true;
+    a_when_b = got_a;
+  });
+  int ca = -1, cb = -1;
+  REQUIRE(run_until(io, [&] { return ca >= 0 && cb >= 0; }, [&] {
+    if (ca < 0) ca = ::accept4(peer_a.listener, nullptr, nullptr, 0);
+    if (cb < 0) cb = ::accept4(peer_b.listener, nullptr, nullptr, 0);
+  }));
+  // 100,000 small messages, all in the socket before the stream reads any (root may size the buffer).
+  const int big = 8 << 20;
+  REQUIRE(::setsockopt(ca, SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof big) == 0);
+  std::string flood = greeting_and_ready("ROUTER");
+  const size_t total = 100000;
+  for (size_t i = 0; i < total; ++i) cellgate::protocol::zmtp::append_message(flood, Strings{"tiny"});
+  REQUIRE(::write(ca, flood.data(), flood.size()) == static_cast<ssize_t>(flood.size()));
+  std::this_thread::sleep_for(5ms);
+  std::string one = greeting_and_ready("ROUTER");
+  cellgate::protocol::zmtp::append_message(one, Strings{"from b"});
+  REQUIRE(::write(cb, one.data(), one.size()) == static_cast<ssize_t>(one.size()));
+  REQUIRE(run_until(io, [&] { return got_b && got_a == total; }, [] {}));
+  // B got its turn long before A's flood was through, and nothing of A's was lost.
+  CHECK(a_when_b < total / 10);
   ::close(ca);
   ::close(cb);
 }
