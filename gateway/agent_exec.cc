@@ -10,6 +10,7 @@
 #include "common/random.h"
 #include "gateway/exec_collector.h"
 #include "gateway/kernel_hub.h"
+#include "protocol/json_text.h"
 
 namespace cellgate::gateway {
 
@@ -60,7 +61,7 @@ asio::awaitable<common::Status> run_silent(std::shared_ptr<KernelHub> hub, std::
 
 common::Result<ExecRequest> parse_exec_request(const std::string& body, size_t output_limit) {
   using common::Errc;
-  auto j = json::parse(body, nullptr, false);
+  auto j = protocol::parse_untrusted_json(body);
   if (j.is_discarded() || !j.is_object()) return common::make_error(Errc::kBadRequest, "body must be a JSON object");
   ExecRequest r;
   r.output_limit = output_limit;

@@ -4,6 +4,7 @@
 #include "common/utf8.h"
 #include "gateway/agent_exec.h"
 #include "gateway/gateway.h"
+#include "protocol/json_text.h"
 #include "gateway/unified_diff.h"
 #include "kernel-launcher/process_runner.h"
 #include "workspace/file_api.h"
@@ -58,7 +59,7 @@ common::Status make_parents(const workspace::FileApi& files, const std::string& 
 
 awaitable<Response> handle_tools(Gateway& gw, Request& req, const Caller& caller, const std::shared_ptr<KernelHub>& hub,
                                  const std::string& tool) {
-  auto body = json::parse(req.body(), nullptr, false);
+  auto body = protocol::parse_untrusted_json(req.body());
   if (body.is_discarded() || !body.is_object()) co_return error_response(req, Errc::kBadRequest, "body must be a JSON object");
   const std::string tree = hub->kernel().options().workspace_dir;
   workspace::FileApi files(tree);
