@@ -69,7 +69,13 @@ awaitable<void> serve_requests(Stream& stream, Gateway& gw, std::string peer) {
       if (!keep) break;
       continue;
     }
+    const bool head = req.method() == http::verb::head;
     Response res = co_await gw.handle(std::move(req), peer);
+    if (head) {
+      // A response to HEAD ends with its headers (RFC 9110 9.3.2): a body here would be read as the
+      // start of the next response on this connection. Content-Length stays that of the GET.
+      res.body().clear();
+    }
     bool keep = res.keep_alive();
     lowest.expires_after(std::chrono::seconds(60));
     co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
