@@ -77,6 +77,10 @@ common::Result<ExecRequest> parse_exec_request(const std::string& body, size_t o
     if (!e->is_object()) return common::make_error(Errc::kBadRequest, "env must be an object of strings");
     for (const auto& [k, v] : e->items()) {
       if (!v.is_string()) return common::make_error(Errc::kBadRequest, "env." + k + " must be a string");
+      // What os.environ refuses would fail the silent set-up cell, and the code would run without its env.
+      if (k.empty() || k.find_first_of(std::string_view("=\0", 2)) != std::string::npos ||
+          v.get_ref<const std::string&>().find('\0') != std::string::npos)
+        return common::make_error(Errc::kBadRequest, "env names must be non-empty without '=' or NUL, values without NUL");
       r.env[k] = v;
     }
   }
