@@ -2,8 +2,8 @@
 // workspaces_api: /api/workspaces — workspaces, their files, snapshots, diff, restore and archives.
 #include "common/log.h"
 #include "gateway/gateway.h"
-#include "protocol/json_text.h"
 #include "gateway/snapshot_index.h"
+#include "protocol/json_text.h"
 #include "state/workspace_records.h"
 #include "workspace/file_api.h"
 #include "workspace/layout.h"
