@@ -63,6 +63,8 @@ TEST_CASE("sizes accept suffixes", "[gateway]") {
   CHECK(load({}).max_kernel_message_bytes == 512ull << 20);
   CHECK(load({"--max-kernel-message", "2G"}).max_kernel_message_bytes == 2ull << 30);
   CHECK_THROWS_WITH(load({"--max-kernel-message", "1K"}), Catch::Contains("--max-kernel-message: expected at least 64K"));
+  for (const char* v : {"inf", "nan", "1e30", "99999999999999999999999", "17179869184G"})
+    CHECK_THROWS_WITH(load({"--max-body", v}), Catch::Contains("--max-body: not a size"));
 }
 
 TEST_CASE("pool, pausing and heartbeat options", "[gateway]") {
