@@ -827,6 +827,24 @@ def test_websocket_frames(gw):
     gw.intact("websocket frames")
 
 
+def test_client_text_cannot_forge_log_lines(gw):
+    """A session_id (and an MCP client name) with a newline is quoted in warnings: it must stay one line."""
+    c = KernelWS(gw.t.url, gw.t.token, gw.kid, session_id="fz%0AFORGED-WS%0D%0Aerror%20forged", timeout=30)
+    try:
+        c.ws.send("not json", opcode=websocket.ABNF.OPCODE_TEXT)  # logged as a dropped frame, with the session
+    finally:
+        c.close()
+    r = gw.send("POST", "mcp", headers=MCP_JSON, data=json.dumps({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-03-26", "clientInfo": {"name": "fz\nFORGED-MCP"}}}))
+    assert r.status_code == 200, r.text
+    ws_still_works(gw, "log lines")  # the gateway has handled the frame by the time this is answered
+    with open(gw.t.log_path, errors="replace") as f:
+        lines = f.read().splitlines()
+    assert any("dropped client frame" in line and "FORGED-WS" in line for line in lines), lines[-20:]
+    assert not [line for line in lines if line.startswith(("FORGED", "error forged"))], lines[-20:]
+
+
 # ----------------------------------------------------------------------------------------- /mcp
 
 def test_mcp_json_rpc(gw):
