@@ -9,12 +9,13 @@
 # still executes, a workspace file written beforehand and a file outside the workspace that a
 # kernel-made symlink points at are unchanged.
 import base64
-import hashlib
+import io
 import json
 import os
 import random
 import socket
 import struct
+import tarfile
 import uuid
 
 import pytest
@@ -137,6 +138,17 @@ def gw():
                 canary, os.path.dirname(canary)),
             "    os.symlink(target, name)",
             "os.mkfifo('fifo')",
+            # Names that need escaping in manifests, JSON and tar, and a tree deeper than the scan limit.
+            "os.makedirs(b'odd')",
+            "for n in [b'new\\nline', b'\\xff\\xfe', b'tab\\there', b'%25', b'%', b'sp ace', b'x' * 255, b'\\x7f',"
+            " b'a\\rb', b'checksum x', b'\\xc3\\xa9']:",
+            "    open(b'odd/' + n, 'wb').write(n)",
+            "os.symlink(b'\\xff/\\n..', b'odd/lnk')",
+            "here = os.getcwd()",
+            "os.makedirs('deep'); os.chdir('deep')",
+            "for i in range(300):",
+            "    os.mkdir('d'); os.chdir('d')",
+            "open('f', 'w').write('deep'); os.chdir(here)",
             "print('ok')",
         ])
         out = g.execute(code)
@@ -425,6 +437,10 @@ def test_workspace_paths_and_kernel_symlinks(gw):
     assert r.status_code == 200, r.text
     r = gw.send("GET", "api/workspaces/%s/snapshots/%s/archive" % (WS_NAME, gw.snap))
     assert r.status_code == 200 and CANARY_BYTES not in r.content
+    names = tarfile.open(fileobj=io.BytesIO(r.content)).getnames()
+    assert "odd/new\nline" in names and SENTINEL in names, names[:40]
+    r = gw.send("GET", "api/workspaces/%s/snapshots/%s" % (WS_NAME, gw.snap))
+    assert r.status_code == 200 and "odd/tab\there" in [e["path"] for e in r.json()["entries"]]
     gw.intact("paths")
 
 
