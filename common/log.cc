@@ -28,8 +28,22 @@ bool parse_log_level(std::string_view text, LogLevel& out) {
   return false;
 }
 
+std::string one_line(std::string_view message) {
+  std::string out;
+  out.reserve(message.size());
+  for (char c : message) {
+    auto u = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (u < 0x20 || u == 0x7f) out += fmt::format("\\x{:02x}", u);
+    else out += c;
+  }
+  return out;
+}
+
 void log_line(LogLevel level, std::string_view message) {
-  std::string line = fmt::format("{} {} {}\n", iso8601_now(), kNames[static_cast<int>(level)], message);
+  std::string line = fmt::format("{} {} {}\n", iso8601_now(), kNames[static_cast<int>(level)], one_line(message));
   // One write per line so concurrent writers (and the jail helper) do not interleave.
   size_t off = 0;
   while (off < line.size()) {

@@ -2,6 +2,7 @@
 // log: one line per event on stderr, `level key=value msg="..."` style, over libfmt.
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -19,6 +20,10 @@ bool parse_log_level(std::string_view text, LogLevel& out);
 
 // Writes one formatted line with a timestamp and level. Thread-safe (one write(2) per line).
 void log_line(LogLevel level, std::string_view message);
+
+// message with its control bytes escaped (\n, \r, \t, else \xNN). Messages quote client input (a
+// WebSocket session_id, an MCP client name): unescaped, a newline there would forge log lines.
+std::string one_line(std::string_view message);
 
 template <typename... Args>
 void log(LogLevel level, fmt::format_string<Args...> format, Args&&... args) {

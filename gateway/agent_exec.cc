@@ -10,6 +10,7 @@
 #include "common/random.h"
 #include "gateway/exec_collector.h"
 #include "gateway/kernel_hub.h"
+#include "protocol/json_text.h"
 
 namespace cellgate::gateway {
 
@@ -60,7 +61,7 @@ asio::awaitable<common::Status> run_silent(std::shared_ptr<KernelHub> hub, std::
 
 common::Result<ExecRequest> parse_exec_request(const std::string& body, size_t output_limit) {
   using common::Errc;
-  auto j = json::parse(body, nullptr, false);
+  auto j = protocol::parse_untrusted_json(body);
   if (j.is_discarded() || !j.is_object()) return common::make_error(Errc::kBadRequest, "body must be a JSON object");
   ExecRequest r;
   r.output_limit = output_limit;
@@ -76,6 +77,10 @@ common::Result<ExecRequest> parse_exec_request(const std::string& body, size_t o
     if (!e->is_object()) return common::make_error(Errc::kBadRequest, "env must be an object of strings");
     for (const auto& [k, v] : e->items()) {
       if (!v.is_string()) return common::make_error(Errc::kBadRequest, "env." + k + " must be a string");
+      // What os.environ refuses would fail the silent set-up cell, and the code would run without its env.
+      if (k.empty() || k.find_first_of(std::string_view("=\0", 2)) != std::string::npos ||
+          v.get_ref<const std::string&>().find('\0') != std::string::npos)
+        return common::make_error(Errc::kBadRequest, "env names must be non-empty without '=' or NUL, values without NUL");
       r.env[k] = v;
     }
   }

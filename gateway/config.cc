@@ -42,7 +42,10 @@ uint64_t parse_size(const std::string& name, const std::string& v) {
   else if (suffix == "M" || suffix == "MiB") mult = 1024.0 * 1024;
   else if (suffix == "G" || suffix == "GiB") mult = 1024.0 * 1024 * 1024;
   else if (!suffix.empty()) throw ConfigError(fmt::format("--{}: unknown size suffix '{}'", name, suffix));
-  return static_cast<uint64_t>(n * mult);
+  // strtod also reads "inf", "nan" and "1e30": converting those to an integer is undefined behaviour.
+  const double bytes = n * mult;
+  if (!std::isfinite(bytes) || bytes >= 0x1p64) throw ConfigError(fmt::format("--{}: not a size: '{}'", name, v));
+  return static_cast<uint64_t>(bytes);
 }
 
 long parse_int(const std::string& name, const std::string& v, long lo, long hi) {

@@ -6,6 +6,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "common/random.h"
+#include "protocol/json_text.h"
 
 namespace cellgate::gateway {
 
@@ -39,7 +40,7 @@ ExecCollector::ExecCollector(asio::any_io_executor ex, size_t limit, std::functi
 
 void ExecCollector::on_reply(Channel channel, const protocol::Message& m, const std::string& type) {
   if (channel == Channel::kShell && type == "execute_reply") {
-    auto c = json::parse(m.content, nullptr, false);
+    auto c = protocol::parse_untrusted_json(m.content);
     if (c.is_object()) {
       reply_status_ = str_field(c, "status", "error");
       if (c.contains("execution_count") && c["execution_count"].is_number()) count_ = c["execution_count"];
@@ -52,11 +53,11 @@ void ExecCollector::on_reply(Channel channel, const protocol::Message& m, const 
       }
     }
     // The gateway's after-execute snapshot rides in the reply's metadata.
-    auto md = json::parse(m.metadata, nullptr, false);
+    auto md = protocol::parse_untrusted_json(m.metadata);
     if (md.is_object() && md.contains("cellgate")) workspace_ = md["cellgate"];
     got_reply_ = true;
   } else if (channel == Channel::kIopub) {
-    auto c = json::parse(m.content, nullptr, false);
+    auto c = protocol::parse_untrusted_json(m.content);
     if (!c.is_object()) return;
     if (type == "status") {
       if (str_field(c, "execution_state") == "idle") got_idle_ = true;

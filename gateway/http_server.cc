@@ -30,6 +30,23 @@ constexpr auto kReadTimeout = std::chrono::seconds(60);       // a request must 
 constexpr auto kHandshakeTimeout = std::chrono::seconds(10);  // TCP accept to TLS established
 constexpr auto kTlsShutdownTimeout = std::chrono::seconds(2);
 
+// True unless the request has no Transfer-Encoding or exactly "chunked", the one coding Beast decodes.
+// With any other, the body is either unframed (chunked not last: RFC 9112 6.3 says 400 and close, or
+// the rest is read as the next request) or still encoded.
+bool unsupported_transfer_coding(const Request& req) {
+  size_t fields = req.count(http::field::transfer_encoding);
+  if (fields == 0) return false;
+  if (fields > 1) return true;
+  http::token_list codings{req[http::field::transfer_encoding]};
+  size_t n = 0;
+  bool chunked = false;
+  for (const auto& c : codings) {
+    ++n;
+    chunked = beast::iequals(c, "chunked");
+  }
+  return !(n == 1 && chunked);
+}
+
 template <class Stream>
 awaitable<void> serve_requests(Stream& stream, Gateway& gw, std::string peer) {
   boost::system::error_code ec;
@@ -42,11 +59,13 @@ awaitable<void> serve_requests(Stream& stream, Gateway& gw, std::string peer) {
     lowest.expires_after(kReadTimeout);
     co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
     if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::eof) break;
-    if (ec) {
+    const bool bad_coding = !ec && unsupported_transfer_coding(parser.get());
+    if (ec || bad_coding) {
       // Malformed or oversized: say so once, then close (the stream position is unknown).
       Request bad{http::verb::get, "/", 11};
       bool too_large = ec == http::error::body_limit || ec == http::error::header_limit;
-      std::string why = ec == http::error::header_limit ? "request headers larger than --max-header"
+      std::string why = bad_coding                      ? "malformed HTTP request: Transfer-Encoding other than chunked"
+                        : ec == http::error::header_limit ? "request headers larger than --max-header"
                         : too_large                     ? "request body larger than --max-body"
                                                         : "malformed HTTP request: " + ec.message();
       auto res = error_response(bad, too_large ? common::Errc::kTooLarge : common::Errc::kBadRequest, why);
@@ -69,7 +88,13 @@ awaitable<void> serve_requests(Stream& stream, Gateway& gw, std::string peer) {
       if (!keep) break;
       continue;
     }
+    const bool head = req.method() == http::verb::head;
     Response res = co_await gw.handle(std::move(req), peer);
+    if (head) {
+      // A response to HEAD ends with its headers (RFC 9110 9.3.2): a body here would be read as the
+      // start of the next response on this connection. Content-Length stays that of the GET.
+      res.body().clear();
+    }
     bool keep = res.keep_alive();
     lowest.expires_after(std::chrono::seconds(60));
     co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));

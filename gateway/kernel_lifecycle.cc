@@ -19,6 +19,7 @@
 #include "kernel-launcher/kernel_env.h"
 #include "kernel-launcher/spawn_util.h"
 #include "protocol/json_scan.h"
+#include "protocol/json_text.h"
 #include "state/kernel_records.h"
 #include "workspace/layout.h"
 
@@ -82,7 +83,7 @@ namespace {
 
 // The execute_reply's metadata.cellgate: which snapshot the workspace was saved as after this execute.
 void attach_snapshot_info(protocol::Message& reply, json info) {
-  auto md = json::parse(reply.metadata, nullptr, false);
+  auto md = protocol::parse_untrusted_json(reply.metadata);
   if (!md.is_object()) md = json::object();
   md["cellgate"] = std::move(info);
   reply.metadata = md.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -155,7 +156,7 @@ void Gateway::snapshot_after_execute(const std::shared_ptr<KernelHub>& hub, prot
     }
     attach_snapshot_info(reply, std::move(info));
     SnapshotOrigin origin{id, std::nullopt};
-    if (auto content = json::parse(reply.content, nullptr, false);
+    if (auto content = protocol::parse_untrusted_json(reply.content);
         content.is_object() && content.contains("execution_count") && content["execution_count"].is_number_integer())
       origin.execution_count = content["execution_count"].get<int64_t>();
     asio::post(io_, [this, ref, taken = std::move(taken), origin = std::move(origin), reply = std::move(reply),

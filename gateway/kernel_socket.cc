@@ -11,6 +11,7 @@
 
 #include "common/random.h"
 #include "common/time_format.h"
+#include "protocol/json_text.h"
 
 namespace cellgate::gateway {
 
@@ -123,7 +124,7 @@ common::Result<KernelMessage> KernelSocket::read(Clock::time_point deadline) {
   }
   if (ec) return impl_->fail("read", ec);
   std::string_view data(static_cast<const char*>(impl_->buffer.data().data()), impl_->buffer.size());
-  auto msg = json::parse(data, nullptr, false);
+  auto msg = protocol::parse_untrusted_json(data);
   if (msg.is_discarded() || !msg.is_object()) return make_error(Errc::kInternal, impl_->where + ": a frame is not JSON");
   KernelMessage out;
   out.bytes = data.size();

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "gateway/gateway.h"
+#include "protocol/json_text.h"
 
 namespace cellgate::gateway {
 
@@ -15,8 +16,8 @@ namespace {
 // Parses a JSON object body; an empty body is {}.
 common::Result<nlohmann::json> parse_body(const Request& req) {
   if (req.body().empty()) return nlohmann::json::object();
-  auto j = nlohmann::json::parse(req.body(), nullptr, false);
-  if (j.is_discarded()) return common::make_error(Errc::kBadRequest, "request body is not valid JSON");
+  auto j = protocol::parse_untrusted_json(req.body());
+  if (j.is_discarded()) return common::make_error(Errc::kBadRequest, "request body is not valid JSON (or nests too deeply)");
   if (!j.is_object()) return common::make_error(Errc::kBadRequest, "request body must be a JSON object");
   return j;
 }

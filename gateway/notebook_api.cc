@@ -6,6 +6,8 @@
 #include <cctype>
 #include <climits>
 
+#include "protocol/json_text.h"
+
 namespace cellgate::gateway {
 
 using nlohmann::json;
@@ -185,7 +187,7 @@ json request_bundle(const Request& req, const std::map<std::string, std::string>
   if (type == "application/x-www-form-urlencoded") {
     body = parse_query(text);
   } else if (type == "application/json") {
-    auto parsed = json::parse(text, nullptr, false);
+    auto parsed = protocol::parse_untrusted_json(text);
     if (!parsed.is_discarded()) body = std::move(parsed);
   }
   return {{"body", std::move(body)}, {"args", std::move(args)}, {"path", json(params)}, {"headers", std::move(headers)}};

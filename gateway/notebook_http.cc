@@ -10,6 +10,7 @@
 #include "gateway/agent_exec.h"
 #include "gateway/gateway.h"
 #include "gateway/notebook_http_pool.h"
+#include "protocol/json_text.h"
 
 namespace cellgate::gateway {
 
@@ -90,7 +91,7 @@ bool token_char(char c) {
 
 // Applies a ResponseInfo cell's {"status", "headers"}; an error message when it is not usable.
 std::optional<std::string> apply_response_info(const std::string& printed, Response& res) {
-  auto info = json::parse(printed, nullptr, false);
+  auto info = protocol::parse_untrusted_json(printed);
   if (!info.is_object()) return "the ResponseInfo cell did not answer a JSON object";
   if (auto h = info.find("headers"); h != info.end() && !h->is_null()) {
     if (!h->is_object()) return "ResponseInfo headers must be an object";

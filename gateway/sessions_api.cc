@@ -2,6 +2,7 @@
 // sessions_api: /api/sessions with jupyter_server's session model, kept in the state database.
 #include "common/random.h"
 #include "gateway/gateway.h"
+#include "protocol/json_text.h"
 #include "state/kernel_records.h"
 
 namespace cellgate::gateway {
@@ -71,7 +72,7 @@ awaitable<Response> handle_sessions(Gateway& gw, Request& req, const Caller& cal
   const auto method = req.method();
   nlohmann::json body = nlohmann::json::object();
   if (method == http::verb::post || method == http::verb::patch) {
-    if (!req.body().empty()) body = nlohmann::json::parse(req.body(), nullptr, false);
+    if (!req.body().empty()) body = protocol::parse_untrusted_json(req.body());
     if (body.is_discarded() || !body.is_object())
       co_return error_response(req, Errc::kBadRequest, "request body must be a JSON object");
   }

@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // tools_api: the sandbox tools agent platforms expose, scoped to one kernel's workspace and jail:
 // POST /api/kernels/{id}/tools/{read,write,edit,exec,process}.
+#include <algorithm>
+#include <cstdint>
+
 #include "common/utf8.h"
 #include "gateway/agent_exec.h"
 #include "gateway/gateway.h"
 #include "gateway/unified_diff.h"
 #include "kernel-launcher/process_runner.h"
+#include "protocol/json_text.h"
 #include "workspace/file_api.h"
 
 namespace cellgate::gateway {
@@ -58,7 +62,7 @@ common::Status make_parents(const workspace::FileApi& files, const std::string& 
 
 awaitable<Response> handle_tools(Gateway& gw, Request& req, const Caller& caller, const std::shared_ptr<KernelHub>& hub,
                                  const std::string& tool) {
-  auto body = json::parse(req.body(), nullptr, false);
+  auto body = protocol::parse_untrusted_json(req.body());
   if (body.is_discarded() || !body.is_object()) co_return error_response(req, Errc::kBadRequest, "body must be a JSON object");
   const std::string tree = hub->kernel().options().workspace_dir;
   workspace::FileApi files(tree);
@@ -93,11 +97,13 @@ awaitable<Response> handle_tools(Gateway& gw, Request& req, const Caller& caller
       co_return json_response(req, http::status::ok,
                               {{"path", path}, {"encoding", "base64"}, {"bytes", text.size()}, {"content", base64(text)}});
     size_t line = 0, start = 0, total = 0, from = std::string::npos, to = text.size();
+    // Saturated: offset and limit are the client's, and a wrapped sum would cut the range short.
+    const size_t end_line = limit > SIZE_MAX - offset ? SIZE_MAX : offset + limit;
     for (size_t i = 0; i <= text.size(); ++i) {
       if (i == text.size() || text[i] == '\n') {
         if (i == text.size() && start == text.size()) break;
         if (line == offset) from = start;
-        if (line == offset + limit) to = start;
+        if (line == end_line) to = start;
         ++line;
         start = i + 1;
       }
@@ -107,7 +113,7 @@ awaitable<Response> handle_tools(Gateway& gw, Request& req, const Caller& caller
     co_return json_response(req, http::status::ok,
                             {{"path", path}, {"content", content}, {"offset", offset},
                              {"lines", std::min(limit, total > offset ? total - offset : 0)},
-                             {"total_lines", total}, {"truncated", offset + limit < total}});
+                             {"total_lines", total}, {"truncated", end_line < total}});
   }
   if (tool == "write") {
     std::string content;
@@ -171,6 +177,10 @@ awaitable<Response> handle_tools(Gateway& gw, Request& req, const Caller& caller
         args.push_back(v.get<std::string>());
       }
     }
+    // execve takes C strings: a NUL would silently cut the command or an argument short.
+    auto has_nul = [](const std::string& s) { return s.find('\0') != std::string::npos; };
+    if (has_nul(command) || std::any_of(args.begin(), args.end(), has_nul))
+      co_return error_response(req, Errc::kBadRequest, "command and args must not contain NUL");
     double timeout = 30;
     if (auto t = body.find("timeout"); t != body.end() && !t->is_null()) {
       if (!t->is_number() || t->get<double>() <= 0 || t->get<double>() > 3600)

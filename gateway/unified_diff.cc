@@ -2,6 +2,7 @@
 // unified_diff: applies a unified diff to one file's text.
 #include "gateway/unified_diff.h"
 
+#include <charconv>
 #include <vector>
 
 #include <fmt/core.h>
@@ -35,8 +36,9 @@ bool parse_range(std::string_view s, long& start) {
   size_t comma = s.find(',');
   std::string num(s.substr(0, comma));
   if (num.empty() || num.find_first_not_of("0123456789") != std::string::npos) return false;
-  start = std::stol(num);
-  return true;
+  // from_chars, not stol: a line number past LONG_MAX is a malformed header, not an exception.
+  auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), start);
+  return ec == std::errc() && end == num.data() + num.size();
 }
 
 }  // namespace

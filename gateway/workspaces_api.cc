@@ -3,6 +3,7 @@
 #include "common/log.h"
 #include "gateway/gateway.h"
 #include "gateway/snapshot_index.h"
+#include "protocol/json_text.h"
 #include "state/workspace_records.h"
 #include "workspace/file_api.h"
 #include "workspace/layout.h"
@@ -87,7 +88,7 @@ awaitable<Response> handle_workspaces(Gateway& gw, Request& req, const Caller& c
   auto& mgr = gw.workspaces();
   auto body_json = [&]() -> json {
     if (req.body().empty()) return json::object();
-    auto j = json::parse(req.body(), nullptr, false);
+    auto j = protocol::parse_untrusted_json(req.body());
     return j.is_object() ? j : json();
   };
 

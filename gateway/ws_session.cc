@@ -39,6 +39,17 @@ asio::awaitable<void> WsConnection<Stream>::run(Request req) {
   const bool v1 = protocol_ == protocol::WsProtocol::kV1;
   ws_.set_option(websocket::stream_base::decorator([v1](websocket::response_type& res) {
     res.set(http::field::server, "cellgate");
+    if (res.result() != http::status::switching_protocols) {
+      // Beast refused the handshake (no key, wrong version, ...) with a plain-text reason: give it our
+      // JSON error body like every other refusal.
+      std::string why = res.body().empty() ? std::string("WebSocket handshake refused") : res.body();
+      res.set(http::field::content_type, "application/json");
+      res.body() = nlohmann::json{{"reason", std::string(http::obsolete_reason(res.result()))},
+                                  {"message", "WebSocket handshake refused: " + why}}
+                       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      res.prepare_payload();
+      return;
+    }
     if (v1) res.set(http::field::sec_websocket_protocol, std::string(protocol::kV1Subprotocol));
   }));
   boost::system::error_code ec;

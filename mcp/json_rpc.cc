@@ -2,6 +2,8 @@
 // json_rpc: JSON-RPC 2.0 framing (requests, notifications, responses, batches, error objects).
 #include "mcp/json_rpc.h"
 
+#include "protocol/json_text.h"
+
 namespace cellgate::mcp {
 
 using nlohmann::json;
@@ -58,9 +60,9 @@ RpcMessage classify(const json& value) {
 
 RpcPayload parse_payload(std::string_view text) {
   RpcPayload payload;
-  json value = json::parse(text, nullptr, false);
+  json value = protocol::parse_untrusted_json(text);
   if (value.is_discarded()) {
-    payload.parse_error = make_error(nullptr, RpcError::kParseError, "parse error: not valid JSON");
+    payload.parse_error = make_error(nullptr, RpcError::kParseError, "parse error: not valid JSON (or nested too deeply)");
     return payload;
   }
   if (!value.is_array()) {

@@ -4,6 +4,15 @@
 
 #include <nlohmann/json.hpp>
 
+namespace cellgate::protocol {
+
+nlohmann::json parse_untrusted_json(std::string_view text) {
+  if (!detail::json_depth_within(text, detail::kMaxJsonDepth)) return nlohmann::json(nlohmann::json::value_t::discarded);
+  return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+}
+
+}  // namespace cellgate::protocol
+
 namespace cellgate::protocol::detail {
 
 void append_json_string(std::string& out, std::string_view s) {

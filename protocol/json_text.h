@@ -6,6 +6,17 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json_fwd.hpp>
+
+namespace cellgate::protocol {
+
+// Parses JSON that a client or a kernel sent: a discarded value (as for invalid JSON) when the text
+// nests deeper than detail::kMaxJsonDepth. nlohmann parses iteratively, but copying or dumping the
+// tree recurses once per level, so a small deep body would overflow the stack. Never throws.
+nlohmann::json parse_untrusted_json(std::string_view text);
+
+}  // namespace cellgate::protocol
+
 namespace cellgate::protocol::detail {
 
 // Deepest nesting accepted where we re-serialise a tree: nlohmann's dump() recurses once per

@@ -4,6 +4,7 @@
 #include <regex>
 #include <set>
 
+#include "common/log.h"
 #include "common/random.h"
 #include "common/result.h"
 #include "common/time_format.h"
@@ -55,4 +56,11 @@ TEST_CASE("valid_utf8 accepts well-formed text and rejects every malformed class
   CHECK_FALSE(valid_utf8("\xF5\x80\x80\x80"));
   CHECK_FALSE(valid_utf8("\xFF"));
   CHECK_FALSE(valid_utf8("ok\xC3(x"));                                      // bad continuation
+}
+
+TEST_CASE("one_line escapes control bytes so client text cannot forge log lines", "[common]") {
+  using cellgate::common::one_line;
+  CHECK(one_line("session=abc msg=\"dropped\"") == "session=abc msg=\"dropped\"");
+  CHECK(one_line("a\n2026-01-01T00:00:00Z error forged") == "a\\n2026-01-01T00:00:00Z error forged");
+  CHECK(one_line(std::string("\r\t\x00\x1b[31m\x7f\xc3\xa9", 11)) == "\\r\\t\\x00\\x1b[31m\\x7f\xc3\xa9");
 }

@@ -68,6 +68,8 @@ TEST_CASE("sizes accept suffixes", "[gateway]") {
   CHECK(load({"--kernel-read-budget", "8M", "--max-kernel-message", "8M"}).kernel_read_budget == 8ull << 20);
   CHECK_THROWS_WITH(load({"--kernel-read-budget", "8M"}), Catch::Contains("--kernel-read-budget (8388608) is below"));
   CHECK_THROWS_WITH(load({"--kernel-read-budget", "0"}), Catch::Contains("expected a size above 0"));
+  for (const char* v : {"inf", "nan", "1e30", "99999999999999999999999", "17179869184G"})
+    CHECK_THROWS_WITH(load({"--max-body", v}), Catch::Contains("--max-body: not a size"));
 }
 
 TEST_CASE("pool, pausing and heartbeat options", "[gateway]") {

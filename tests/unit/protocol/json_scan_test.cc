@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "protocol/json_text.h"
 #include "protocol/message.h"
 
 using cellgate::protocol::detail::scan_top_level;
@@ -213,4 +214,17 @@ TEST_CASE("the scanner finds every byte that needs a look, wherever it falls in 
       CHECK(is_json_object(text) == (!parsed.is_discarded() && parsed.is_object()));
     }
   }
+}
+
+TEST_CASE("parse_untrusted_json refuses a tree too deep to copy or dump", "[protocol][json_text]") {
+  using cellgate::protocol::parse_untrusted_json;
+  using cellgate::protocol::detail::kMaxJsonDepth;
+  auto nested = [](size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); };
+  REQUIRE(parse_untrusted_json(R"({"a": [1, {"b": "["}]})") == json::parse(R"({"a": [1, {"b": "["}]})"));
+  REQUIRE(parse_untrusted_json(nested(kMaxJsonDepth)).is_array());
+  REQUIRE(parse_untrusted_json(nested(kMaxJsonDepth + 1)).is_discarded());
+  // 100k levels in 200 KB: the tree nlohmann would build is what overflowed the gateway's stack.
+  REQUIRE(parse_untrusted_json(R"({"env": )" + nested(100000) + "}").is_discarded());
+  REQUIRE(parse_untrusted_json("{").is_discarded());
+  REQUIRE(parse_untrusted_json("\xff").is_discarded());
 }
