@@ -300,6 +300,11 @@ class CellgateTarget(Target):
                                % (" ".join(args), out.returncode, out.stderr.decode(errors="replace")))
         return out.stdout.decode()
 
+    def jail_status(self, kernel_id):
+        """The jail helper's status file of a kernel (init_pid, kernel_pid, host_uid, cgroup...)."""
+        with open(os.path.join(self.run_dir, "s", kernel_id, "jail.json")) as f:
+            return json.load(f)
+
     def add_user(self, name, *flags):
         """`cellgate user add NAME FLAGS`: returns the token it prints (its first stdout line)."""
         return self.cli("user", "add", name, *flags).strip().splitlines()[0].strip()
@@ -378,6 +383,20 @@ class TokenClient:
     def api(self, method, path, **kw):
         kw.setdefault("timeout", 90)
         return self.http.request(method, self.target.url + path.lstrip("/"), **kw)
+
+
+def started_jailed_cellgate(*extra_args):
+    """`cellgate serve` with jailed kernels, started, for cellgate-only tests: a missing binary fails
+    the test, a non-root run skips it (the jail needs root)."""
+    import pytest
+    path, why = cellgate_binary()
+    if not path:
+        pytest.fail("cellgate target required but " + why)
+    if os.geteuid() != 0:
+        pytest.skip("the jail needs root")
+    t = CellgateTarget(path, spawner="jail", extra_args=list(extra_args))
+    t.start()
+    return t
 
 
 def make_target(name, **kw):

@@ -3,7 +3,6 @@
 # on every ordinary exit, but a killed one cannot. The gateway releases it: the dirs go, and tasks
 # still in them (a jail frozen by the v1 freezer cannot even die of its PDEATHSIG) are thawed and killed.
 import glob
-import json
 import os
 import signal
 import time
@@ -19,38 +18,13 @@ pytestmark = pytest.mark.skipif("cellgate" not in selected_targets(), reason="ja
 CGROUP_ROOT = "/sys/fs/cgroup"
 
 
-def cellgate_target(*args):
-    path, why = targets_mod.cellgate_binary()
-    if not path:
-        pytest.fail("cellgate target required but " + why)
-    if os.geteuid() != 0:
-        pytest.skip("the jail needs root")
-    t = targets_mod.make_target("cellgate", spawner="jail", extra_args=list(args))
-    t.start()
-    return t
-
-
-def jail_status(t, kid):
-    with open(os.path.join(t.run_dir, "s", kid, "jail.json")) as f:
-        return json.load(f)
+cellgate_target = targets_mod.started_jailed_cellgate
 
 
 def cgroup_dirs(kid):
     """Every cgroup dir (v1 controllers and v2) of the kernel's jails, restarted ones included."""
     return sorted(glob.glob(os.path.join(CGROUP_ROOT, "*", "cellgate", kid + "*")) +
                   glob.glob(os.path.join(CGROUP_ROOT, "cellgate", kid + "*")))
-
-
-def helper_pid(kid):
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open("/proc/%s/cmdline" % pid, "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if os.path.basename(argv[0]) == b"cellgate-jail" and kid.encode() in argv:
-            return int(pid)
-    raise AssertionError("no cellgate-jail helper for kernel " + kid)
 
 
 def alive(pid):
@@ -90,13 +64,13 @@ def test_frozen_jail_of_a_killed_helper_is_thawed_killed_and_removed():
         finally:
             kws.close()
         wait_for("kernel never paused", lambda: t.get("api/kernels/" + kid).json().get("paused") is True, 30, t)
-        st = jail_status(t, kid)
+        st = t.jail_status(kid)
         old = [st["init_pid"], st["kernel_pid"]]
-        os.kill(helper_pid(kid), signal.SIGKILL)
+        os.kill(st["helper_pid"], signal.SIGKILL)
         wait_for("the killed helper's frozen jail still runs", lambda: not any(map(alive, old)), 15, t)
         # The kernel restarts in a new jail; once it is deleted, nothing of either jail is left.
         wait_for("kernel did not restart", lambda: kernel_state(t, kid) == "idle", 60, t)
-        assert jail_status(t, kid)["kernel_pid"] not in old
+        assert t.jail_status(kid)["kernel_pid"] not in old
         t.delete_kernel(kid)
         wait_for("cgroup dirs left behind: %s" % cgroup_dirs(kid), lambda: not cgroup_dirs(kid), 5, t)
     finally:
@@ -107,10 +81,10 @@ def test_cgroup_of_a_jail_that_died_while_the_gateway_was_down_is_removed():
     t = cellgate_target()
     try:
         kid = t.start_kernel()["id"]
-        st = jail_status(t, kid)
+        st = t.jail_status(kid)
         old = [st["init_pid"], st["kernel_pid"]]
         t.terminate_gateway()  # the kernel outlives the gateway, as it must
-        os.kill(helper_pid(kid), signal.SIGKILL)
+        os.kill(st["helper_pid"], signal.SIGKILL)
         wait_for("the killed helper's jail still runs", lambda: not any(map(alive, old)), 15, t)
         time.sleep(0.5)
         # Nothing else removes them: the helper that would have is gone.

@@ -1,7 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Paused idle kernels: frozen by the cgroup freezer (v1 freezer.state and v2 cgroup.freeze), thawed
 # by their next message with memory kept, never mistaken for dead by the heartbeat, still culled.
-import json
 import os
 import signal
 import time
@@ -18,15 +17,7 @@ HB_TIMEOUT = 4
 V1_FREEZER = "/sys/fs/cgroup/freezer/cellgate"
 
 
-def cellgate_target(*args):
-    path, why = targets_mod.cellgate_binary()
-    if not path:
-        pytest.fail("cellgate target required but " + why)
-    if os.geteuid() != 0:
-        pytest.skip("the jail (and its cgroup freezer) needs root")
-    t = targets_mod.make_target("cellgate", spawner="jail", extra_args=list(args))
-    t.start()
-    return t
+cellgate_target = targets_mod.started_jailed_cellgate
 
 
 def model(t, kid):
@@ -45,14 +36,9 @@ def wait_paused(t, kid, want=True, timeout=30):
     raise AssertionError("kernel %s never got paused=%s: %s\n%s" % (kid, want, m, t.log_tail()))
 
 
-def jail_status(t, kid):
-    with open(os.path.join(t.run_dir, "s", kid, "jail.json")) as f:
-        return json.load(f)
-
-
 def cgroups_of(t, kid):
     """(unified v2 dir, v1 freezer dir) of the kernel's jail, from the helper's status file."""
-    unified = jail_status(t, kid)["cgroup"]
+    unified = t.jail_status(kid)["cgroup"]
     return unified, os.path.join(V1_FREEZER, os.path.basename(unified))
 
 
@@ -105,14 +91,14 @@ def test_idle_kernel_pauses_and_thaws_with_memory(paused_gateway):
         assert m["execution_state"] == "idle"
         unified, v1dir = cgroups_of(t, kid)
         assert_frozen(freezer, unified, v1dir)
-        kernel_pid = jail_status(t, kid)["kernel_pid"]
+        kernel_pid = t.jail_status(kid)["kernel_pid"]
 
         # Held frozen past twice the heartbeat timeout: not restarted, still frozen, same process.
         time.sleep(2 * HB_TIMEOUT + 1)
         m = model(t, kid)
         assert m["paused"] is True and m["execution_state"] == "idle", m
         assert_frozen(freezer, unified, v1dir)
-        assert jail_status(t, kid)["kernel_pid"] == kernel_pid
+        assert t.jail_status(kid)["kernel_pid"] == kernel_pid
         assert "no heartbeat" not in t.log_tail(400)
 
         # The next WebSocket message thaws it; x survived.
@@ -120,7 +106,7 @@ def test_idle_kernel_pauses_and_thaws_with_memory(paused_gateway):
         assert r.reply["content"]["status"] == "ok"
         assert r.stdout().strip() == "42"
         assert model(t, kid)["paused"] is False
-        assert jail_status(t, kid)["kernel_pid"] == kernel_pid
+        assert t.jail_status(kid)["kernel_pid"] == kernel_pid
         if freezer == "v1":
             assert read(os.path.join(v1dir, "freezer.state")).strip() == "THAWED"
         else:
@@ -171,7 +157,7 @@ def test_paused_kernel_is_culled():
     try:
         kid = t.start_kernel()["id"]
         wait_paused(t, kid)
-        helper = jail_status(t, kid)["helper_pid"]
+        helper = t.jail_status(kid)["helper_pid"]
         deadline = time.monotonic() + 60
         while t.get("api/kernels/" + kid).status_code != 404:
             assert time.monotonic() < deadline, t.log_tail()

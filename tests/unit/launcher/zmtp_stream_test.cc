@@ -108,6 +108,20 @@ std::string greeting_and_ready(std::string_view type) {
   return g + '\x04' + static_cast<char>(body.size()) + body;
 }
 
+// Writes everything to a non-blocking fd, letting the stream read whenever the socket is full.
+void write_all_turning(asio::io_context& io, int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t w = ::write(fd, data.data(), data.size());
+    if (w < 0) {
+      REQUIRE(errno == EAGAIN);
+      io.restart();
+      io.run_for(1ms);
+      continue;
+    }
+    data.remove_prefix(static_cast<size_t>(w));
+  }
+}
+
 long peak_rss_kib() {
   FILE* f = std::fopen("/proc/self/status", "r");
   char line[256];
@@ -241,19 +255,7 @@ TEST_CASE("zmtp_stream: a peer that breaks ZMTP is dropped and the stream keeps 
   // Second connection: a well-formed peer that sends an oversized message, then a normal one.
   int c2 = -1;
   REQUIRE(run_until(io, [&] { return c2 >= 0; }, [&] { c2 = ::accept4(peer.listener, nullptr, nullptr, SOCK_NONBLOCK); }));
-  // Writes everything, letting the stream read whenever the socket is full.
-  auto write_all = [&](std::string_view data) {
-    while (!data.empty()) {
-      ssize_t w = ::write(c2, data.data(), data.size());
-      if (w < 0) {
-        REQUIRE(errno == EAGAIN);
-        io.restart();
-        io.run_for(1ms);
-        continue;
-      }
-      data.remove_prefix(static_cast<size_t>(w));
-    }
-  };
+  auto write_all = [&](std::string_view data) { write_all_turning(io, c2, data); };
   std::string head = greeting_and_ready("ROUTER");
   uint64_t n = ZmtpStream::kMaxMessageBytes + 1;
   head += '\x02';
@@ -373,18 +375,7 @@ TEST_CASE("zmtp_stream: large messages of all streams share one read budget") {
     if (ca < 0) ca = ::accept4(peer_a.listener, nullptr, nullptr, SOCK_NONBLOCK);
     if (cb < 0) cb = ::accept4(peer_b.listener, nullptr, nullptr, SOCK_NONBLOCK);
   }));
-  auto write_all = [&](int fd, std::string_view data) {
-    while (!data.empty()) {
-      ssize_t w = ::write(fd, data.data(), data.size());
-      if (w < 0) {
-        REQUIRE(errno == EAGAIN);
-        io.restart();
-        io.run_for(1ms);
-        continue;
-      }
-      data.remove_prefix(static_cast<size_t>(w));
-    }
-  };
+  auto write_all = [&](int fd, std::string_view data) { write_all_turning(io, fd, data); };
   std::string msg_a;
   cellgate::protocol::zmtp::append_message(msg_a, Strings{"head-a", std::string(3u << 20, 'a')});
   std::string msg_b;

@@ -35,6 +35,21 @@ constexpr const char* kHeader =
     R"({"msg_id": "4f0c-1", "msg_type": "execute_request", "session": "s", "username": "u",)"
     R"( "date": "2026-01-01T00:00:00.000000Z", "version": "5.3"})";
 
+// One to three random edits (replace, insert, erase) with characters from alphabet.
+std::string mutate(std::string text, const std::string& alphabet, std::mt19937& rng) {
+  const int edits = 1 + static_cast<int>(rng() % 3);
+  for (int e = 0; e < edits && !text.empty(); ++e) {
+    size_t at = rng() % text.size();
+    char c = alphabet[rng() % alphabet.size()];
+    switch (rng() % 3) {
+      case 0: text[at] = c; break;
+      case 1: text.insert(at, 1, c); break;
+      default: text.erase(at, 1);
+    }
+  }
+  return text;
+}
+
 }  // namespace
 
 TEST_CASE("scan finds top-level strings of an ordinary header", "[protocol][json_scan]") {
@@ -109,17 +124,7 @@ TEST_CASE("scan agrees with nlohmann on mutated headers", "[protocol][json_scan]
       R"({"date": "2026", "msg_type": "a\nb", "msg_id": "\u00e9"})"};
   int answered = 0;
   for (int i = 0; i < 50000; ++i) {
-    std::string text = seeds[static_cast<size_t>(i) % seeds.size()];
-    const int edits = 1 + static_cast<int>(rng() % 3);
-    for (int e = 0; e < edits && !text.empty(); ++e) {
-      size_t at = rng() % text.size();
-      char c = alphabet[rng() % alphabet.size()];
-      switch (rng() % 3) {
-        case 0: text[at] = c; break;
-        case 1: text.insert(at, 1, c); break;
-        default: text.erase(at, 1);
-      }
-    }
+    std::string text = mutate(seeds[static_cast<size_t>(i) % seeds.size()], alphabet, rng);
     auto s = scan(text);
     json parsed = json::parse(text, nullptr, false);
     if (!s.ok) continue;
@@ -177,17 +182,7 @@ TEST_CASE("is_json_object agrees with nlohmann on mutated objects", "[protocol][
       R"({"name": "stdout", "text": "a\u00e9\tb"})"};
   int valid = 0;
   for (int i = 0; i < 50000; ++i) {
-    std::string text = seeds[static_cast<size_t>(i) % seeds.size()];
-    const int edits = 1 + static_cast<int>(rng() % 3);
-    for (int e = 0; e < edits && !text.empty(); ++e) {
-      size_t at = rng() % text.size();
-      char c = alphabet[rng() % alphabet.size()];
-      switch (rng() % 3) {
-        case 0: text[at] = c; break;
-        case 1: text.insert(at, 1, c); break;
-        default: text.erase(at, 1);
-      }
-    }
+    std::string text = mutate(seeds[static_cast<size_t>(i) % seeds.size()], alphabet, rng);
     // nlohmann is stricter in two ways: it wants \u surrogates paired (none of these have any), and
     // it refuses numbers that overflow a double, which the grammar allows (Python reads inf).
     bool want = false;
