@@ -2,6 +2,8 @@
 // agent_exec: execute code on a kernel and collect one structured result.
 #include "gateway/agent_exec.h"
 
+#include <algorithm>
+
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -24,6 +26,23 @@ namespace {
 constexpr auto kInterruptGrace = std::chrono::seconds(5);
 
 std::string py_string(const std::string& s) { return json(s).dump(); }  // a JSON string is a Python literal
+
+// Our interrupt made a cell fail, and with stop_on_error ipykernel then aborts every execute request
+// until its queue has drained (kernelbase._abort_queues, after stop_on_error_timeout): waits that out
+// with empty silent executes (bounded, ~5 s), so the env restore and the caller's next cell are not
+// aborted for an error that was ours.
+asio::awaitable<void> wait_out_abort(std::shared_ptr<KernelHub> hub) {
+  asio::steady_timer pause(co_await asio::this_coro::executor);
+  auto delay = std::chrono::milliseconds(10);
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    auto st = co_await run_silent(hub, "", std::chrono::seconds(5));
+    if (st || st.error().code != common::Errc::kUnavailable) co_return;
+    pause.expires_after(delay);
+    boost::system::error_code ec;
+    co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    delay = std::min(delay * 2, std::chrono::milliseconds(1000));
+  }
+}
 
 // Runs code with silent=True and waits (bounded) for its reply.
 asio::awaitable<void> silent_exec(const std::shared_ptr<KernelHub>& hub, const std::string& code) {
@@ -55,6 +74,8 @@ asio::awaitable<common::Status> run_silent(std::shared_ptr<KernelHub> hub, std::
   hub->unwatch(msg_id);
   if (c->died_) co_return common::make_error(common::Errc::kInternal, "kernel died: " + c->death_reason_);
   if (!c->got_reply_) co_return common::make_error(common::Errc::kTimeout, "no execute_reply in time");
+  if (c->reply_status_ == "aborted")
+    co_return common::make_error(common::Errc::kUnavailable, "the kernel aborted it (it drops requests after an error)");
   if (c->reply_status_ != "ok") co_return common::make_error(common::Errc::kInternal, "the kernel answered " + c->reply_status_);
   co_return common::ok();
 }
@@ -144,6 +165,7 @@ asio::awaitable<json> run_execute(std::shared_ptr<KernelHub> hub, ExecRequest re
       r["message"] = "execution timed out; the interrupt did not take, so the kernel was restarted (memory lost)";
       co_return r;
     }
+    if (request.stop_on_error) co_await wait_out_abort(hub);
   } else {
     status = collector->reply_status_ == "ok" ? "ok" : "error";
   }

@@ -37,7 +37,8 @@ boost::asio::awaitable<nlohmann::json> run_execute(std::shared_ptr<KernelHub> hu
                                                    std::function<void(const nlohmann::json&)> on_output = {});
 
 // Runs code silently (no outputs to clients, no history, no execution count) and waits for its reply:
-// kTimeout without one in time, kInternal when the kernel died or answered an error. Io thread only.
+// kTimeout without one in time, kUnavailable when the kernel aborted it (it drops execute requests for
+// a while after an error), kInternal when it died or answered an error. Io thread only.
 boost::asio::awaitable<common::Status> run_silent(std::shared_ptr<KernelHub> hub, std::string code,
                                                  std::chrono::milliseconds timeout);
 

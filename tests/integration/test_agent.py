@@ -70,6 +70,25 @@ def test_timeout_interrupts_and_kernel_stays_usable(target, new_kernel):
     assert rep["status"] == "ok" and stdout_of(rep).strip() == "still here", rep
 
 
+def test_a_timeout_does_not_get_the_next_cell_aborted(target, new_kernel):
+    """The gateway's own interrupt makes the timed-out cell fail, after which ipykernel aborts every
+    execute request until its queue drains (kernelbase._abort_queues; stop_on_error_timeout, widened
+    to 1 s here so that the race is certain). Neither the env restore nor the next cell may be caught."""
+    import targets as tm
+    d = os.path.join(target.kernels_dir, "slowabort")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "kernel.json"), "w") as f:
+        json.dump({"argv": [tm.PYTHON, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+                            "--Kernel.stop_on_error_timeout=1.0"],
+                   "display_name": "slow abort", "language": "python"}, f)
+    kid = new_kernel(name="slowabort")["id"]
+    rep = execute(target, kid, "import time, os\ntime.sleep(30)", timeout=1, env={"CG_TIMEOUT_ENV": "set"})
+    assert rep["status"] == "timeout", rep
+    rep = execute(target, kid, "print(os.environ.get('CG_TIMEOUT_ENV', 'restored'))", timeout=60)
+    assert rep["status"] == "ok", rep
+    assert stdout_of(rep).strip() == "restored", rep
+
+
 def test_ndjson_streaming_in_order_then_result(target, new_kernel):
     kid = new_kernel()["id"]
     code = "import sys, time\nfor i in range(3):\n    print('line', i, flush=True)\n    time.sleep(0.3)\n"
