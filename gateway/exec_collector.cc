@@ -71,7 +71,10 @@ void ExecCollector::on_reply(Channel channel, const protocol::Message& m, const 
 void ExecCollector::on_state(KernelState state, const std::string& reason) {
   if (state == KernelState::kDead || state == KernelState::kRestarting) {
     died_ = true;
-    death_reason_ = reason;
+    // A restart asked for by someone (REST, another client) carries no reason of its own.
+    death_reason_ = !reason.empty()                      ? reason
+                    : state == KernelState::kRestarting ? "the kernel was restarted during the execution"
+                                                         : "the kernel died during the execution";
     wake_.cancel();
   }
 }

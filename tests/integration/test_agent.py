@@ -89,6 +89,22 @@ def test_a_timeout_does_not_get_the_next_cell_aborted(target, new_kernel):
     assert stdout_of(rep).strip() == "restored", rep
 
 
+def test_an_execute_cut_short_by_a_restart_says_why(target, new_kernel):
+    import threading
+    import time
+    kid = new_kernel()["id"]
+    got = {}
+    t = threading.Thread(target=lambda: got.update(rep=execute(target, kid, "import time\ntime.sleep(60)")))
+    t.start()
+    time.sleep(1.5)  # the cell is running
+    r = target.post("api/kernels/%s/restart" % kid)
+    assert r.status_code == 200, r.text
+    t.join(60)
+    rep = got["rep"]
+    assert rep["status"] == "dead", rep
+    assert rep.get("reason") == "the kernel was restarted during the execution", rep
+
+
 def test_ndjson_streaming_in_order_then_result(target, new_kernel):
     kid = new_kernel()["id"]
     code = "import sys, time\nfor i in range(3):\n    print('line', i, flush=True)\n    time.sleep(0.3)\n"
