@@ -157,3 +157,24 @@ def test_a_users_own_connection_limit_wins(gw):
     finally:
         first.close()
         alice.delete(t.url + "api/kernels/" + kid, timeout=90)
+
+
+@pytest.mark.parametrize("token,passes", [("short-hand-picked-token", False), ("x" * 40, True)])
+def test_a_blocked_address_still_admits_valid_unguessable_tokens(token, passes):
+    """After too many failed authentications from an address, its requests get 429 for a minute —
+    but a valid token of 32+ characters (every generated one) cannot be guessed online, and on a
+    shared address (a JupyterHub node) one client's failures must not lock the others out."""
+    path, why = targets_mod.cellgate_binary()
+    if not path:
+        pytest.fail("cellgate target required but " + why)
+    t = targets_mod.make_target("cellgate", token=token, extra_args=["--auth-failures-per-minute", "3"])
+    t.start()
+    try:
+        for _ in range(3):
+            assert session(t, "wrong").get(t.url + "api/kernels").status_code == 401
+        assert session(t, "wrong").get(t.url + "api/kernels").status_code == 429
+        assert session(t, "y" * 40).get(t.url + "api/kernels").status_code == 429  # a wrong long one
+        r = session(t, token).get(t.url + "api/kernels")
+        assert r.status_code == (200 if passes else 429), (r.status_code, r.text)
+    finally:
+        t.stop()
