@@ -60,11 +60,14 @@ awaitable<void> serve_requests(Stream& stream, Gateway& gw, std::string peer) {
     co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
     if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::eof) break;
     const bool bad_coding = !ec && unsupported_transfer_coding(parser.get());
-    if (ec || bad_coding) {
+    // RFC 9112 3.2: a server MUST answer 400 to an HTTP/1.1 request without exactly one Host field.
+    const bool bad_host = !ec && parser.get().version() == 11 && parser.get().count(http::field::host) != 1;
+    if (ec || bad_coding || bad_host) {
       // Malformed or oversized: say so once, then close (the stream position is unknown).
       Request bad{http::verb::get, "/", 11};
       bool too_large = ec == http::error::body_limit || ec == http::error::header_limit;
-      std::string why = bad_coding                      ? "malformed HTTP request: Transfer-Encoding other than chunked"
+      std::string why = bad_host                        ? "malformed HTTP request: HTTP/1.1 needs exactly one Host header"
+                        : bad_coding                    ? "malformed HTTP request: Transfer-Encoding other than chunked"
                         : ec == http::error::header_limit ? "request headers larger than --max-header"
                         : too_large                     ? "request body larger than --max-body"
                                                         : "malformed HTTP request: " + ec.message();

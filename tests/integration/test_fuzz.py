@@ -538,7 +538,8 @@ def test_raw_http(gw):
         ("long target", R(target="/api/kernels/" + "a" * 30000), [404]),
         ("long query", R(target="/api?" + "a=b&" * 8000), [200]),
         ("fragment", R(target="/api#x"), None),
-        ("no host", ok.replace(b"Host: 127.0.0.1\r\n", b""), None),
+        ("no host", ok.replace(b"Host: 127.0.0.1\r\n", b""), [400]),  # RFC 9112 3.2
+        ("two hosts", R(headers=["Host: 127.0.0.2"]), [400]),
         ("header no colon", R(headers=["NoColonHere"]), None),
         ("header space name", R(headers=["Bad Name: x"]), None),
         ("obs-fold", R(headers=["X-A: a", " continued"]), None),
