@@ -295,9 +295,7 @@ awaitable<Response> Gateway::route(Request& req, const Caller& caller) {
   if (parts.empty() || parts[0] != "api") co_return error_response(req, Errc::kNotFound, "not found");
   if (parts.size() == 1) {
     // Any other method on /api must stop here: everything below reads parts[1].
-    if (req.method() != http::verb::get)
-      co_return json_response(req, http::status::method_not_allowed,
-                              {{"reason", "Method Not Allowed"}, {"message", "method not allowed on this resource"}});
+    if (req.method() != http::verb::get) co_return method_not_allowed(req);
     co_return json_response(req, http::status::ok, {{"version", "2.0.0"}, {"implementation", "cellgate 0.1.0"}});
   }
   const std::string& what = parts[1];

@@ -32,6 +32,11 @@ Response json_response(const Request& req, http::status status, const nlohmann::
   return res;
 }
 
+Response method_not_allowed(const Request& req, std::string message) {
+  return json_response(req, http::status::method_not_allowed,
+                       {{"reason", "Method Not Allowed"}, {"message", std::move(message)}});
+}
+
 Response empty_response(const Request& req, http::status status) {
   Response res{status, req.version()};
   res.keep_alive(req.keep_alive());

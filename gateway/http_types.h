@@ -24,6 +24,8 @@ Response empty_response(const Request& req, http::status status = http::status::
 Response error_response(const Request& req, const common::Error& error);
 Response error_response(const Request& req, common::Errc code, std::string message);
 http::status status_for(common::Errc code);
+// 405 with the {"reason","message"} body (no Errc maps to it: it is about the route, not the request).
+Response method_not_allowed(const Request& req, std::string message = "method not allowed on this resource");
 
 // Query parameter value ("" when absent), percent-decoded.
 std::string query_param(std::string_view target, std::string_view name);

@@ -22,11 +22,6 @@ common::Result<nlohmann::json> parse_body(const Request& req) {
   return j;
 }
 
-Response method_not_allowed(const Request& req) {
-  return json_response(req, http::status::method_not_allowed,
-                       {{"reason", "Method Not Allowed"}, {"message", "method not allowed on this resource"}});
-}
-
 std::string content_type_for(const std::string& file) {
   auto ends = [&](const char* ext) { return file.size() >= strlen(ext) && file.compare(file.size() - strlen(ext), strlen(ext), ext) == 0; };
   if (ends(".png")) return "image/png";

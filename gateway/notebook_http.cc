@@ -172,8 +172,7 @@ awaitable<Response> NotebookHttp::handle(Request& req, std::string path) {
   if (source == ep->sources.end()) {
     std::string allow;
     for (const auto& [v, src] : ep->sources) allow += (allow.empty() ? "" : ", ") + v;
-    Response res = json_response(req, http::status::method_not_allowed,
-                                 {{"reason", "Method Not Allowed"}, {"message", verb + " is not served at " + ep->path}});
+    Response res = method_not_allowed(req, verb + " is not served at " + ep->path);
     res.set(http::field::allow, allow);
     co_return res;
   }

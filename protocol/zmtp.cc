@@ -198,6 +198,14 @@ common::Result<size_t> Decoder::discard(std::string_view data) {
   return pos;
 }
 
+bool Decoder::drop_message(const OnUnit& on_unit, uint64_t left, bool more) {
+  drop_incomplete_ = false;
+  discard_left_ = left;
+  discard_more_ = more;
+  state_ = State::kDiscard;
+  return on_unit(Unit::kDropped, frames_);
+}
+
 common::Result<size_t> Decoder::parse(std::string_view data, const OnUnit& on_unit) {
   size_t pos = 0;
   for (;;) {
@@ -226,11 +234,7 @@ common::Result<size_t> Decoder::parse(std::string_view data, const OnUnit& on_un
       Header h = read_header(rest.substr(off));
       if (h.length == 0 && drop_incomplete_ && !frames_.empty()) {
         // Inside a message whose next frame header has not arrived: drop it from there on.
-        drop_incomplete_ = false;
-        discard_left_ = 0;
-        discard_more_ = true;
-        state_ = State::kDiscard;
-        const bool go_on = on_unit(Unit::kDropped, frames_);
+        const bool go_on = drop_message(on_unit, 0, true);
         pos += off;
         if (!go_on) return pos;
         break;
@@ -270,11 +274,7 @@ common::Result<size_t> Decoder::parse(std::string_view data, const OnUnit& on_un
       const bool incomplete = avail < h.size;
       if (frames_.size() + 1 > max_frames_ || h.size > max_bytes_ || total > max_bytes_ ||
           (incomplete && drop_incomplete_)) {
-        drop_incomplete_ = false;
-        discard_left_ = h.size;
-        discard_more_ = (h.flags & kMore) != 0;
-        state_ = State::kDiscard;
-        const bool go_on = on_unit(Unit::kDropped, frames_);  // frames_ point into data before pos
+        const bool go_on = drop_message(on_unit, h.size, (h.flags & kMore) != 0);  // frames_: data before pos
         pos += off + h.length;
         if (!go_on) return pos;
         break;

@@ -66,6 +66,9 @@ class Decoder {
   common::Result<size_t> parse_greeting(std::string_view data);
   common::Status check_ready(std::string_view body);
   common::Result<size_t> discard(std::string_view data);
+  // Enters kDiscard for the message at the front, `left` bytes into its current frame (more: frames
+  // follow it), and reports it with the frames read so far. on_unit's answer: parse on?
+  bool drop_message(const OnUnit& on_unit, uint64_t left, bool more);
 
   SocketType ours_;
   uint64_t max_bytes_;
