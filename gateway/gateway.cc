@@ -291,7 +291,7 @@ awaitable<Response> Gateway::route(Request& req, const Caller& caller) {
     co_return error_response(req, Errc::kNotFound, "not found");
   auto parts = split_path(path.size() >= config_.base_url.size() ? path.substr(config_.base_url.size()) : "");
   if (!parts.empty() && parts[0] == "kernelspecs") co_return co_await handle_kernelspecs(*this, req, parts);
-  if (parts.size() == 1 && parts[0] == "mcp") co_return co_await handle_mcp(req);
+  if (parts.size() == 1 && parts[0] == "mcp") co_return co_await handle_mcp(req, caller);
   if (parts.empty() || parts[0] != "api") co_return error_response(req, Errc::kNotFound, "not found");
   if (parts.size() == 1) {
     // Any other method on /api must stop here: everything below reads parts[1].

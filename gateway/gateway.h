@@ -106,7 +106,7 @@ class Gateway {
 
  private:
   boost::asio::awaitable<Response> route(Request& req, const Caller& caller);
-  boost::asio::awaitable<Response> handle_mcp(Request& req);  // mcp_api.cc
+  boost::asio::awaitable<Response> handle_mcp(Request& req, const Caller& caller);  // mcp_api.cc
   std::optional<Caller> authenticate(const Request& req, const std::string& ip, Response& refusal);
   bool origin_allowed(const Request& req) const;
   // Open WebSockets one user may hold (0 = no cap): the user's own limit, else the config default.
@@ -166,6 +166,7 @@ class Gateway {
   std::string local_ip_;
   int local_port_ = 0;
   int mcp_in_flight_ = 0;
+  std::map<std::string, int> mcp_in_flight_by_user_;  // no entry at 0
   std::shared_ptr<mcp::HttpBackend> mcp_backend_;
   std::unique_ptr<mcp::McpServer> mcp_;
   std::unique_ptr<boost::asio::thread_pool> mcp_pool_;  // joined in ~Gateway, after the backend is stopped

@@ -15,8 +15,12 @@ using asio::awaitable;
 
 namespace {
 
-constexpr int kMcpThreads = 4;       // tools block for as long as the code they run
-constexpr int kMaxMcpInFlight = 32;  // beyond this, 503 rather than an unbounded queue
+// A tool call holds its thread for as long as the code it runs (an execute can take minutes), so
+// there is a thread for every call admitted: none waits behind another's. Beyond the cap, 503 rather
+// than an unbounded queue; and one user gets at most a quarter of the calls, so a user's slow cells
+// (or a runaway agent) cannot take /mcp away from the other users of a shared gateway.
+constexpr int kMaxMcpInFlight = 32;
+constexpr int kMaxMcpPerUser = kMaxMcpInFlight / 4;
 
 // The token the request authenticated with (route() has checked it): header first, then ?token=.
 std::string presented_token(const Request& req) {
@@ -35,16 +39,20 @@ std::string loopback_host(const std::string& ip) {
 
 }  // namespace
 
-awaitable<Response> Gateway::handle_mcp(Request& req) {
+awaitable<Response> Gateway::handle_mcp(Request& req, const Caller& caller) {
   if (!mcp_) {
     auto url = mcp::parse_base_url(fmt::format("http://{}:{}{}", loopback_host(local_ip_), local_port_, config_.base_url));
     if (!url || local_port_ == 0) co_return error_response(req, common::Errc::kUnavailable, "MCP endpoint not ready");
     mcp_backend_ = std::make_shared<mcp::HttpBackend>(url.value());
     mcp_ = std::make_unique<mcp::McpServer>(mcp_backend_);
-    mcp_pool_ = std::make_unique<asio::thread_pool>(kMcpThreads);
+    mcp_pool_ = std::make_unique<asio::thread_pool>(kMaxMcpInFlight);
   }
   if (mcp_in_flight_ >= kMaxMcpInFlight)
     co_return error_response(req, common::Errc::kUnavailable, "too many MCP requests in progress");
+  int& mine = mcp_in_flight_by_user_[caller.user.name];
+  if (mine >= kMaxMcpPerUser)
+    co_return error_response(req, common::Errc::kUnavailable,
+                             fmt::format("too many MCP requests of yours in progress (at most {})", kMaxMcpPerUser));
   mcp::McpHttpHeaders headers{std::string(req["Mcp-Session-Id"]), std::string(req[http::field::content_type]),
                               std::string(req[http::field::accept])};
   const std::string method(req.method_string());
@@ -57,8 +65,18 @@ awaitable<Response> Gateway::handle_mcp(Request& req) {
   };
   auto pool = mcp_pool_->get_executor();
   ++mcp_in_flight_;
+  ++mine;
+  // The map's node is stable while the call is in flight: it is erased only when its count is 0.
+  struct Release {
+    Gateway& gw;
+    const std::string& user;
+    ~Release() {
+      --gw.mcp_in_flight_;
+      auto it = gw.mcp_in_flight_by_user_.find(user);
+      if (--it->second == 0) gw.mcp_in_flight_by_user_.erase(it);
+    }
+  } release{*this, caller.user.name};
   mcp::McpHttpResult result = co_await asio::co_spawn(pool, work, asio::use_awaitable);
-  --mcp_in_flight_;
 
   Response res{static_cast<http::status>(result.status), req.version()};
   for (const auto& [name, value] : result.headers) res.set(name, value);

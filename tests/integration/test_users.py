@@ -236,6 +236,54 @@ def test_mcp_tools_cannot_reach_another_users_kernel_or_workspace(school, alice_
     assert alice_kernel in mcp_text(mcp_session(users["alice"])("list_kernels", {}))
 
 
+def test_one_users_slow_mcp_calls_leave_mcp_to_the_others(school):
+    """bob's MCP executes that block (cells waiting for a file) take at most his share of /mcp: his next
+    call gets 503, and another user's call is served at once. With a small shared thread pool, alice's
+    call would wait behind bob's cells, which only end when the test creates the file afterwards."""
+    import threading
+    _, users = school
+    bob, alice = users["bob"], users["alice"]
+    kid = bob.start_kernel()["id"]
+    per_user = 8  # mcp_api.cc: kMaxMcpPerUser
+    wait_for_go = ("import os, time\n"
+                   "for _ in range(1200):\n"
+                   "    if os.path.exists('mcp_go.txt'):\n"
+                   "        break\n"
+                   "    time.sleep(0.05)\n"
+                   "print('went' if os.path.exists('mcp_go.txt') else 'timed out')\n")
+    results, threads = [], []
+    try:
+        call = mcp_session(bob)
+        threads += [threading.Thread(target=lambda: results.append(call("execute", {"kernel_id": kid, "code": wait_for_go})))
+                    for _ in range(per_user)]
+        for th in threads:
+            th.start()
+        # bob's calls are in flight once his next one is refused (a cheap call that is admitted returns at once).
+        h = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        refused = None
+        for _ in range(300):
+            r = bob.api("POST", "mcp", headers=h, json={"jsonrpc": "2.0", "id": 9, "method": "ping"})
+            if r.status_code == 503:
+                refused = r
+                break
+            time.sleep(0.1)
+        assert refused is not None, "bob's calls never filled his share"
+        assert "at most %d" % per_user in refused.json()["message"], refused.text
+        assert not results, "bob's cells ended before the file existed: %r" % results
+        # alice is served while all of bob's calls still hold their threads.
+        listed = mcp_session(alice)("list_kernels", {})
+        assert kid not in mcp_text(listed), listed
+        assert not results, results
+    finally:
+        put = bob.api("PUT", "api/workspaces/default/files/mcp_go.txt", data=b"go")
+        assert put.status_code in (200, 201), put.text
+        for th in threads:
+            th.join(120)
+        bob.api("DELETE", "api/kernels/" + kid)
+    assert len(results) == per_user
+    assert all("went" in mcp_text(res) and not res.get("isError") for res in results), results
+
+
 def test_quota_max_kernels(school, alice_kernel):
     _, users = school
     r = users["alice"].api("POST", "api/kernels", json={})
