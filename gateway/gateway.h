@@ -18,6 +18,7 @@
 #include "gateway/notebook_http.h"
 #include "gateway/seed.h"
 #include "gateway/tls.h"
+#include "gateway/file_reply.h"
 #include "gateway/kernel_pool.h"
 #include "kernel-launcher/kernelspec.h"
 #include "kernel-launcher/spawner.h"
@@ -51,6 +52,8 @@ class Gateway {
   ~Gateway();
 
   const Config& config() const { return config_; }
+  // Responses whose body is a file (archives): handlers attach, serve_requests takes and writes them.
+  FileReplies& file_replies() { return file_replies_; }
   // Serves one HTTP request (not an upgrade). Never throws: failures become JSON error responses.
   boost::asio::awaitable<Response> handle(Request req, std::string peer_ip);
   // Serves a WebSocket upgrade request on stream until the connection ends. Stream: PlainStream or TlsStream.
@@ -160,6 +163,7 @@ class Gateway {
   std::unique_ptr<boost::asio::steady_timer> cull_timer_;
   std::unique_ptr<boost::asio::steady_timer> pause_timer_;
   std::unique_ptr<KernelPool> kernel_pool_;
+  FileReplies file_replies_;
   common::SystemTime started_ = std::chrono::system_clock::now();
   // MCP over streamable HTTP (/mcp): tools call this gateway's REST API over loopback with the caller's
   // token, from worker threads (the calls block, and this io thread must stay free to serve them).

@@ -2,7 +2,14 @@
 // http_server: the TCP listener and the HTTP/1.1 session loop.
 #include "gateway/http_server.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <optional>
 #include <type_traits>
 
 #include <boost/asio/co_spawn.hpp>
@@ -29,6 +36,8 @@ namespace {
 constexpr auto kReadTimeout = std::chrono::seconds(60);       // a request must arrive in full within this
 constexpr auto kHandshakeTimeout = std::chrono::seconds(10);  // TCP accept to TLS established
 constexpr auto kTlsShutdownTimeout = std::chrono::seconds(2);
+constexpr auto kWriteTimeout = std::chrono::seconds(60);       // each piece of a response must leave within this
+constexpr size_t kFilePiece = 256 * 1024;
 
 // True unless the request has no Transfer-Encoding or exactly "chunked", the one coding Beast decodes.
 // With any other, the body is either unframed (chunked not last: RFC 9112 6.3 says 400 and close, or
@@ -45,6 +54,36 @@ bool unsupported_transfer_coding(const Request& req) {
     chunked = beast::iequals(c, "chunked");
   }
   return !(n == 1 && chunked);
+}
+
+// The head, then the file in pieces read as they are written. False when the response could not be
+// sent whole: after the head, an error can only be told by closing the connection (RFC 9112 8: an
+// incomplete message).
+template <class Stream>
+awaitable<bool> write_file_reply(Stream& stream, Response& head, const FileBody& file) {
+  boost::system::error_code ec;
+  auto& lowest = beast::get_lowest_layer(stream);
+  lowest.expires_after(kWriteTimeout);
+  http::response_serializer<http::string_body> sr{head};
+  co_await http::async_write_header(stream, sr, asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) co_return false;
+  std::unique_ptr<char[]> piece(new char[kFilePiece]);
+  for (uint64_t offset = 0; offset < file.size;) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(kFilePiece, file.size - offset));
+    const ssize_t n = ::pread(file.fd.get(), piece.get(), want, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      common::log_warn("msg=\"response body file unreadable; closing the connection\" error=\"{}\"",
+                       n < 0 ? std::strerror(errno) : "shorter than its Content-Length");
+      co_return false;
+    }
+    lowest.expires_after(kWriteTimeout);
+    co_await asio::async_write(stream, asio::buffer(piece.get(), static_cast<size_t>(n)),
+                               asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) co_return false;
+    offset += static_cast<uint64_t>(n);
+  }
+  co_return true;
 }
 
 template <class Stream>
@@ -93,13 +132,21 @@ awaitable<void> serve_requests(Stream& stream, Gateway& gw, std::string peer) {
     }
     const bool head = req.method() == http::verb::head;
     Response res = co_await gw.handle(std::move(req), peer);
+    std::optional<FileBody> file = gw.file_replies().take(res);
     if (head) {
       // A response to HEAD ends with its headers (RFC 9110 9.3.2): a body here would be read as the
       // start of the next response on this connection. Content-Length stays that of the GET.
       res.body().clear();
+      file.reset();
     }
     bool keep = res.keep_alive();
-    lowest.expires_after(std::chrono::seconds(60));
+    if (file) {
+      keep = co_await write_file_reply(stream, res, *file) && keep;
+      file.reset();  // the staged file goes now, not when the connection's next request arrives
+      if (!keep) break;
+      continue;
+    }
+    lowest.expires_after(kWriteTimeout);
     co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
     if (ec || !keep) break;
   }

@@ -278,20 +278,27 @@ awaitable<Response> handle_workspaces(Gateway& gw, Request& req, const Caller& c
     co_return json_response(req, http::status::ok, out);
   }
   if (parts.size() == 6 && parts[5] == "archive" && method == http::verb::get) {
-    auto tar = co_await gw.offload([&]() -> common::Result<std::string> {
-      std::string out;
-      auto st = ws.write_tar(snap_id, [&out](std::string_view chunk) -> common::Status {
-        if (out.size() + chunk.size() > kMaxArchiveBytes)
+    // Staged in an unnamed file, not in memory: N slow downloads of big archives would otherwise hold
+    // N archives in the gateway's memory for as long as their clients take.
+    const std::string staging = workspace::data_tmp_dir(gw.config().data_dir);
+    auto tar = co_await gw.offload([&]() -> common::Result<FileBody> {
+      auto fd = open_unnamed_file(staging);
+      if (!fd) return fd.error();
+      uint64_t size = 0;
+      const workspace::TarSink to_file = workspace::fd_sink(fd->get());
+      auto st = ws.write_tar(snap_id, [&](std::string_view chunk) -> common::Status {
+        if (size + chunk.size() > kMaxArchiveBytes)
           return common::make_error(Errc::kTooLarge, "archive larger than 512 MiB; fork the workspace instead");
-        out.append(chunk);
-        return common::ok();
+        size += chunk.size();
+        return to_file(chunk);
       });
       if (!st) return st.error();
-      return out;
+      return FileBody{std::move(fd.value()), size};
     });
     if (!tar) co_return error_response(req, tar.error());
-    Response res = raw_response(req, std::move(tar.value()), "application/x-tar");
+    Response res = raw_response(req, "", "application/x-tar");
     res.set(http::field::content_disposition, "attachment; filename=\"" + ref.name + "-" + snap_id + ".tar\"");
+    gw.file_replies().attach(res, std::move(tar.value()));
     co_return res;
   }
   co_return error_response(req, Errc::kNotFound, "not found");

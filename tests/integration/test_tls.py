@@ -84,6 +84,27 @@ def test_rest_with_curl(tls_target, certs):
     assert bad.returncode == 60, (bad.returncode, bad.stderr)
 
 
+def test_archive_download_over_tls(tls_target, certs):
+    """An archive's body is written from a staged file in pieces: over TLS too, whole and intact."""
+    import io
+    import tarfile
+    _, (cert, _) = certs
+    data = os.urandom(3 << 20)
+    made = tls_target.post("api/workspaces", json={"name": "tls-archive"})
+    assert made.status_code == 201, made.text
+    put = tls_target.api("PUT", "api/workspaces/tls-archive/files/tls_blob.bin", data=data)
+    assert put.status_code in (200, 201), put.text
+    snap = tls_target.post("api/workspaces/tls-archive/snapshots", json={"label": "tls"})
+    assert snap.status_code == 201, snap.text
+    out = subprocess.run(["curl", "-sS", "--fail", "--cacert", cert, "-H", "Authorization: token " + tls_target.token,
+                          tls_target.url + "api/workspaces/tls-archive/snapshots/%s/archive" % snap.json()["id"]],
+                         capture_output=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    with tarfile.open(fileobj=io.BytesIO(out.stdout)) as tar:
+        names = {n.lstrip("./"): n for n in tar.getnames()}
+        assert tar.extractfile(names["tls_blob.bin"]).read() == data
+
+
 def test_kernel_execute_over_wss(tls_target, certs):
     _, (cert, _) = certs
     kid = tls_target.start_kernel()["id"]
