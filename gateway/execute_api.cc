@@ -61,7 +61,8 @@ std::string kernel_id_of_execute(const Request& req, const std::string& base_url
   if (!path.starts_with(kPrefix) || !path.ends_with("/execute")) return "";
   path.remove_prefix(kPrefix.size());
   path.remove_suffix(std::string_view("/execute").size());
-  return path.find('/') == std::string_view::npos ? std::string(path) : "";
+  // Decoded as route() decodes every path segment, so both paths find the same kernel.
+  return path.find('/') == std::string_view::npos ? percent_decode(path) : "";
 }
 }  // namespace
 

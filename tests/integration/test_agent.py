@@ -119,6 +119,13 @@ def test_ndjson_streaming_in_order_then_result(target, new_kernel):
     assert all(ln.get("type") != "result" for ln in lines[:-1]), lines
     text = "".join(ln.get("text", "") for ln in lines[:-1])
     assert text == "line 0\nline 1\nline 2\n", lines
+    # A percent-encoded id names the same kernel on the streaming path as on every other route.
+    encoded = "".join("%%%02X" % ord(c) if c == "-" else c for c in kid)
+    r = target.post("api/kernels/%s/execute" % encoded, json={"code": "print(7*6)"},
+                    headers={"Accept": "application/x-ndjson"}, stream=True)
+    assert r.status_code == 200, r.text
+    lines = [json.loads(ln) for ln in r.iter_lines() if ln.strip()]
+    assert lines[-1]["status"] == "ok" and "42" in "".join(ln.get("text", "") for ln in lines), lines
 
 
 def test_write_read_edit_tools(target, new_kernel):
