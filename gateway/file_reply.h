@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// file_reply: responses whose body is an open file (a snapshot archive staged on disk), which the
-// session loop writes in pieces: the gateway never holds such a body in memory, however large it is
-// and however slowly the client reads it.
+// file_reply: responses whose body is an open file (a workspace file, a snapshot archive staged on
+// disk), which the session loop writes in pieces: the gateway never holds such a body in memory,
+// however large it is and however slowly the client reads it.
 #pragma once
 
 #include <cstdint>

@@ -159,9 +159,12 @@ awaitable<Response> handle_workspaces(Gateway& gw, Request& req, const Caller& c
                              {"mode", n.mode}, {"mtime", common::iso8601(common::SystemTime(std::chrono::nanoseconds(n.mtime_ns)))}});
         co_return json_response(req, http::status::ok, {{"path", path}, {"type", "directory"}, {"entries", entries}});
       }
-      auto data = co_await gw.offload([&] { return files.read_file(path); });
-      if (!data) co_return error_response(req, data.error());
-      co_return raw_response(req, std::move(data.value()), "application/octet-stream");
+      // Sent from the open file in pieces: no size bound, and nothing of it held in memory.
+      auto file = co_await gw.offload([&] { return files.open_file(path); });
+      if (!file) co_return error_response(req, file.error());
+      Response res = raw_response(req, "", "application/octet-stream");
+      gw.file_replies().attach(res, FileBody{std::move(file->fd), file->size});
+      co_return res;
     }
     if (method == http::verb::put) {
       auto st = co_await gw.offload([&] { return files.write_file(path, req.body()); });

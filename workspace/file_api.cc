@@ -80,20 +80,26 @@ common::Result<NodeInfo> FileApi::stat(std::string_view path) const {
   return info_of(last_name(normalize_relative_path(path, true).value()), st);
 }
 
-common::Result<std::string> FileApi::read_file(std::string_view path) const {
+common::Result<OpenFile> FileApi::open_file(std::string_view path) const {
   // O_PATH opens nothing (no FIFO rendezvous, no device driver open); check the type first.
   auto probe = open_in_tree(tree_, path, false, O_PATH);
   if (!probe) return probe.error();
   struct stat st {};
   if (::fstat(probe->get(), &st) != 0) return errno_error("fstat", errno);
   if (!S_ISREG(st.st_mode)) return make_error(Errc::kBadRequest, "not a regular file");
-  if (static_cast<uint64_t>(st.st_size) > limits_.max_read_bytes) return make_error(Errc::kTooLarge, "file too large to read");
   auto fd = open_in_tree(tree_, path, false, O_RDONLY | O_NONBLOCK | O_NOCTTY);
   if (!fd) return fd.error();
   struct stat st2 {};
   if (::fstat(fd->get(), &st2) != 0) return errno_error("fstat", errno);
   if (!S_ISREG(st2.st_mode) || st2.st_ino != st.st_ino) return make_error(Errc::kConflict, "file changed while opening");
-  return read_all(fd->get(), limits_.max_read_bytes);
+  return OpenFile{std::move(fd.value()), static_cast<uint64_t>(st2.st_size)};
+}
+
+common::Result<std::string> FileApi::read_file(std::string_view path) const {
+  auto file = open_file(path);
+  if (!file) return file.error();
+  if (file->size > limits_.max_read_bytes) return make_error(Errc::kTooLarge, "file too large to read");
+  return read_all(file->fd.get(), limits_.max_read_bytes);
 }
 
 common::Result<std::vector<NodeInfo>> FileApi::list_dir(std::string_view path) const {

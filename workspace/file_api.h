@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/unique_fd.h"
 
 namespace cellgate::workspace {
 
@@ -19,6 +20,12 @@ struct NodeInfo {
   uint64_t size = 0;
   int64_t mtime_ns = 0;
   uint32_t mode = 0;
+};
+
+// A regular file opened for reading, and its size when it was opened.
+struct OpenFile {
+  common::UniqueFd fd;
+  uint64_t size = 0;
 };
 
 struct FileApiLimits {
@@ -40,6 +47,8 @@ class FileApi {
   common::Result<NodeInfo> stat(std::string_view path) const;
   // Regular files only (kBadRequest otherwise); over max_read_bytes → kTooLarge.
   common::Result<std::string> read_file(std::string_view path) const;
+  // The same checks as read_file, without its size bound: for a caller that streams the content.
+  common::Result<OpenFile> open_file(std::string_view path) const;
   // Sorted by name; more than max_list_entries → kTooLarge.
   common::Result<std::vector<NodeInfo>> list_dir(std::string_view path) const;
   // Creates or replaces a regular file (the parent must exist: kNotFound). Replacing a

@@ -245,6 +245,44 @@ def test_archive_is_streamed_from_disk_not_held_in_memory(target, new_kernel):
     assert not staged(), staged()
 
 
+def test_large_file_download_is_streamed_whole(target, new_kernel):
+    """GET of a workspace file larger than the 64 MiB that used to be read into memory (and refused
+    above it): two stalled clients cost the gateway no memory, and each gets the file intact."""
+    import hashlib
+    import requests
+    kid = new_kernel()["id"]
+    rep = execute(target, kid, "import hashlib, os\n"
+                               "data = os.urandom(80 << 20)\n"
+                               "open('large.bin', 'wb').write(data)\n"
+                               "print(hashlib.sha256(data).hexdigest())\n")
+    assert rep["status"] == "ok", rep
+    digest = "".join(o.get("text", "") for o in rep["outputs"]).strip()
+    before = _rss_mib(target.proc.pid)
+    sessions, streams = [], []
+    try:
+        for _ in range(2):
+            s = requests.Session()
+            s.headers.update(target.http.headers)
+            sessions.append(s)
+            r = s.get(target.url + WS + "files/large.bin", stream=True, timeout=90)
+            assert r.status_code == 200, r.status_code
+            assert int(r.headers["Content-Length"]) == 80 << 20
+            streams.append(r)
+        grown = _rss_mib(target.proc.pid) - before
+        assert grown < 24, "gateway RSS grew by %.1f MiB with two 80 MiB downloads unread" % grown
+        for r in streams:
+            assert hashlib.sha256(r.raw.read(decode_content=False)).hexdigest() == digest
+    finally:
+        for s in sessions:
+            s.close()
+    # The connection stays usable after a streamed body (keep-alive): the next request on it works.
+    s = requests.Session()
+    s.headers.update(target.http.headers)
+    assert len(s.get(target.url + WS + "files/large.bin", timeout=90).content) == 80 << 20
+    assert s.get(target.url + "api/status", timeout=30).status_code == 200
+    s.close()
+
+
 def test_fork_restore_into_new_workspace(target, new_kernel):
     kid = new_kernel()["id"]
     rep = execute(target, kid, "open('forked.txt', 'w').write('fork me')")
