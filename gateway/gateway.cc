@@ -55,9 +55,6 @@ void make_dirs(const std::string& path, mode_t mode) {
   ::chmod(path.c_str(), mode);
 }
 
-// Tokens at least this long are taken as unguessable online (32 hex digits: 128 bits).
-constexpr size_t kUnguessableTokenChars = 32;
-
 std::string_view presented_token(const Request& req, std::string& storage) {
   auto auth = req[http::field::authorization];
   if (auth.starts_with("token ")) return {auth.data() + 6, auth.size() - 6};
@@ -206,13 +203,13 @@ std::optional<Caller> Gateway::authenticate(const Request& req, const std::strin
   std::string storage;
   const std::string_view token = presented_token(req, storage);
   if (int wait = limiter_.retry_after(ip); wait > 0) {
-    // The block is there to stop online guessing, and a token this long cannot be guessed online
-    // (`cellgate user add` makes 256-bit ones): a valid one still gets in, so that on a shared
-    // address (a JupyterHub node, a NAT) one client's failures do not lock everyone else out. A
-    // shorter token, such as a hand-picked --token, stays behind the block.
-    if (token.size() >= kUnguessableTokenChars) {
-      if (auto user = users_->authenticate(token)) return Caller{std::move(*user), ip};
-    }
+    // The block is there to stop online guessing, and a token the gateway generated (256 bits: every
+    // `cellgate user add` token, and --token when not given) cannot be guessed online: a valid one
+    // still gets in, so that on a shared address (a JupyterHub node, a NAT) one client's failures do
+    // not lock everyone else out. A hand-picked --token, however long, may be a guessable phrase: it
+    // stays behind the block.
+    if (auto user = users_->authenticate(token); user && (config_.token_generated || token != config_.token))
+      return Caller{std::move(*user), ip};
     refusal = error_response(req, Errc::kUnauthorized, "too many failed authentications; retry later");
     refusal.result(http::status::too_many_requests);
     refusal.body() = nlohmann::json{{"reason", "Too Many Requests"},
