@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// kernel_lifecycle: starting, deleting, re-adopting and culling kernels, and the snapshot after each execute.
+// kernel_lifecycle: starting, deleting, re-adopting and culling kernels.
 #include <signal.h>
 #include <unistd.h>
 
@@ -8,8 +8,6 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/strand.hpp>
 #include <fmt/core.h>
 
 #include "common/log.h"
@@ -18,8 +16,6 @@
 #include "gateway/snapshot_index.h"
 #include "kernel-launcher/kernel_env.h"
 #include "kernel-launcher/spawn_util.h"
-#include "protocol/json_scan.h"
-#include "protocol/json_text.h"
 #include "state/kernel_records.h"
 #include "workspace/layout.h"
 
@@ -77,98 +73,6 @@ std::shared_ptr<KernelHub> Gateway::make_hub(launcher::KernelOptions options, co
   });
   if (listed) kernels_[kernel->id()] = hub;
   return hub;
-}
-
-namespace {
-
-// The execute_reply's metadata.cellgate: which snapshot the workspace was saved as after this execute.
-void attach_snapshot_info(protocol::Message& reply, json info) {
-  auto md = protocol::parse_untrusted_json(reply.metadata);
-  if (!md.is_object()) md = json::object();
-  md["cellgate"] = std::move(info);
-  reply.metadata = md.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-json snapshot_info(const std::string& workspace, const workspace::SnapshotResult& snap) {
-  return {{"workspace", workspace},
-          {"snapshot", snap.id},
-          {"new_snapshot", snap.created},
-          {"added", snap.diff.added},
-          {"changed", snap.diff.changed},
-          {"removed", snap.diff.removed}};
-}
-
-// attach_snapshot_info without parsing and re-dumping the kernel's metadata (once per execute): info is
-// spliced into its text. False when the metadata is not a plain object without a "cellgate" member.
-bool splice_snapshot_info(protocol::Message& reply, const json& info) {
-  protocol::detail::ScanField fields[] = {{"cellgate"}};
-  if (!protocol::detail::scan_top_level(reply.metadata, fields) ||
-      fields[0].kind != protocol::detail::ScanField::Kind::kMissing)
-    return false;
-  std::string member = "\"cellgate\":" + info.dump(-1, ' ', false, json::error_handler_t::replace);
-  size_t open = reply.metadata.find('{');  // scan_top_level: an object, perhaps after whitespace
-  size_t next = reply.metadata.find_first_not_of(" \t\r\n", open + 1);
-  if (next == std::string::npos) return false;
-  if (reply.metadata[next] != '}') member += ',';
-  reply.metadata.insert(open + 1, member);
-  return true;
-}
-
-}  // namespace
-
-void Gateway::snapshot_after_execute(const std::shared_ptr<KernelHub>& hub, protocol::Message reply,
-                                     std::function<void(protocol::Message)> deliver) {
-  workspace::WorkspaceRef ref{hub->owner, hub->workspace};
-  // Most executes write no file: when inotify saw nothing since the last walk, the head snapshot is
-  // still the tree, and the reply goes out without a walk or a trip through the thread pool.
-  if (auto ws = workspaces_->open(ref); ws && !change_watch_.maybe_changed(ws->tree_path())) {
-    workspace::SnapshotResult same;  // what a walk would find: the head ("" while the tree was never saved)
-    same.id = ws->head_id();
-    auto info = snapshot_info(ref.name, same);
-    if (!splice_snapshot_info(reply, info)) attach_snapshot_info(reply, std::move(info));
-    asio::post(io_, [reply = std::move(reply), deliver = std::move(deliver)]() mutable { deliver(std::move(reply)); });
-    return;
-  }
-  auto ws_config = workspaces_->config();
-  if (auto cfg = hub->workspace_config) ws_config = *cfg;
-  // One strand per kernel keeps its replies in order; different kernels snapshot in parallel.
-  if (!hub->snapshot_strand) hub->snapshot_strand = std::make_shared<asio::strand<asio::thread_pool::executor_type>>(pool_.get_executor());
-  asio::post(*hub->snapshot_strand, [this, ref, ws_config, reply = std::move(reply), deliver = std::move(deliver),
-                                     id = hub->kernel().id()]() mutable {
-    json info;
-    workspace::SnapshotResult taken;
-    auto ws = workspaces_->open(ref);
-    if (!ws) {
-      info = {{"error", ws.error().message}};
-    } else {
-      change_watch_.begin_walk(ws->tree_path());
-      workspace::Workspace w(workspaces_->store(), ws->dir(), ws_config);
-      auto snap = w.snapshot({});
-      if (!snap) {
-        change_watch_.invalidate(ws->tree_path());
-        info = {{"error", "snapshot failed: " + snap.error().message}};
-        common::log_warn("kernel={} msg=\"snapshot after execute failed\" error=\"{}\"", id, snap.error().message);
-      } else {
-        taken = snap.value();
-        info = snapshot_info(ref.name, taken);
-      }
-      change_watch_.end_walk(ws->tree_path());
-    }
-    attach_snapshot_info(reply, std::move(info));
-    SnapshotOrigin origin{id, std::nullopt};
-    if (auto content = protocol::parse_untrusted_json(reply.content);
-        content.is_object() && content.contains("execution_count") && content["execution_count"].is_number_integer())
-      origin.execution_count = content["execution_count"].get<int64_t>();
-    asio::post(io_, [this, ref, taken = std::move(taken), origin = std::move(origin), reply = std::move(reply),
-                     deliver = std::move(deliver)]() mutable {
-      // The database is the io thread's; the index is written before the client hears of the snapshot.
-      if (taken.created || !taken.pruned.empty()) {
-        if (auto st = index_snapshot(*db_, ref, taken, workspace::SnapshotOptions{}, origin); !st)
-          common::log_error("kernel={} msg=\"cannot index snapshot\" error=\"{}\"", origin.kernel_id, st.error().message);
-      }
-      deliver(std::move(reply));
-    });
-  });
 }
 
 void Gateway::apply_kernelspec_policy(launcher::KernelOptions& ko) const {
