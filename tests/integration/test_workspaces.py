@@ -187,11 +187,33 @@ def _rss_mib(pid):
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
 
 
+class StalledDownloads:
+    """n clients that GET path and read only the response head, each on its own connection; with a
+    block, the gateway has sent every head (so built every body) when the block starts."""
+
+    def __init__(self, target, path, n):
+        import requests
+        self.sessions, self.streams = [], []
+        for _ in range(n):
+            s = requests.Session()
+            s.headers.update(target.http.headers)
+            self.sessions.append(s)
+            r = s.get(target.url + path, stream=True, timeout=90)
+            assert r.status_code == 200, (r.status_code, r.text[:300])
+            self.streams.append(r)
+
+    def __enter__(self):
+        return self.streams
+
+    def __exit__(self, *exc):
+        for s in self.sessions:
+            s.close()
+
+
 def test_archive_is_streamed_from_disk_not_held_in_memory(target, new_kernel):
     """Four clients that have the head of a 48 MiB archive but read nothing more: the gateway holds
     none of the four in memory (it did: 4 x 48 MiB), and then each client gets all of it, intact."""
     import hashlib
-    import requests
     kid = new_kernel()["id"]
     rep = execute(target, kid, "import hashlib, os\n"
                                "for i in range(3):\n"
@@ -203,15 +225,8 @@ def test_archive_is_streamed_from_disk_not_held_in_memory(target, new_kernel):
     assert len(digests) == 3, rep
     path = WS + "snapshots/%s/archive" % rep["workspace"]["snapshot"]
     before = _rss_mib(target.proc.pid)
-    sessions, streams = [], []
-    try:
-        for _ in range(4):
-            s = requests.Session()
-            s.headers.update(target.http.headers)
-            sessions.append(s)
-            r = s.get(target.url + path, stream=True, timeout=90)
-            assert r.status_code == 200 and r.headers["Content-Type"] == "application/x-tar", r.status_code
-            streams.append(r)
+    with StalledDownloads(target, path, 4) as streams:
+        assert all(r.headers["Content-Type"] == "application/x-tar" for r in streams)
         size = int(streams[0].headers["Content-Length"])
         assert size > 48 << 20 and all(int(r.headers["Content-Length"]) == size for r in streams), size
         # Every archive has been built (its head is sent after): what the gateway holds, it holds now.
@@ -224,9 +239,6 @@ def test_archive_is_streamed_from_disk_not_held_in_memory(target, new_kernel):
                 got = {n.lstrip("./"): hashlib.sha256(tar.extractfile(n).read()).hexdigest()
                        for n in tar.getnames() if n.lstrip("./").startswith("big")}
             assert got == {"big%d.bin" % i: digests[i] for i in range(3)}, got
-    finally:
-        for s in sessions:
-            s.close()
     # The staged files are closed (so gone) once their downloads are done.
     fd_dir = "/proc/%d/fd" % target.proc.pid
 
@@ -258,23 +270,12 @@ def test_large_file_download_is_streamed_whole(target, new_kernel):
     assert rep["status"] == "ok", rep
     digest = "".join(o.get("text", "") for o in rep["outputs"]).strip()
     before = _rss_mib(target.proc.pid)
-    sessions, streams = [], []
-    try:
-        for _ in range(2):
-            s = requests.Session()
-            s.headers.update(target.http.headers)
-            sessions.append(s)
-            r = s.get(target.url + WS + "files/large.bin", stream=True, timeout=90)
-            assert r.status_code == 200, r.status_code
-            assert int(r.headers["Content-Length"]) == 80 << 20
-            streams.append(r)
+    with StalledDownloads(target, WS + "files/large.bin", 2) as streams:
+        assert all(int(r.headers["Content-Length"]) == 80 << 20 for r in streams)
         grown = _rss_mib(target.proc.pid) - before
         assert grown < 24, "gateway RSS grew by %.1f MiB with two 80 MiB downloads unread" % grown
         for r in streams:
             assert hashlib.sha256(r.raw.read(decode_content=False)).hexdigest() == digest
-    finally:
-        for s in sessions:
-            s.close()
     # The connection stays usable after a streamed body (keep-alive): the next request on it works.
     s = requests.Session()
     s.headers.update(target.http.headers)
