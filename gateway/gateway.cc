@@ -271,6 +271,9 @@ awaitable<Response> Gateway::handle(Request req, std::string peer_ip) {
         else res = co_await notebook_http_->handle(req, std::move(rel));
       }
     } else if (auto caller = authenticate(req, peer_ip, res)) {
+      // HEAD is GET without the body (RFC 9110 9.3.2): routed as GET, so every GET resource answers it
+      // with the same status and headers (a file's Content-Length among them); serve_requests drops the body.
+      if (req.method() == http::verb::head) req.method(http::verb::get);
       res = co_await route(req, *caller);
     }
   } catch (const std::exception& e) {

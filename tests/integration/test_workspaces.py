@@ -224,11 +224,14 @@ def test_archive_is_streamed_from_disk_not_held_in_memory(target, new_kernel):
     digests = "".join(o.get("text", "") for o in rep["outputs"]).split()
     assert len(digests) == 3, rep
     path = WS + "snapshots/%s/archive" % rep["workspace"]["snapshot"]
+    head = target.api("HEAD", path)
+    assert head.status_code == 200 and head.headers["Content-Type"] == "application/x-tar" and not head.content
     before = _rss_mib(target.proc.pid)
     with StalledDownloads(target, path, 4) as streams:
         assert all(r.headers["Content-Type"] == "application/x-tar" for r in streams)
         size = int(streams[0].headers["Content-Length"])
         assert size > 48 << 20 and all(int(r.headers["Content-Length"]) == size for r in streams), size
+        assert int(head.headers["Content-Length"]) == size
         # Every archive has been built (its head is sent after): what the gateway holds, it holds now.
         grown = _rss_mib(target.proc.pid) - before
         assert grown < 24, "gateway RSS grew by %.1f MiB with four 48 MiB archives unread" % grown
@@ -276,6 +279,9 @@ def test_large_file_download_is_streamed_whole(target, new_kernel):
         assert grown < 24, "gateway RSS grew by %.1f MiB with two 80 MiB downloads unread" % grown
         for r in streams:
             assert hashlib.sha256(r.raw.read(decode_content=False)).hexdigest() == digest
+    # HEAD answers as GET does, without the body.
+    head = target.api("HEAD", WS + "files/large.bin")
+    assert head.status_code == 200 and int(head.headers["Content-Length"]) == 80 << 20 and not head.content
     # The connection stays usable after a streamed body (keep-alive): the next request on it works.
     s = requests.Session()
     s.headers.update(target.http.headers)
