@@ -147,14 +147,18 @@ void plug_heap_holes() {
 
 }  // namespace
 
+// The kernel's own stack first, the data libraries after: objects are laid out in import order, and
+// a kernel start touches (so copies the pages of) the standard library, traitlets, zmq, tornado,
+// jupyter_client, IPython and ipykernel, not numpy or pandas; imported first they share fewer pages
+// with objects no kernel start touches (a kernel's USS 16.6 -> 16.0 MiB).
 std::vector<std::string> default_preload() {
-  return {"numpy", "numpy.random", "pandas", "matplotlib", "matplotlib.pyplot", "matplotlib.backends.backend_agg",
-          "matplotlib_inline.backend_inline", "IPython", "IPython.core.interactiveshell", "IPython.core.completer",
-          "ipykernel_launcher", "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell",
-          "ipykernel.iostream", "ipykernel.heartbeat", "ipykernel.parentpoller", "ipykernel.comm",
-          "ipykernel.debugger", "jupyter_client.session", "jupyter_client.connect", "zmq", "zmq.eventloop.zmqstream",
-          "tornado.ioloop", "asyncio", "sqlite3", "jedi", "parso", "psutil", "pygments", "pygments.lexers.python",
-          "pygments.formatters.html", "json", "uuid", "hmac", "pickle", "decimal"};
+  return {"asyncio", "json", "uuid", "hmac", "pickle", "decimal", "sqlite3", "psutil", "zmq", "zmq.eventloop.zmqstream",
+          "tornado.ioloop", "jupyter_client.session", "jupyter_client.connect", "IPython", "IPython.core.interactiveshell",
+          "IPython.core.completer", "ipykernel_launcher", "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell",
+          "ipykernel.iostream", "ipykernel.heartbeat", "ipykernel.parentpoller", "ipykernel.comm", "ipykernel.debugger",
+          "numpy", "numpy.random", "pandas", "matplotlib", "matplotlib.pyplot", "matplotlib.backends.backend_agg",
+          "matplotlib_inline.backend_inline", "jedi", "parso", "pygments", "pygments.lexers.python",
+          "pygments.formatters.html"};
 }
 
 std::string start_python(const std::vector<std::string>& modules, const std::string& mpl_dir) {
