@@ -134,7 +134,17 @@ std::string record_preloaded_fds() {
 // which each kernel pays in full. Allocating every free chunk once, for good, makes later
 // allocations — the helper's, init's, the kernel's — come from the top of the heap, fresh pages.
 // Bounded: at most the free bytes the heap holds (under 1 MiB after the preload), in 32-byte pieces.
+constexpr int kTcacheCount = 7;  // glibc's default glibc.malloc.tcache_count
+
 void plug_heap_holes() {
+  // mallinfo2 counts the chunks parked in the per-thread cache (tcache: up to 7 per size up to
+  // 1032 bytes) as in use: take them first, or the helper's first allocations reuse them, copying
+  // the pages they are scattered over (~110 heap pages shared by helper, init and kernel).
+  for (size_t size = 24; size <= 1032; size += 16) {
+    for (int i = 0; i < kTcacheCount; ++i) {
+      if (::malloc(size) == nullptr) return;  // kept, as below
+    }
+  }
   for (int round = 0; round < 16; ++round) {
     struct mallinfo2 mi = ::mallinfo2();
     if (mi.fordblks <= mi.keepcost + 4096) return;
