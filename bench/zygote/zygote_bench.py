@@ -16,10 +16,11 @@ prints:
     the zygote's own PSS spread over that batch; USS: their private memory, what one more kernel costs.
 Targets (issue 8): start <= 150 ms, 20 in parallel <= 0.5 s, <= 20 MiB PSS per idle kernel.
 
-usage: zygote_bench.py --bin BUILD/bin [--runs N] [--parallel N] [--short] [--json FILE]
+usage: zygote_bench.py --bin BUILD/bin [--runs N] [--parallel N] [--short] [--zygote-only] [--json FILE]
        zygote_bench.py --jsonl --cellgate BUILD/bin/cellgate [--quick]     (for bench/run.py)
 --jsonl prints one JSON line per figure instead of the table: the fork server as backend "cellgate"
 (with the issue's targets), cold jailed starts as the reference backend "cold_jail"; group "fork server".
+--zygote-only skips the cold starts and the gateway (a lighter run to compare two zygotes).
 (exits 1 when a figure is malformed, 4 when it cannot run here)
 """
 import argparse
@@ -193,8 +194,18 @@ def cpu_ms(pid):
         return 0.0
 
 
+def minor_faults(pid):
+    """Minor page faults of a process so far (copy-on-write among them); 0 for a process that is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[7])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 def one_start(mode, bins, sock, ctx):
-    """(wall seconds to kernel_info_reply, CPU ms its jail's processes spent until then)."""
+    """(wall seconds to kernel_info_reply, CPU ms its jail's processes spent until then, the kernel's minor
+    page faults until then)."""
     k = Kernel()
     t0 = time.monotonic()
     start(k, mode, bins, sock)
@@ -202,10 +213,11 @@ def one_start(mode, bins, sock, ctx):
     elapsed = time.monotonic() - t0
     k.wait_ready_line()
     cpu = sum(cpu_ms(p) for p in k.pids())
+    faults = minor_faults(k.pids()[2])
     k.stop()
     if not ok:
         raise RuntimeError(f"{mode}: no kernel_info_reply within 30 s")
-    return elapsed, cpu
+    return elapsed, cpu, faults
 
 
 def parallel(mode, n, bins, sock, ctx):
@@ -292,6 +304,7 @@ def figure_rows(n):
         ("POST /api/kernels -> 201 via cellgate serve p50", "ms", "gateway_cold_start_p50_ms",
          "gateway_zygote_start_p50_ms", "<= 150"),
         ("CPU of the jail's processes per start", "ms", "cold_start_cpu_ms", "zygote_start_cpu_ms", None),
+        ("minor page faults of the kernel until it answered", "faults", "cold_start_minflt", "zygote_start_minflt", None),
         (f"{n} ipykernels started in parallel, all ready", "s", "cold_parallel_s", "zygote_parallel_s", "<= 0.5"),
         (f"PSS per idle ipykernel (helper+init+kernel, {n} alive)", "MiB", "cold_pss_mib", "zygote_pss_mib", "<= 20"),
         (f"USS per idle ipykernel (helper+init+kernel, {n} alive)", "MiB", "cold_uss_mib", "zygote_uss_mib", None),
@@ -317,7 +330,7 @@ def print_table(fig, a):
         if z not in fig:
             continue
         label = f"{label} ({unit})"
-        if c is None:
+        if c is None or c not in fig:
             print(f"{label:62} {'':10} {fig[z]:10.3f}")
         else:
             print(f"{label:62} {fig[c]:10.3f} {fig[z]:10.3f} {fig[z] / fig[c]:7.2f}  {target or ''}")
@@ -333,6 +346,7 @@ def main():
     ap.add_argument("--parallel", type=int, default=20)
     ap.add_argument("--short", "--quick", dest="short", action="store_true", help="CI: 2 runs, 4 in parallel")
     ap.add_argument("--jsonl", action="store_true", help="JSON lines for bench/run.py instead of the table")
+    ap.add_argument("--zygote-only", action="store_true", help="no cold starts, no gateway: the zygote's figures only")
     ap.add_argument("--json", help="also write the figures here")
     a = ap.parse_args()
     if a.bin is None and a.cellgate:
@@ -350,20 +364,24 @@ def main():
     zygote, boot = start_zygote(a.bin, sock)
     ctx = zmq.Context()
     fig = {"zygote_boot_s": boot}
+    modes = ("zygote",) if a.zygote_only else ("cold", "zygote")
     try:
-        for mode in ("cold", "zygote"):
+        for mode in modes:
             one_start(mode, a.bin, sock, ctx)  # warm the page cache and the seccomp cache
-        times = {"cold": [], "zygote": []}
-        cpus = {"cold": [], "zygote": []}
+        times = {m: [] for m in modes}
+        cpus = {m: [] for m in modes}
+        faults = {m: [] for m in modes}
         zygote_cpu0 = cpu_ms(zygote.pid)
         for _ in range(a.runs):
-            for mode in ("cold", "zygote"):
-                wall, cpu = one_start(mode, a.bin, sock, ctx)
+            for mode in modes:
+                wall, cpu, flt = one_start(mode, a.bin, sock, ctx)
                 times[mode].append(wall)
                 cpus[mode].append(cpu)
+                faults[mode].append(flt)
         fig["zygote_fork_cpu_ms"] = (cpu_ms(zygote.pid) - zygote_cpu0) / a.runs
-        for mode in ("cold", "zygote"):
+        for mode in modes:
             fig[f"{mode}_start_cpu_ms"] = statistics.median(cpus[mode])
+            fig[f"{mode}_start_minflt"] = statistics.median(faults[mode])
             t = sorted(times[mode])
             fig[f"{mode}_start_p50_ms"] = statistics.median(t) * 1000
             fig[f"{mode}_start_p90_ms"] = t[min(len(t) - 1, int(len(t) * 0.9))] * 1000
@@ -381,7 +399,7 @@ def main():
         zygote.terminate()
         zygote.wait(timeout=10)
         ctx.term()
-    if os.path.exists(os.path.join(a.bin, "cellgate")):
+    if os.path.exists(os.path.join(a.bin, "cellgate")) and not a.zygote_only:
         fig["gateway_cold_start_p50_ms"] = statistics.median(gateway_starts(a.bin, "off", a.runs)) * 1000
         fig["gateway_zygote_start_p50_ms"] = statistics.median(gateway_starts(a.bin, "on", a.runs)) * 1000
     if a.jsonl:
@@ -392,7 +410,8 @@ def main():
         with open(a.json, "w") as f:
             json.dump(fig, f, indent=1)
     bad = [k for k, v in fig.items() if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0)]
-    bad += [k for k in ("cold_start_p50_ms", "zygote_start_p50_ms", "cold_pss_mib", "zygote_pss_mib") if not fig[k] > 0]
+    bad += [k for k in ("cold_start_p50_ms", "zygote_start_p50_ms", "cold_pss_mib", "zygote_pss_mib")
+            if (k in fig or not a.zygote_only) and not fig.get(k, 0) > 0]
     if bad:
         print(f"zygote_bench: malformed figures: {bad}", file=sys.stderr)
         return 1
