@@ -107,9 +107,16 @@ class Kernel:
         os.makedirs(self.runtime, mode=0o700)
         os.makedirs(self.private, mode=0o700)
         self.conn = self.runtime + "/connection.json"
-        write_connection_file(self.conn, transport="ipc", ip=self.runtime + "/k")
         self.log_path = self.private + "/kernel.log"
-        self.popen = self.pidfd = None
+        self.popen = self.pidfd = self.helper = self.kc = None
+        try:
+            self._start(jail, zygote, command)
+        except BaseException:
+            self.stop()  # a refused or failed start leaves no jail and no directories behind
+            raise
+
+    def _start(self, jail, zygote, command):
+        write_connection_file(self.conn, transport="ipc", ip=self.runtime + "/k")
         command = command or KERNEL_CMD + [self.conn]
         if zygote is not None:
             err, self.helper, self.pidfd, ready = zygote_request(zygote.socket, self.args(3, command), self.log_path)
@@ -197,12 +204,14 @@ class Kernel:
             return False
 
     def stop(self):
+        if self.kc is not None:
+            try:
+                self.kc.stop_channels()
+            except Exception:
+                pass
         try:
-            self.kc.stop_channels()
-        except Exception:
-            pass
-        try:
-            os.kill(self.helper, signal.SIGUSR1)
+            if self.helper is not None:
+                os.kill(self.helper, signal.SIGUSR1)
         except ProcessLookupError:
             pass
         if self.popen is not None:
