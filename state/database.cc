@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 #include <utility>
 
 #include <fmt/core.h>
@@ -101,12 +103,23 @@ Status Database::configure() {
                                             "move it away",
                                             path_, sqlite3_errmsg(db_)));
     };
-    auto stmt = prepare("PRAGMA journal_mode=WAL");
-    if (!stmt) return unusable(stmt.error());
-    auto row = stmt->step();
-    if (!row) return unusable(row.error());
-    if (!row.value() || stmt->column_text(0) != "wal")
-      return make_error(Errc::kInternal, path_ + ": cannot switch the state database to WAL mode");
+    // Switching a fresh file to WAL needs its exclusive lock, and SQLite answers SQLITE_BUSY at once,
+    // without the busy handler, when another connection is opening the same file (its deadlock
+    // avoidance): a gateway starting while `cellgate user add` runs. Retried within the busy timeout.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+    for (;;) {
+      auto stmt = prepare("PRAGMA journal_mode=WAL");
+      auto row = stmt ? stmt->step() : Result<bool>(stmt.error());
+      const int rc = sqlite3_errcode(db_);
+      if (!row && (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        continue;
+      }
+      if (!row) return unusable(row.error());
+      if (!row.value() || stmt->column_text(0) != "wal")
+        return make_error(Errc::kInternal, path_ + ": cannot switch the state database to WAL mode");
+      break;
+    }
   }
   // NORMAL is durable across application crashes in WAL mode; only power loss can drop the last
   // transactions (sqlite.org/pragma.html#pragma_synchronous).
