@@ -313,6 +313,11 @@ awaitable<Response> Gateway::route(Request& req, const Caller& caller) {
                              {"kernels", count},
                              {"connections", conns}};
     if (kernel_pool_ && caller.user.admin) status["pool"] = kernel_pool_->status();
+    if (caller.user.admin) {
+      size_t waiting = 0;
+      for (const auto& [user, calls] : mcp_users_) waiting += calls.waiting.size();
+      status["mcp"] = {{"running", mcp_in_flight_}, {"waiting", waiting}};
+    }
     co_return json_response(req, http::status::ok, status);
   }
   if (what == "me" && parts.size() == 2)

@@ -2,6 +2,7 @@
 // gateway: the server's state (users, kernels, sessions, workspaces) and the REST route table.
 #pragma once
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -169,8 +170,12 @@ class Gateway {
   // token, from worker threads (the calls block, and this io thread must stay free to serve them).
   std::string local_ip_;
   int local_port_ = 0;
+  struct McpUserCalls {
+    int running = 0;                                                  // holding a thread
+    std::deque<std::shared_ptr<boost::asio::steady_timer>> waiting;  // for one of the user's slots, in order
+  };
   int mcp_in_flight_ = 0;
-  std::map<std::string, int> mcp_in_flight_by_user_;  // no entry at 0
+  std::map<std::string, McpUserCalls> mcp_users_;  // no entry while a user has no call
   std::shared_ptr<mcp::HttpBackend> mcp_backend_;
   std::unique_ptr<mcp::McpServer> mcp_;
   std::unique_ptr<boost::asio::thread_pool> mcp_pool_;  // joined in ~Gateway, after the backend is stopped

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // mcp_api: /mcp, the MCP streamable HTTP endpoint, served by cellgate_mcp on worker threads.
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <fmt/core.h>
 
@@ -16,11 +18,13 @@ using asio::awaitable;
 namespace {
 
 // A tool call holds its thread for as long as the code it runs (an execute can take minutes), so
-// there is a thread for every call admitted: none waits behind another's. Beyond the cap, 503 rather
-// than an unbounded queue; and one user gets at most a quarter of the calls, so a user's slow cells
-// (or a runaway agent) cannot take /mcp away from the other users of a shared gateway.
+// there is a thread for every call running: none waits behind another user's. One user runs at most a
+// quarter of them, so a user's slow cells (or a runaway agent) cannot take /mcp away from the other
+// users of a shared gateway; the user's further calls wait, in order, for one of their own to end.
+// Beyond the caps, 503 rather than an unbounded queue.
 constexpr int kMaxMcpInFlight = 32;
 constexpr int kMaxMcpPerUser = kMaxMcpInFlight / 4;
+constexpr size_t kMaxMcpWaitingPerUser = 32;
 
 // The token the request authenticated with (route() has checked it): header first, then ?token=.
 std::string presented_token(const Request& req) {
@@ -47,12 +51,26 @@ awaitable<Response> Gateway::handle_mcp(Request& req, const Caller& caller) {
     mcp_ = std::make_unique<mcp::McpServer>(mcp_backend_);
     mcp_pool_ = std::make_unique<asio::thread_pool>(kMaxMcpInFlight);
   }
-  if (mcp_in_flight_ >= kMaxMcpInFlight)
-    co_return error_response(req, common::Errc::kUnavailable, "too many MCP requests in progress");
-  int& mine = mcp_in_flight_by_user_[caller.user.name];
-  if (mine >= kMaxMcpPerUser)
-    co_return error_response(req, common::Errc::kUnavailable,
-                             fmt::format("too many MCP requests of yours in progress (at most {})", kMaxMcpPerUser));
+  const std::string& user = caller.user.name;
+  McpUserCalls& calls = mcp_users_[user];  // map nodes are stable; erased only once the user has no call
+  if (calls.running < kMaxMcpPerUser) {
+    if (mcp_in_flight_ >= kMaxMcpInFlight) {
+      if (calls.running == 0) mcp_users_.erase(user);
+      co_return error_response(req, common::Errc::kUnavailable, "too many MCP requests in progress");
+    }
+    ++calls.running;
+    ++mcp_in_flight_;
+  } else {
+    if (calls.waiting.size() >= kMaxMcpWaitingPerUser)
+      co_return error_response(req, common::Errc::kUnavailable,
+                               fmt::format("too many MCP requests of yours waiting (at most {} run at once, {} wait)",
+                                           kMaxMcpPerUser, kMaxMcpWaitingPerUser));
+    // A call of this user that ends hands its thread over by cancelling this timer.
+    auto turn = std::make_shared<asio::steady_timer>(io_, asio::steady_timer::time_point::max());
+    calls.waiting.push_back(turn);
+    boost::system::error_code ec;
+    co_await turn->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
   mcp::McpHttpHeaders headers{std::string(req["Mcp-Session-Id"]), std::string(req[http::field::content_type]),
                               std::string(req[http::field::accept])};
   const std::string method(req.method_string());
@@ -64,18 +82,21 @@ awaitable<Response> Gateway::handle_mcp(Request& req, const Caller& caller) {
     co_return mcp::handle_mcp_http(server, method, headers, req.body(), token);
   };
   auto pool = mcp_pool_->get_executor();
-  ++mcp_in_flight_;
-  ++mine;
-  // The map's node is stable while the call is in flight: it is erased only when its count is 0.
+  // At the end: the thread goes to the user's next waiting call, else back to everyone.
   struct Release {
     Gateway& gw;
     const std::string& user;
     ~Release() {
+      auto it = gw.mcp_users_.find(user);
+      if (!it->second.waiting.empty()) {
+        it->second.waiting.front()->cancel();
+        it->second.waiting.pop_front();
+        return;
+      }
       --gw.mcp_in_flight_;
-      auto it = gw.mcp_in_flight_by_user_.find(user);
-      if (--it->second == 0) gw.mcp_in_flight_by_user_.erase(it);
+      if (--it->second.running == 0) gw.mcp_users_.erase(it);
     }
-  } release{*this, caller.user.name};
+  } release{*this, user};
   mcp::McpHttpResult result = co_await asio::co_spawn(pool, work, asio::use_awaitable);
 
   Response res{static_cast<http::status>(result.status), req.version()};

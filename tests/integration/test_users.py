@@ -167,14 +167,9 @@ def mcp_session(user):
     h["Mcp-Session-Id"] = init.headers["Mcp-Session-Id"]
     user.api("POST", "mcp", headers=h, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
 
-    def call(tool, args, retry_busy=False):
-        """retry_busy: a 503 (this user's share of /mcp is in use) is asked again, for up to 30 s."""
-        for _ in range(600):
-            r = user.api("POST", "mcp", headers=h, json={"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                                                        "params": {"name": tool, "arguments": args}})
-            if not (retry_busy and r.status_code == 503):
-                break
-            time.sleep(0.05)
+    def call(tool, args):
+        r = user.api("POST", "mcp", headers=h, json={"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                                    "params": {"name": tool, "arguments": args}})
         assert r.status_code == 200, r.text
         return r.json()["result"]
     return call
@@ -242,14 +237,15 @@ def test_mcp_tools_cannot_reach_another_users_kernel_or_workspace(school, alice_
 
 
 def test_one_users_slow_mcp_calls_leave_mcp_to_the_others(school):
-    """bob's MCP executes that block (cells waiting for a file) take at most his share of /mcp: his next
-    call gets 503, and another user's call is served at once. With a small shared thread pool, alice's
-    call would wait behind bob's cells, which only end when the test creates the file afterwards."""
+    """bob's MCP executes that block (cells waiting for a file) run at most his share of /mcp at once, his
+    further calls wait for his own to end, and another user's call is served meanwhile. With a small
+    shared thread pool, alice's call would wait behind bob's cells, which only end when the test creates
+    the file afterwards."""
     import threading
     _, users = school
-    bob, alice = users["bob"], users["alice"]
+    bob, alice, admin = users["bob"], users["alice"], users["teacher"]
     kid = bob.start_kernel()["id"]
-    per_user = 8  # mcp_api.cc: kMaxMcpPerUser
+    per_user, extra = 8, 32  # mcp_api.cc: kMaxMcpPerUser, kMaxMcpWaitingPerUser
     wait_for_go = ("import os, time\n"
                    "for _ in range(1200):\n"
                    "    if os.path.exists('mcp_go.txt'):\n"
@@ -257,38 +253,38 @@ def test_one_users_slow_mcp_calls_leave_mcp_to_the_others(school):
                    "    time.sleep(0.05)\n"
                    "print('went' if os.path.exists('mcp_go.txt') else 'timed out')\n")
     results, threads = [], []
+
+    def mcp_load():
+        return admin.api("GET", "api/status").json()["mcp"]
     try:
         call = mcp_session(bob)
-        # A probe below can take one of bob's slots for a moment: an execute refused then asks again.
-        threads += [threading.Thread(target=lambda: results.append(
-                        call("execute", {"kernel_id": kid, "code": wait_for_go}, retry_busy=True)))
-                    for _ in range(per_user)]
+        threads += [threading.Thread(target=lambda: results.append(call("execute", {"kernel_id": kid, "code": wait_for_go})))
+                    for _ in range(per_user + extra)]
         for th in threads:
             th.start()
-        # bob's calls are in flight once his next one is refused (a cheap call that is admitted returns at once).
-        h = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-        refused = None
         for _ in range(300):
-            r = bob.api("POST", "mcp", headers=h, json={"jsonrpc": "2.0", "id": 9, "method": "ping"})
-            if r.status_code == 503:
-                refused = r
+            if mcp_load() == {"running": per_user, "waiting": extra}:
                 break
             time.sleep(0.1)
-        assert refused is not None, "bob's calls never filled his share"
-        assert "at most %d" % per_user in refused.json()["message"], refused.text
+        assert mcp_load() == {"running": per_user, "waiting": extra}, mcp_load()
         assert not results, "bob's cells ended before the file existed: %r" % results
-        # alice is served while all of bob's calls still hold their threads.
+        # One more of bob's would wait past the bound: refused at once.
+        h = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        r = bob.api("POST", "mcp", headers=h, json={"jsonrpc": "2.0", "id": 9, "method": "ping"})
+        assert r.status_code == 503 and "at most 8 run at once, 32 wait" in r.json()["message"], r.text
+        # alice is served while all of bob's calls still hold their threads or wait for his own.
         listed = mcp_session(alice)("list_kernels", {})
         assert kid not in mcp_text(listed), listed
-        assert not results, results
+        assert mcp_load() == {"running": per_user, "waiting": extra} and not results, results
     finally:
         put = bob.api("PUT", "api/workspaces/default/files/mcp_go.txt", data=b"go")
         assert put.status_code in (200, 201), put.text
         for th in threads:
             th.join(120)
         bob.api("DELETE", "api/kernels/" + kid)
-    assert len(results) == per_user
+    assert len(results) == per_user + extra
     assert all("went" in mcp_text(res) and not res.get("isError") for res in results), results
+    assert mcp_load() == {"running": 0, "waiting": 0}
 
 
 def test_quota_max_kernels(school, alice_kernel):
