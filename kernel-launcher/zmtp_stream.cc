@@ -9,13 +9,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cassert>
 #include <cerrno>
 #include <cstring>
 
 #include <boost/asio/post.hpp>
 #include <fmt/core.h>
 
+#include "common/assert.h"
 #include "common/log.h"
 
 namespace cellgate::launcher {
@@ -363,9 +363,8 @@ void ZmtpStream::keep_pending(std::string_view rest) {
   }
   // rest lies in the scratch buffer, so it is under kScratchBytes: never over the budget's floor.
   // The next read grows the buffer to what the unit wants, and asks the budget for it.
-  bool ok = reserve(std::max(rest.size() + kScratchBytes, pending_cap_));
-  assert(ok);
-  (void)ok;
+  const bool ok = reserve(std::max(rest.size() + kScratchBytes, pending_cap_));
+  CELLGATE_ASSERT(ok);
   std::memcpy(pending_.get(), rest.data(), rest.size());
   pending_len_ = rest.size();
 }

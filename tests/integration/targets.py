@@ -305,6 +305,30 @@ class CellgateTarget(Target):
         with open(os.path.join(self.run_dir, "s", kernel_id, "jail.json")) as f:
             return json.load(f)
 
+    def wait_paused(self, kernel_id, want=True, timeout=30):
+        """Polls the kernel's model until its `paused` is want; returns that model."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            r = self.get("api/kernels/" + kernel_id)
+            assert r.status_code == 200, (r.status_code, r.text)
+            m = r.json()
+            if m.get("paused") is want:
+                return m
+            time.sleep(0.2)
+        raise AssertionError("kernel %s never got paused=%s: %s\n%s" % (kernel_id, want, m, self.log_tail()))
+
+    def start_paused_kernel(self, code, timeout=30):
+        """A new kernel that ran code (over its WebSocket) and then paused, idle: its id."""
+        from jupyter_ws import KernelWS
+        kid = self.start_kernel()["id"]
+        kws = KernelWS(self.url, self.token, kid)
+        try:
+            assert kws.execute(code).reply["content"]["status"] == "ok"
+        finally:
+            kws.close()
+        self.wait_paused(kid, timeout=timeout)
+        return kid
+
     def add_user(self, name, *flags):
         """`cellgate user add NAME FLAGS`: returns the token it prints (its first stdout line)."""
         return self.cli("user", "add", name, *flags).strip().splitlines()[0].strip()

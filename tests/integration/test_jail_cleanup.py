@@ -11,7 +11,6 @@ import pytest
 
 import targets as targets_mod
 from conftest import selected_targets
-from jupyter_ws import KernelWS
 
 pytestmark = pytest.mark.skipif("cellgate" not in selected_targets(), reason="jails are a cellgate extension")
 
@@ -57,13 +56,7 @@ def test_frozen_jail_of_a_killed_helper_is_thawed_killed_and_removed():
         pytest.skip("no v1 freezer hierarchy on this host")
     t = cellgate_target("--pause-after", "1", "--freezer", "v1")
     try:
-        kid = t.start_kernel()["id"]
-        kws = KernelWS(t.url, t.token, kid)
-        try:
-            assert kws.execute("x = 1").reply["content"]["status"] == "ok"
-        finally:
-            kws.close()
-        wait_for("kernel never paused", lambda: t.get("api/kernels/" + kid).json().get("paused") is True, 30, t)
+        kid = t.start_paused_kernel("x = 1")
         st = t.jail_status(kid)
         old = [st["init_pid"], st["kernel_pid"]]
         os.kill(st["helper_pid"], signal.SIGKILL)

@@ -27,13 +27,7 @@ def model(t, kid):
 
 
 def wait_paused(t, kid, want=True, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        m = model(t, kid)
-        if m.get("paused") is want:
-            return m
-        time.sleep(0.2)
-    raise AssertionError("kernel %s never got paused=%s: %s\n%s" % (kid, want, m, t.log_tail()))
+    return t.wait_paused(kid, want, timeout)
 
 
 def cgroups_of(t, kid):
@@ -174,13 +168,7 @@ def test_paused_kernel_is_culled():
 def test_kernel_paused_across_a_gateway_restart_is_thawed_on_adoption():
     t = cellgate_target("--pause-after", "1")
     try:
-        kid = t.start_kernel()["id"]
-        kws = KernelWS(t.url, t.token, kid)
-        try:
-            assert kws.execute("x = 'kept'").reply["content"]["status"] == "ok"
-        finally:
-            kws.close()
-        wait_paused(t, kid)
+        kid = t.start_paused_kernel("x = 'kept'")
         unified, _ = cgroups_of(t, kid)
         t.terminate_gateway()  # the jail keeps running, frozen
         assert read(os.path.join(unified, "cgroup.freeze")).strip() == "1"
