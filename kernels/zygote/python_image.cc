@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "kernels/zygote/helper_child.h"
+#include "kernels/zygote/prebuilt_shell.h"
 
 namespace cellgate::zygote {
 namespace {
@@ -31,7 +32,8 @@ constexpr const char* kEntryModule = "_cellgate_zygote";
 //    `random` (os.register_at_fork reseeds `random` too; explicit is cheap). str hashes keep the
 //    zygote's secret (PYTHONHASHSEED cannot change after start): equal in all fork-server kernels;
 //  - matplotlib was imported with Agg: the jail's MPLBACKEND (ipykernel's inline) applies from now;
-//  - sys.path[0] is the working directory, as `-m` makes it; the user site dir is added if present.
+//  - sys.path[0] is the working directory, as `-m` makes it; the user site dir is added if present;
+//  - the shell built in the zygote is adopted when nothing configures it (prebuilt_shell.h).
 constexpr const char* kKernelEntry = R"PY(
 def _cellgate_kernel(argv, env):
     import os, random, signal, site, sys
@@ -63,6 +65,7 @@ def _cellgate_kernel(argv, env):
     sys.argv = [ipykernel_launcher.__file__] + list(argv[3:])
     from ipykernel.kernelapp import IPKernelApp
     app = IPKernelApp.instance()
+    _cellgate_prepare(app, list(argv[3:]), _cellgate_shell)  # prebuilt_shell.cc
     app.initialize(list(argv[3:]))
     # matplotlib_inline registers its shell hooks (figures shown after each cell, plt.show) when it is
     # imported as the backend with a shell present: in a cold kernel at the first plot. Here it was
@@ -219,6 +222,7 @@ std::string start_python(const std::vector<std::string>& modules, const std::str
     Py_DECREF(mod);
   }
   if (!failed.empty()) std::fprintf(stderr, "cellgate-zygote: not preloaded (import failed): %s\n", failed.c_str());
+  if (std::string err = define_prebuilt_shell(globals); !err.empty()) return err;
   // Everything preloaded is permanent: gc.freeze() keeps collections in kernels from writing GC
   // headers into the shared pages (copy-on-write erosion).
   if (PyRun_SimpleString(kFreeze) != 0) return "python: gc.freeze failed";

@@ -99,7 +99,9 @@ def zygote_request(sock_path, jail_args, log_path):
 class Kernel:
     """One jailed ipykernel: `zygote` is a ZygoteServer (fork server) or None (cold cellgate-jail)."""
 
-    def __init__(self, jail, zygote=None, command=None, env=None):
+    def __init__(self, jail, zygote=None, command=None, env=None, prepare=None):
+        """prepare(kernel) runs before the start, e.g. to add files to kernel.runtime (bound into the jail at
+        the same path) or to kernel.env."""
         self.env = dict(ENV, **(env or {}))
         self.kid = "zt" + uuid.uuid4().hex[:12]
         self.runtime = f"{RUN}/k/{self.kid}"
@@ -110,6 +112,8 @@ class Kernel:
         self.log_path = self.private + "/kernel.log"
         self.popen = self.pidfd = self.helper = self.kc = None
         try:
+            if prepare is not None:
+                prepare(self)
             self._start(jail, zygote, command)
         except BaseException:
             self.stop()  # a refused or failed start leaves no jail and no directories behind

@@ -8,6 +8,9 @@ Cases:
                      no_new_privs, pid namespace, mounts, network, read-only root, cgroup, env, rlimits),
                      and the host sees the forked kernel under an unprivileged slot uid
   matplotlib_inline  figures show inline (image/png) as in a cold kernel: plt.show(), open figures, %matplotlib
+  shell_like_cold    a forked kernel adopts the shell the zygote built, and that shell is the cold kernel's:
+                     dirs, history (file, thread, In/Out), environment, sys hooks, magics, user namespace
+  shell_config       with an IPython config file the forked kernel builds its own shell, and the config holds
   reseeded           two forked kernels draw different numpy and `random` numbers
   zygote_untouched   what a kernel does (state, files, kill attempts, a big allocation) never reaches the
                      zygote or the next kernel
@@ -106,6 +109,82 @@ def case_jailed_like_cold(jail, zygote):
             check(forked.kid.encode() in f.read(), "the helper's cmdline names the kernel (re-adoption check)")
     finally:
         cold.stop()
+        forked.stop()
+
+
+SHELL_PROBE = r"""
+import os, sys, threading
+_sh = get_ipython()
+_hm = _sh.history_manager
+_z = sys.modules.get('_cellgate_zygote')
+_shell_info = {
+    'adopted': _z is not None and getattr(_z, '_cellgate_shell', None) is _sh,
+    'main_is_user_module': sys.modules['__main__'] is _sh.user_module,
+    'dirs': [_sh.ipython_dir, _sh.profile_dir.location, str(_sh.db.root), _sh.starting_dir, _sh.home_dir,
+             _sh.logger.home_dir, [str(p) for p in _sh.user_ns['_dh']]],
+    'history': [str(_hm.hist_file), _hm.enabled, type(_hm.db).__name__, _hm.save_thread is not None and _hm.save_thread.is_alive(),
+                _sh.user_ns['In'] is _hm.input_hist_parsed, _sh.user_ns['Out'] is _hm.output_hist, _sh.user_ns['_dh'] is _hm.dir_hist,
+                _hm in _sh.configurables, os.path.exists(_hm.hist_file)],
+    'env': [os.environ.get(k) for k in ('TERM', 'CLICOLOR', 'PAGER', 'GIT_PAGER')],
+    'links': [_sh.parent is _sh.kernel, _sh.config is _sh.kernel.config, _sh.log is _sh.kernel.log,
+              type(_sh.compile).__name__, _sh.displayhook.session is _sh.kernel.session,
+              type(_sh._orig_sys_module_state['stdout']).__name__, _sh.stdin_encoding,
+              getattr(_sh.sys_excepthook, '__qualname__', repr(_sh.sys_excepthook))],
+    'configurables': [type(c).__name__ for c in _sh.configurables],
+    'magics': {k: sorted(v) for k, v in _sh.magics_manager.magics.items()},
+    'events': {k: len(v) for k, v in _sh.events.callbacks.items()},
+    'hidden': sorted(_sh.user_ns_hidden),
+    'threads': sorted(t.name for t in threading.enumerate()),
+}
+"""
+# The first cell makes a cold kernel register matplotlib_inline's hooks (a forked one has them from its start).
+HISTORY_CELLS = ["import matplotlib.pyplot as plt; plt.close(plt.figure())", "x = 40", "x + 2", "%cd /tmp", "print(len(In), Out[3], _ih[3], _dh[-1], _3)"]
+
+
+def case_shell_like_cold(jail, zygote):
+    cold = zk.Kernel(jail)
+    forked = zk.Kernel(jail, zygote)
+    try:
+        infos = []
+        for k in (cold, forked):
+            outs = [k.execute(code) for code in HISTORY_CELLS]
+            status, _, ename = k.execute(SHELL_PROBE)
+            check(status == "ok", f"shell probe ran ({ename})")
+            info = k.value("_shell_info")
+            info["cells"] = outs
+            info["history_cmd"] = k.execute("%history -n -l 4")[1]
+            infos.append(info)
+        c, z = infos
+        check(z["adopted"] is True and c["adopted"] is False, "the forked kernel's shell is the zygote's, the cold one's is not")
+        for key in sorted(c):
+            if key != "adopted":
+                check(c[key] == z[key], f"{key}: forked {z[key]!r} == cold {c[key]!r}")
+        check(z["cells"][4] == ("ok", "6 42 x + 2 /tmp 42\n", None), f"In/Out/_dh work: {z['cells'][4]!r}")
+        check(z["history"][3] is True and z["history"][8] is True, "a live history thread and a history file")
+        check(all(d.startswith("/tmp/.ipython") or d in ("/workspace", "/tmp") for d in z["dirs"][:6]),
+              f"the kernel's own dirs, none of the zygote's: {z['dirs']}")
+    finally:
+        cold.stop()
+        forked.stop()
+
+
+def case_shell_config(jail, zygote):
+    def config(k):
+        k.env["IPYTHONDIR"] = k.runtime + "/ipython"
+        profile = k.runtime + "/ipython/profile_default"
+        os.makedirs(profile)
+        with open(profile + "/ipython_kernel_config.py", "w") as f:
+            f.write("c.InteractiveShell.ast_node_interactivity = 'all'\n")
+        # IPython takes a temp dir instead of an IPython dir it cannot write; the kernel's host uid (its
+        # slot) is not known before the start.
+        for d in (k.runtime + "/ipython", profile):
+            os.chmod(d, 0o777)
+    forked = zk.Kernel(jail, zygote, prepare=config)
+    try:
+        got = forked.value("[get_ipython().ast_node_interactivity, "
+                           "getattr(__import__('sys').modules.get('_cellgate_zygote'), '_cellgate_shell', None) is get_ipython()]")
+        check(got == ["all", False], f"the config file holds and the kernel built its own shell: {got}")
+    finally:
         forked.stop()
 
 
