@@ -58,6 +58,9 @@ def _cellgate_prebuild_shell():
         os.environ.update(env)
         shutil.rmtree(home, ignore_errors=True)
     atexit.unregister(shell.atexit_operations)
+    # The display formatters (text/plain, html, png...) are a lazy trait default: a cold kernel builds
+    # them at its first display; every kernel here at its start (the inline backend's figure formats).
+    shell.display_formatter.formatters
     return shell
 
 
@@ -119,6 +122,10 @@ def _cellgate_prepare(app, argv, shell):
 
 try:
     _cellgate_shell = _cellgate_prebuild_shell()
+    # IPython globs the profile's startup dir for *.py and *.ipy at every start: fnmatch compiles each
+    # pattern once per process (lru_cache, then re's cache), so compile them here, for all kernels.
+    __import__("fnmatch").filter([], "*.py")
+    __import__("fnmatch").filter([], "*.ipy")
 except Exception as e:
     import sys
     print("cellgate-zygote: no prebuilt shell (kernels build their own): %s: %s" % (type(e).__name__, e),
