@@ -9,14 +9,16 @@ prints:
   - start: request -> kernel_info_reply on shell, sequential starts (median and p90); and through a
     real `cellgate serve` (--fork-server off / on): POST /api/kernels -> 201, which the gateway
     answers once the kernel has answered kernel_info;
-  - parallel: N kernels requested at once -> the last kernel_info_reply;
+  - parallel: N kernels requested at once -> the last kernel_info_reply (the median of --parallel-runs
+    batches: one batch moves by ~15% between runs on this 2-core VM);
   - CPU per start: what the jail's processes (helper, init, kernel) spent until the reply, a figure the
     machine's load does not inflate (wall times do: the load average is printed);
   - PSS of an idle kernel: the sum of Pss over its jail's processes with the parallel batch alive, and
     the zygote's own PSS spread over that batch; USS: their private memory, what one more kernel costs.
 Targets (issue 8): start <= 150 ms, 20 in parallel <= 0.5 s, <= 20 MiB PSS per idle kernel.
 
-usage: zygote_bench.py --bin BUILD/bin [--runs N] [--parallel N] [--short] [--zygote-only] [--json FILE]
+usage: zygote_bench.py --bin BUILD/bin [--runs N] [--parallel N] [--parallel-runs N] [--short] [--zygote-only]
+                      [--json FILE]
        zygote_bench.py --jsonl --cellgate BUILD/bin/cellgate [--quick]     (for bench/run.py)
 --jsonl prints one JSON line per figure instead of the table: the fork server as backend "cellgate"
 (with the issue's targets), cold jailed starts as the reference backend "cold_jail"; group "fork server".
@@ -334,6 +336,10 @@ def print_table(fig, a):
             print(f"{label:62} {'':10} {fig[z]:10.3f}")
         else:
             print(f"{label:62} {fig[c]:10.3f} {fig[z]:10.3f} {fig[z] / fig[c]:7.2f}  {target or ''}")
+    for mode in ("cold", "zygote"):
+        if f"{mode}_parallel_s_min" in fig:
+            print(f"{mode}: {a.parallel} in parallel over {a.parallel_runs} batches: "
+                  f"{fig[f'{mode}_parallel_s_min']:.3f}-{fig[f'{mode}_parallel_s_max']:.3f} s")
     print(f"zygote boot (preload) {fig['zygote_boot_s']:.2f} s; runs {a.runs}; load {os.getloadavg()[0]:.2f}; "
           f"cpus {os.cpu_count()}")
 
@@ -344,6 +350,8 @@ def main():
     ap.add_argument("--cellgate", help="the cellgate binary (bench/run.py); its dir is --bin")
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--parallel", type=int, default=20)
+    ap.add_argument("--parallel-runs", type=int, default=3,
+                    help="batches of --parallel kernels per mode; the figure is their median")
     ap.add_argument("--short", "--quick", dest="short", action="store_true", help="CI: 2 runs, 4 in parallel")
     ap.add_argument("--jsonl", action="store_true", help="JSON lines for bench/run.py instead of the table")
     ap.add_argument("--zygote-only", action="store_true", help="no cold starts, no gateway: the zygote's figures only")
@@ -354,7 +362,9 @@ def main():
     if a.bin is None:
         ap.error("--bin or --cellgate is required")
     if a.short:
-        a.runs, a.parallel = 2, 4
+        a.runs, a.parallel, a.parallel_runs = 2, 4, 1
+    if a.parallel_runs < 1:
+        ap.error("--parallel-runs must be at least 1")
     if os.geteuid() != 0:
         print("zygote_bench: needs root (it builds jails)", file=sys.stderr)
         return 4
@@ -385,8 +395,16 @@ def main():
             t = sorted(times[mode])
             fig[f"{mode}_start_p50_ms"] = statistics.median(t) * 1000
             fig[f"{mode}_start_p90_ms"] = t[min(len(t) - 1, int(len(t) * 0.9))] * 1000
-            wall, kernels = parallel(mode, a.parallel, a.bin, sock, ctx)
-            fig[f"{mode}_parallel_s"] = wall
+            walls = []
+            for run in range(a.parallel_runs):
+                if run:
+                    for k in kernels:
+                        k.stop()
+                    time.sleep(1)
+                wall, kernels = parallel(mode, a.parallel, a.bin, sock, ctx)
+                walls.append(wall)
+            fig[f"{mode}_parallel_s"] = statistics.median(walls)
+            fig[f"{mode}_parallel_s_min"], fig[f"{mode}_parallel_s_max"] = min(walls), max(walls)
             time.sleep(2)  # idle: the kernels have answered and settled
             per_kernel = [sum(pss_kib(p) for p in k.pids()) for k in kernels]
             fig[f"{mode}_pss_mib"] = statistics.mean(per_kernel) / 1024
