@@ -138,7 +138,11 @@ _shell_info = {
 }
 """
 # The first cell makes a cold kernel register matplotlib_inline's hooks (a forked one has them from its start).
-HISTORY_CELLS = ["import matplotlib.pyplot as plt; plt.close(plt.figure())", "x = 40", "x + 2", "%cd /tmp", "print(len(In), Out[3], _ih[3], _dh[-1], _3)"]
+# The rest use the shell's pickleshare db (%store), script magics, system calls and the namespace.
+HISTORY_CELLS = ["import matplotlib.pyplot as plt; plt.close(plt.figure())", "x = 40", "x + 2", "%cd /tmp",
+                 "print(len(In), Out[3], _ih[3], _dh[-1], _3)", "y = 5\n%store y\ndel y\n%store -r y\nprint(y)",
+                 "%%bash\necho hi", "!echo bang", "names = %who_ls\nprint(names)",
+                 "import sys; print(sys.modules['__main__'].__dict__ is get_ipython().user_ns)"]
 
 
 def case_shell_like_cold(jail, zygote):
