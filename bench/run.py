@@ -147,13 +147,29 @@ def leftovers():
     return found
 
 
+def cpu_busy(window=0.5):
+    """Fraction of the machine's CPU time that was not idle (or iowait) over the next `window` seconds."""
+    def sample():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return sum(v), v[3] + v[4]
+    t0, i0 = sample()
+    time.sleep(window)
+    t1, i1 = sample()
+    return 1.0 - (i1 - i0) / max(1, t1 - t0)
+
+
 def settle(limit=60.0):
     """Each script starts on a machine without the previous one's processes: tearing 200 jailed
-    kernels down takes seconds of CPU, which would land in the next script's latency figures."""
+    kernels down takes seconds of CPU, which would land in the next script's latency figures. The
+    kernel's own share of that (network namespaces are freed by a kworker, cgroups by RCU callbacks)
+    outlives the processes, so this also waits for the CPUs to be mostly idle (bounded by `limit`)."""
     deadline = time.monotonic() + limit
     while leftovers() and time.monotonic() < deadline:
         time.sleep(0.5)
     time.sleep(2)
+    while cpu_busy() > 0.25 and time.monotonic() < deadline:
+        pass
 
 
 def run_script(path, a):
