@@ -14,8 +14,8 @@ std::vector<std::string> default_preload();
 
 // Starts the interpreter (Debian's /usr/bin/python3 paths, no PYTHON* variables, no user site) in a
 // clean environment that keeps native libraries single-threaded (OMP/OpenBLAS/MKL/numexpr = 1 thread,
-// MPLBACKEND=Agg, MPLCONFIGDIR=mpl_dir when it exists), imports `modules`, then gc.collect() and
-// gc.freeze() so kernels share the preloaded objects. Runs no user code, creates no thread and no
+// MPLBACKEND=Agg, MPLCONFIGDIR=mpl_dir when it exists), imports `modules`, builds the shell kernels adopt
+// (prebuilt_shell.h), then gc.collect() and gc.freeze() so kernels share the preloaded objects. Runs no user code, creates no thread and no
 // ZeroMQ context. Keeps the GIL for good: the server is this one thread. Returns "" or why it failed.
 std::string start_python(const std::vector<std::string>& modules, const std::string& mpl_dir);
 
@@ -30,7 +30,8 @@ void after_fork_in_parent();
 // The jail's enter hook (child::ChildPlan::enter), run in the kernel process after the full lockdown
 // (uid 1000, no capabilities, no_new_privs, seccomp): PyOS_AfterFork_Child, the jail's environment,
 // fresh random state (numpy's global RNG and `random`), Python's usual signal dispositions, then
-// IPKernelApp.initialize(["-f", connection_file]) and start(). Exits the process; never returns.
+// IPKernelApp.initialize(["-f", connection_file]) (adopting the prebuilt shell when nothing configures
+// one) and start(). Exits the process; never returns.
 [[noreturn]] void enter_kernel(const isolation::child::ChildPlan& plan) noexcept;
 
 }  // namespace cellgate::zygote
