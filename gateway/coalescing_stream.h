@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/error.hpp>
@@ -82,6 +83,8 @@ class CoalescingStream {
   struct WriteOp;
   template <class Handler>
   struct FlushOp;
+  template <class Handler>
+  struct Accepted;
   struct State {
     CoalescingStream* owner = nullptr;  // null once the stream is gone
     std::string pending;                // accepted, not yet handed to Next
@@ -94,6 +97,8 @@ class CoalescingStream {
   };
 
   void submit(std::unique_ptr<Waiter> op);
+  template <class ConstBuffers>
+  void accept(const ConstBuffers& buffers, size_t n);  // copies into pending
   void start_flush();
   static void after_write(const std::shared_ptr<State>& st, boost::beast::error_code ec);
 

@@ -11,18 +11,6 @@ struct CoalescingStream<Next>::WriteOp final : Waiter, boost::beast::async_base<
   WriteOp(H&& h, const executor_type& ex, const Buffers& b)
       : boost::beast::async_base<Handler, executor_type>(std::forward<H>(h), ex), buffers(b) {}
 
-  // Completes a copied write. The bytes go out when the handler has started no other write: at the end
-  // of the last completion in a chain of writes (Beast's, each started by the previous one's handler).
-  struct Accepted {
-    std::shared_ptr<State> st;
-    Handler handler;
-    size_t n;
-    void operator()() {
-      const uint64_t generation = st->generation;
-      handler(boost::beast::error_code{}, n);
-      if (st->owner && st->generation == generation) st->owner->start_flush();
-    }
-  };
   // Completes the direct write of a large buffer sequence.
   struct Direct {
     std::shared_ptr<State> st;
@@ -39,13 +27,9 @@ struct CoalescingStream<Next>::WriteOp final : Waiter, boost::beast::async_base<
     const size_t n = boost::asio::buffer_size(buffers);
     if (n < kCopyBelow) {
       if (n == 0) return this->complete(false, boost::beast::error_code{}, n);
-      const size_t old = st.pending.size();
-      st.pending.resize(old + n);
-      boost::asio::buffer_copy(boost::asio::buffer(st.pending.data() + old, n), buffers);
-      ++st.generation;
-      if (st.pending.size() >= kFlushAt) s.start_flush();
+      s.accept(buffers, n);
       auto ex = this->get_executor();
-      boost::asio::post(ex, Accepted{s.state_, this->release_handler(), n});
+      boost::asio::post(ex, Accepted<Handler>{s.state_, this->release_handler(), n});
       return;
     }
     if (!st.pending.empty()) {  // what was accepted first goes out first; run again after it
@@ -77,6 +61,32 @@ struct CoalescingStream<Next>::FlushOp final : Waiter, boost::beast::async_base<
   void abort(boost::beast::error_code ec) override { this->complete(false, ec); }
 };
 
+// Completes a copied write. The bytes go out when the handler has started no other write: at the end
+// of the last completion in a chain of writes (Beast's, each started by the previous one's handler).
+template <class Next>
+template <class Handler>
+struct CoalescingStream<Next>::Accepted {
+  std::shared_ptr<State> st;
+  Handler handler;
+  size_t n;
+  void operator()() {
+    const uint64_t generation = st->generation;
+    handler(boost::beast::error_code{}, n);
+    if (st->owner && st->generation == generation) st->owner->start_flush();
+  }
+};
+
+template <class Next>
+template <class ConstBuffers>
+void CoalescingStream<Next>::accept(const ConstBuffers& buffers, size_t n) {
+  State& st = *state_;
+  const size_t old = st.pending.size();
+  st.pending.resize(old + n);
+  boost::asio::buffer_copy(boost::asio::buffer(st.pending.data() + old, n), buffers);
+  ++st.generation;
+  if (st.pending.size() >= kFlushAt) start_flush();
+}
+
 template <class Next>
 CoalescingStream<Next>::~CoalescingStream() {
   if (!state_) return;
@@ -89,8 +99,16 @@ template <class ConstBuffers, class WriteHandler>
 auto CoalescingStream<Next>::async_write_some(const ConstBuffers& buffers, WriteHandler&& handler) {
   return boost::asio::async_initiate<WriteHandler, void(boost::beast::error_code, size_t)>(
       [this](auto&& h, const ConstBuffers& b) {
-        using Op = WriteOp<std::decay_t<decltype(h)>, ConstBuffers>;
-        submit(std::make_unique<Op>(std::forward<decltype(h)>(h), get_executor(), b));
+        using Handler = std::decay_t<decltype(h)>;
+        const size_t n = boost::asio::buffer_size(b);
+        if (!state_->in_flight && !state_->error && n > 0 && n < kCopyBelow) {
+          // What nearly every write is: copied and completed without an operation object.
+          accept(b, n);
+          auto ex = boost::asio::get_associated_executor(h, get_executor());
+          boost::asio::post(ex, Accepted<Handler>{state_, std::forward<decltype(h)>(h), n});
+          return;
+        }
+        submit(std::make_unique<WriteOp<Handler, ConstBuffers>>(std::forward<decltype(h)>(h), get_executor(), b));
       },
       handler, buffers);
 }
