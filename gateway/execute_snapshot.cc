@@ -55,10 +55,22 @@ void Gateway::snapshot_after_execute(const std::shared_ptr<KernelHub>& hub, prot
                                      std::function<void(protocol::Message)> deliver) {
   workspace::WorkspaceRef ref{hub->owner, hub->workspace};
   // Most executes write no file: when inotify saw nothing since the last walk, the head snapshot is
-  // still the tree, and the reply goes out without a walk or a trip through the thread pool.
-  if (auto ws = workspaces_->open(ref); ws && !change_watch_.maybe_changed(ws->tree_path())) {
+  // still the tree, and the reply goes out without a walk or a trip through the thread pool. The head
+  // id is read again only after inotify saw the workspace directory change (a snapshot or restore
+  // replaced the head file, in this process or another; the workspace was removed).
+  std::optional<std::string> head;
+  if (auto tree = workspaces_->tree_path(ref); tree && !change_watch_.maybe_changed(*tree, head)) {
+    if (!head) {
+      const uint64_t token = change_watch_.watch_head(*tree);
+      if (auto ws = workspaces_->open(ref)) {
+        head = ws->head_id();
+        change_watch_.remember_head(*tree, token, *head);
+      }
+    }
+  }
+  if (head) {
     workspace::SnapshotResult same;  // what a walk would find: the head ("" while the tree was never saved)
-    same.id = ws->head_id();
+    same.id = std::move(*head);
     auto info = snapshot_info(ref.name, same);
     if (!splice_snapshot_info(reply, info)) attach_snapshot_info(reply, std::move(info));
     asio::post(io_, [reply = std::move(reply), deliver = std::move(deliver)]() mutable { deliver(std::move(reply)); });

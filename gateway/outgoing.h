@@ -14,31 +14,49 @@
 
 namespace cellgate::gateway {
 
+// Buffers an Outgoing keeps, as a ConstBufferSequence that copies without allocating (Beast's and
+// asio's write operations copy the sequence several times per message).
+class FrameBuffers {
+ public:
+  using value_type = boost::asio::const_buffer;
+  using const_iterator = const boost::asio::const_buffer*;
+  FrameBuffers(const_iterator begin, const_iterator end) : begin_(begin), end_(end) {}
+  const_iterator begin() const { return begin_; }
+  const_iterator end() const { return end_; }
+
+ private:
+  const_iterator begin_;
+  const_iterator end_;
+};
+
 // Shared by every connection it is broadcast to (and by replay buffers), so iopub fan-out costs one
 // copy of the message, not one per client.
 class Outgoing {
  public:
   Outgoing(std::string channel, protocol::Message message) : channel_(std::move(channel)), message_(std::move(message)) {}
+  Outgoing(const Outgoing&) = delete;  // frame_buffers point into it
+  Outgoing& operator=(const Outgoing&) = delete;
 
   const std::string& channel() const { return channel_; }
   const protocol::Message& message() const { return message_; }
   // The frame for a protocol as buffers to write in order, encoded on first use; they point into this
-  // object. v1 is the offset table, then the message's own parts: its megabytes are never copied
+  // object (which must not be moved while they are in use). v1 is the offset table, then the message's own parts: its megabytes are never copied
   // (what the legacy JSON splice cannot avoid). Io thread only.
-  std::vector<boost::asio::const_buffer> frame_buffers(protocol::WsProtocol p) const {
-    std::vector<boost::asio::const_buffer> out;
-    if (p == protocol::WsProtocol::kLegacy) {
+  FrameBuffers frame_buffers(protocol::WsProtocol p) const {
+    auto& out = p == protocol::WsProtocol::kLegacy ? legacy_buffers_ : v1_buffers_;
+    if (out.empty() && p == protocol::WsProtocol::kLegacy) {
       if (!legacy_) legacy_ = protocol::encode_ws(p, channel_, message_);
       out.emplace_back(legacy_->data.data(), legacy_->data.size());
-      return out;
+    } else if (out.empty()) {
+      if (!v1_head_) v1_head_ = protocol::encode_v1_head(channel_, message_);
+      out.reserve(5 + message_.buffers.size());
+      out.emplace_back(v1_head_->data(), v1_head_->size());
+      for (const std::string* part :
+           {&message_.header, &message_.parent_header, &message_.metadata, &message_.content})
+        out.emplace_back(part->data(), part->size());
+      for (const auto& b : message_.buffers) out.emplace_back(b.data(), b.size());
     }
-    if (!v1_head_) v1_head_ = protocol::encode_v1_head(channel_, message_);
-    out.reserve(5 + message_.buffers.size());
-    out.emplace_back(v1_head_->data(), v1_head_->size());
-    for (const std::string* part : {&message_.header, &message_.parent_header, &message_.metadata, &message_.content})
-      out.emplace_back(part->data(), part->size());
-    for (const auto& b : message_.buffers) out.emplace_back(b.data(), b.size());
-    return out;
+    return {out.data(), out.data() + out.size()};
   }
   bool binary_frame(protocol::WsProtocol p) const {
     if (p == protocol::WsProtocol::kV1) return true;
@@ -58,6 +76,8 @@ class Outgoing {
   protocol::Message message_;
   mutable std::optional<protocol::WsFrame> legacy_;
   mutable std::optional<std::string> v1_head_;
+  mutable std::vector<boost::asio::const_buffer> legacy_buffers_;  // point into legacy_
+  mutable std::vector<boost::asio::const_buffer> v1_buffers_;      // point into v1_head_ and message_
 };
 
 using OutgoingPtr = std::shared_ptr<const Outgoing>;

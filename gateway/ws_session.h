@@ -10,6 +10,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/websocket.hpp>
 
+#include "gateway/coalescing_stream.h"
 #include "gateway/http_types.h"
 #include "gateway/outgoing.h"
 #include "gateway/tls.h"
@@ -48,7 +49,8 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
 template <class Stream>
 class WsConnection final : public WsSession {
  public:
-  using Ws = boost::beast::websocket::stream<Stream>;
+  // The frames of the messages delivered in one io turn leave in one socket write (coalescing_stream.h).
+  using Ws = boost::beast::websocket::stream<CoalescingStream<Stream>>;
 
   WsConnection(Ws ws, std::shared_ptr<KernelHub> hub, std::string session_id, protocol::WsProtocol protocol,
                WsLimits limits);

@@ -24,6 +24,10 @@ namespace {
 // magic link); IN_ONLYDIR checks what it resolved to.
 constexpr uint32_t kMask = IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_DELETE_SELF |
                            IN_MOVE_SELF | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR;
+// Root's parent (the workspace directory): its head file is replaced by rename, and the tree or the
+// whole workspace may be removed or renamed away.
+constexpr uint32_t kParentMask = IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_DELETE_SELF |
+                                 IN_MOVE_SELF | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR;
 constexpr int kMaxDepth = 64;
 
 }  // namespace
@@ -42,13 +46,50 @@ ChangeWatch::ChangeWatch(std::chrono::milliseconds max_age, size_t max_dirs_per_
 }
 
 bool ChangeWatch::maybe_changed(const std::string& root) {
+  std::optional<std::string> head;
+  return maybe_changed(root, head);
+}
+
+bool ChangeWatch::maybe_changed(const std::string& root, std::optional<std::string>& head) {
+  head.reset();
   std::lock_guard lock(mu_);
   if (!fd_) return true;
   drain_locked();
   auto it = trees_.find(root);
   if (it == trees_.end()) return true;
   const Tree& t = it->second;
-  return t.dirty || !t.complete || t.walking > 0 || std::chrono::steady_clock::now() - t.walked >= max_age_;
+  if (t.dirty || !t.complete || t.walking > 0 || std::chrono::steady_clock::now() - t.walked >= max_age_) return true;
+  head = t.head;
+  return false;
+}
+
+uint64_t ChangeWatch::watch_head(const std::string& root) {
+  std::lock_guard lock(mu_);
+  if (!fd_) return 0;
+  drain_locked();
+  Tree& t = trees_[root];
+  if (!t.head_watched) {
+    const std::string parent = root.substr(0, root.find_last_of('/'));
+    int dfd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd >= 0) {
+      int wd = ::inotify_add_watch(fd_.get(), fmt::format("/proc/self/fd/{}", dfd).c_str(), kParentMask);
+      ::close(dfd);
+      if (wd >= 0 && !dirs_.count(wd)) {
+        dirs_.emplace(wd, Dir{parent, root, true});
+        t.head_watched = true;
+      }
+    }
+  }
+  return t.head_events;
+}
+
+void ChangeWatch::remember_head(const std::string& root, uint64_t token, std::string head) {
+  std::lock_guard lock(mu_);
+  if (!fd_) return;
+  drain_locked();
+  auto it = trees_.find(root);
+  if (it != trees_.end() && it->second.head_watched && it->second.head_events == token)
+    it->second.head = std::move(head);
 }
 
 void ChangeWatch::begin_walk(const std::string& root) {
@@ -104,7 +145,11 @@ void ChangeWatch::drain_locked() {
       auto* ev = reinterpret_cast<struct inotify_event*>(p);
       p += sizeof(struct inotify_event) + ev->len;
       if (ev->mask & IN_Q_OVERFLOW) {  // events were lost: nothing is known any more
-        for (auto& [root, t] : trees_) t.dirty = true, t.complete = false;
+        for (auto& [root, t] : trees_) {
+          t.dirty = true, t.complete = false;
+          t.head.reset();
+          ++t.head_events;
+        }
         continue;
       }
       auto d = dirs_.find(ev->wd);
@@ -112,6 +157,15 @@ void ChangeWatch::drain_locked() {
       const std::string root = d->second.root;
       auto t = trees_.find(root);
       if (t == trees_.end()) continue;
+      if (d->second.parent) {  // the head may have changed, not the tree
+        t->second.head.reset();
+        ++t->second.head_events;
+        if (ev->mask & IN_IGNORED) {
+          t->second.head_watched = false;
+          dirs_.erase(d);
+        }
+        continue;
+      }
       t->second.dirty = true;
       if (ev->mask & IN_IGNORED) {  // the directory is gone (or moved out and unwatched)
         if (d->second.path == root) t->second.complete = false;

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -30,6 +31,14 @@ class ChangeWatch {
   // False only if root was walked (begin_walk) less than max_age ago, nothing under it has changed
   // since, and no walk of it is in progress (whose snapshot is not the head yet).
   bool maybe_changed(const std::string& root);
+  // As maybe_changed(root); when that is false, head is what remember_head last recorded for root if
+  // nothing in root's parent directory (the workspace: its head file, the tree itself) changed since,
+  // else nullopt. Costs what maybe_changed does (one inotify read), no other syscall.
+  bool maybe_changed(const std::string& root, std::optional<std::string>& head);
+  // Call before reading the head file: watches root's parent directory (once). The token is for
+  // remember_head, which records a head only if that directory saw no change after this call.
+  uint64_t watch_head(const std::string& root);
+  void remember_head(const std::string& root, uint64_t token, std::string head);
   // Call right before walking root: clears its flag and watches every directory under it (the first
   // time, or after inotify lost track). Changes made during the walk set the flag again.
   void begin_walk(const std::string& root);
@@ -49,10 +58,14 @@ class ChangeWatch {
     int walking = 0;        // walks begun and not ended
     std::chrono::steady_clock::time_point walked{};
     size_t dirs = 0;
+    bool head_watched = false;       // root's parent directory is watched
+    uint64_t head_events = 0;        // events seen in it
+    std::optional<std::string> head;  // remembered; reset by any such event
   };
   struct Dir {
     std::string path;
     std::string root;
+    bool parent = false;  // root's parent directory, watched for the head only
   };
   void drain_locked();
   void watch_recursive_locked(const std::string& root, const std::string& dir, int depth);

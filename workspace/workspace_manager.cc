@@ -92,6 +92,12 @@ common::Result<Workspace> WorkspaceManager::open(const WorkspaceRef& ref) {
   return Workspace(store_, *dir, config_);
 }
 
+common::Result<std::string> WorkspaceManager::tree_path(const WorkspaceRef& ref) const {
+  auto dir = checked_dir(ref);
+  if (!dir) return dir.error();
+  return *dir + "/tree";
+}
+
 common::Result<Workspace> WorkspaceManager::ensure(const WorkspaceRef& ref) {
   // Every kernel start ensures its workspace and nearly always finds it: look before staging a new
   // one (staging and removing it again costs several ms of directory syscalls on a busy disk).

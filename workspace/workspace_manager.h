@@ -30,6 +30,8 @@ class WorkspaceManager {
   // create() unless it exists; then open().
   common::Result<Workspace> ensure(const WorkspaceRef& ref);
   common::Result<Workspace> open(const WorkspaceRef& ref);
+  // Where ref's tree is (or would be), without touching the disk: kBadRequest for invalid names.
+  common::Result<std::string> tree_path(const WorkspaceRef& ref) const;
   // Removes the workspace with its snapshots (objects stay until gc()). Kernels still using
   // tree/ keep their open mount but the name is gone at once (renamed away, then deleted).
   common::Status remove(const WorkspaceRef& ref);

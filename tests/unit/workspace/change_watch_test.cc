@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -147,4 +148,73 @@ TEST_CASE("a removed root reads as changed; forget stops watching") {
   w.watch.forget(w.root);
   CHECK(w.watch.watched_dirs(w.root) == 0);
   CHECK(w.watch.maybe_changed(w.root));
+}
+
+namespace {
+
+// A workspace directory as the manager lays it out: <ws>/head beside <ws>/tree, the tree walked once.
+struct WalkedWorkspace {
+  TempDir dir;
+  ChangeWatch watch{std::chrono::hours(1)};
+  std::string ws = dir.path() + "/ws";
+  std::string root = ws + "/tree";
+  WalkedWorkspace() {
+    ::mkdir(ws.c_str(), 0755);
+    ::mkdir(root.c_str(), 0755);
+    write_text(root + "/f.txt", "1");
+    watch.begin_walk(root);
+    watch.end_walk(root);
+  }
+  // As write_file_atomic replaces it: a new file renamed over the old.
+  void write_head(const std::string& id) {
+    write_text(ws + "/head.tmp", id);
+    ::rename((ws + "/head.tmp").c_str(), (ws + "/head").c_str());
+  }
+  std::optional<std::string> head() {
+    std::optional<std::string> h;
+    if (watch.maybe_changed(root, h)) return std::string("(tree changed)");
+    return h;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a remembered head holds until the workspace directory changes") {
+  WalkedWorkspace w;
+  CHECK(w.head() == std::nullopt);  // never remembered: the caller reads the head file
+  w.write_head("one");
+  uint64_t token = w.watch.watch_head(w.root);
+  w.watch.remember_head(w.root, token, "one");
+  CHECK(w.head() == "one");
+  CHECK(w.head() == "one");
+  w.write_head("two");  // a snapshot or restore, by this process or another
+  CHECK(w.head() == std::nullopt);
+  token = w.watch.watch_head(w.root);
+  w.watch.remember_head(w.root, token, "two");
+  CHECK(w.head() == "two");
+  ::unlink((w.ws + "/head").c_str());
+  CHECK(w.head() == std::nullopt);
+}
+
+TEST_CASE("a head that changed while it was being read is not remembered") {
+  WalkedWorkspace w;
+  const uint64_t token = w.watch.watch_head(w.root);
+  w.write_head("newer");  // after the watch, before remember_head: what was read may be stale
+  w.watch.remember_head(w.root, token, "older");
+  CHECK(w.head() == std::nullopt);
+}
+
+TEST_CASE("a remembered head is forgotten when the workspace is renamed away or the tree changes") {
+  WalkedWorkspace w;
+  w.watch.remember_head(w.root, w.watch.watch_head(w.root), "one");
+  REQUIRE(w.head() == "one");
+  write_text(w.root + "/g.txt", "2");
+  CHECK(w.head() == "(tree changed)");
+  w.watch.begin_walk(w.root);
+  w.watch.end_walk(w.root);
+  CHECK(w.head() == "one");  // a walk that found the same tree: the head file was not touched
+  ::rename(w.ws.c_str(), (w.ws + ".removed").c_str());  // WorkspaceManager::remove renames it first
+  std::optional<std::string> h;
+  w.watch.maybe_changed(w.root, h);
+  CHECK(h == std::nullopt);
 }
