@@ -40,8 +40,8 @@ class Outgoing {
   const std::string& channel() const { return channel_; }
   const protocol::Message& message() const { return message_; }
   // The frame for a protocol as buffers to write in order, encoded on first use; they point into this
-  // object (which must not be moved while they are in use). v1 is the offset table, then the message's own parts: its megabytes are never copied
-  // (what the legacy JSON splice cannot avoid). Io thread only.
+  // object (which must not be moved while they are in use). v1 is the offset table, then the message's
+  // own parts: its megabytes are never copied (what the legacy JSON splice cannot avoid). Io thread only.
   FrameBuffers frame_buffers(protocol::WsProtocol p) const {
     auto& out = p == protocol::WsProtocol::kLegacy ? legacy_buffers_ : v1_buffers_;
     if (out.empty() && p == protocol::WsProtocol::kLegacy) {
