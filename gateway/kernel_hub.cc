@@ -61,9 +61,9 @@ void KernelHub::attach(const std::shared_ptr<WsSession>& session) {
                                       " messages were dropped while this client was disconnected "
                                       "(replay buffer full)\n"}}
               .dump());
-      session->deliver(std::make_shared<Outgoing>("iopub", std::move(note)));
+      session->deliver_replayed(std::make_shared<Outgoing>("iopub", std::move(note)));
     }
-    for (auto& m : replay.messages) session->deliver(m);
+    for (auto& m : replay.messages) session->deliver_replayed(m);
   }
 }
 

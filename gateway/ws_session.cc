@@ -8,6 +8,7 @@
 #include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket/ssl.hpp>
 
+#include "common/assert.h"
 #include "common/log.h"
 #include "gateway/kernel_hub.h"
 
@@ -85,6 +86,7 @@ std::vector<OutgoingPtr> WsConnection<Stream>::take_unsent() {
   for (auto& m : queue_) out.push_back(m);
   queue_.clear();
   queued_bytes_ = 0;
+  replayed_left_ = 0;
   return out;
 }
 
@@ -99,13 +101,22 @@ void WsConnection<Stream>::deliver(const OutgoingPtr& m) {
     // Keep the message being written; the rest waits in the replay buffer for a reconnect.
     std::deque<OutgoingPtr> rest(queue_.begin() + (writing_ ? 1 : 0), queue_.end());
     queue_.erase(queue_.begin() + (writing_ ? 1 : 0), queue_.end());
-    queued_bytes_ = 0;
-    for (auto& q : queue_) queued_bytes_ += q->bytes();
+    replayed_left_ = std::min(replayed_left_, queue_.size());
+    queued_bytes_ = replayed_left_ == 0 && !queue_.empty() ? queue_.front()->bytes() : 0;
     auto keep = shared();
     hub_->detach(this, std::vector<OutgoingPtr>(rest.begin(), rest.end()));
     close("write queue limit exceeded; reconnect with the same session_id to resume", 1008);
     return;
   }
+  if (!writing_) do_write();
+}
+
+template <class Stream>
+void WsConnection<Stream>::deliver_replayed(const OutgoingPtr& m) {
+  if (closed_ || closing_) return;
+  CELLGATE_ASSERT(replayed_left_ == queue_.size());  // replayed messages come before any live one
+  queue_.push_back(m);
+  ++replayed_left_;
   if (!writing_) do_write();
 }
 
@@ -142,7 +153,10 @@ void WsConnection<Stream>::do_write() {
       return;
     }
     if (!self->queue_.empty()) {
-      self->queued_bytes_ -= std::min(self->queued_bytes_, self->queue_.front()->bytes());
+      if (self->replayed_left_ > 0)
+        --self->replayed_left_;
+      else
+        self->queued_bytes_ -= std::min(self->queued_bytes_, self->queue_.front()->bytes());
       self->queue_.pop_front();
     }
     self->do_write();

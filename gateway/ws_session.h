@@ -33,6 +33,10 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   virtual ~WsSession() = default;
   // Queues a message. Never blocks.
   virtual void deliver(const OutgoingPtr& m) = 0;
+  // Queues a message of this session's replay buffer (right after attach, before any live message). It
+  // does not count against the write-queue bound: the replay buffer bounds it already, and counted, a
+  // replay larger than the bound would close every reconnect at once.
+  virtual void deliver_replayed(const OutgoingPtr& m) = 0;
   // Sends a close frame after what is queued (code 1000 unless given).
   virtual void close(const std::string& reason, uint16_t code = 1000) = 0;
   const std::string& session_id() const { return session_id_; }
@@ -58,6 +62,7 @@ class WsConnection final : public WsSession {
   // Completes the handshake for req and serves until the connection ends.
   boost::asio::awaitable<void> run(Request req);
   void deliver(const OutgoingPtr& m) override;
+  void deliver_replayed(const OutgoingPtr& m) override;
   void close(const std::string& reason, uint16_t code = 1000) override;
 
  private:
@@ -70,7 +75,8 @@ class WsConnection final : public WsSession {
   protocol::WsProtocol protocol_;
   WsLimits limits_;
   std::deque<OutgoingPtr> queue_;
-  size_t queued_bytes_ = 0;
+  size_t queued_bytes_ = 0;   // of the live messages in queue_
+  size_t replayed_left_ = 0;  // the first replayed_left_ messages of queue_ are replayed ones
   bool writing_ = false;
   bool closing_ = false;
   bool closed_ = false;

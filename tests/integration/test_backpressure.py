@@ -46,13 +46,27 @@ def drain(ws, msg_id, stream, until_idle, timeout=120):
 
 
 def test_slow_client_is_closed_then_resumes_without_loss(small_queue_target):
-    t = small_queue_target
+    run_slow_client(small_queue_target, CODE)
+
+
+# Six separate stream messages of 2 MiB: what the first connection cannot take goes to the replay buffer
+# as several messages, together far more than --ws-queue, and the reconnect must get all of them (the
+# replay used to count against the write queue, so the reconnect was closed with 1008 at once).
+CHUNKED = ("import sys\n_c = ('z' * 1023 + '\\n') * 2048\nfor _ in range(%d):\n    sys.stdout.write(_c)\n"
+           "    sys.stdout.flush()\n" % (PRINT_MB // 2))
+
+
+def test_replay_larger_than_the_write_queue_reaches_the_reconnect(small_queue_target):
+    run_slow_client(small_queue_target, CHUNKED)
+
+
+def run_slow_client(t, code):
     kid = t.start_kernel()["id"]
     session = uuid.uuid4().hex
     a = KernelWS(t.url, t.token, kid, session_id=session)
     a.request("shell", "kernel_info_request", {})
     msg_id = a.send("shell", "execute_request", {
-        "code": CODE, "silent": False, "store_history": False, "user_expressions": {},
+        "code": code, "silent": False, "store_history": False, "user_expressions": {},
         "allow_stdin": False, "stop_on_error": True})
     time.sleep(8)  # not reading: the socket buffers fill, then the gateway's 1 MiB queue overflows
     stream = {}
