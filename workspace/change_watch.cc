@@ -24,10 +24,6 @@ namespace {
 // magic link); IN_ONLYDIR checks what it resolved to.
 constexpr uint32_t kMask = IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_DELETE_SELF |
                            IN_MOVE_SELF | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR;
-// Root's parent (the workspace directory): its head file is replaced by rename, and the tree or the
-// whole workspace may be removed or renamed away.
-constexpr uint32_t kParentMask = IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_DELETE_SELF |
-                                 IN_MOVE_SELF | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR;
 constexpr int kMaxDepth = 64;
 
 }  // namespace
@@ -72,7 +68,9 @@ uint64_t ChangeWatch::watch_head(const std::string& root) {
     const std::string parent = root.substr(0, root.find_last_of('/'));
     int dfd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd >= 0) {
-      int wd = ::inotify_add_watch(fd_.get(), fmt::format("/proc/self/fd/{}", dfd).c_str(), kParentMask);
+      // Root's parent (the workspace directory), with the trees' mask: its head file is replaced by
+      // rename, and the tree or the whole workspace may be removed or renamed away.
+      int wd = ::inotify_add_watch(fd_.get(), fmt::format("/proc/self/fd/{}", dfd).c_str(), kMask);
       ::close(dfd);
       if (wd >= 0 && !dirs_.count(wd)) {
         dirs_.emplace(wd, Dir{parent, root, true});

@@ -124,8 +124,10 @@ try:
     _cellgate_shell = _cellgate_prebuild_shell()
     # IPython globs the profile's startup dir for *.py and *.ipy at every start: fnmatch compiles each
     # pattern once per process (lru_cache, then re's cache), so compile them here, for all kernels.
-    __import__("fnmatch").filter([], "*.py")
-    __import__("fnmatch").filter([], "*.ipy")
+    import fnmatch
+    fnmatch.filter([], "*.py")
+    fnmatch.filter([], "*.ipy")
+    del fnmatch
 except Exception as e:
     import sys
     print("cellgate-zygote: no prebuilt shell (kernels build their own): %s: %s" % (type(e).__name__, e),
