@@ -113,7 +113,7 @@ class Target:
         if env is not None:
             body["env"] = env
         r = self.post("api/kernels", json=body)
-        assert r.status_code == expect, (r.status_code, r.text)
+        assert r.status_code == expect, (r.status_code, r.text, self.log_tail(200))
         return r.json()
 
     def delete_kernel(self, kernel_id):
