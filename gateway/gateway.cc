@@ -150,9 +150,9 @@ bool Gateway::start_zygote() {
 
 void Gateway::watch_zygote() {
   constexpr auto kZygoteRestartDelay = std::chrono::seconds(5);
-  zygote_watch_ = std::make_unique<asio::posix::stream_descriptor>(io_, ::dup(zygote_.pidfd.get()));
-  zygote_watch_->async_wait(asio::posix::stream_descriptor::wait_read, [this, kZygoteRestartDelay](const boost::system::error_code& ec) {
-    if (ec || zygote_.pid <= 0) return;  // cancelled: we are stopping it
+  zygote_watch_ = std::make_unique<launcher::ExitWatch>(io_.get_executor(), zygote_.pidfd.get());
+  zygote_watch_->async_wait([this, kZygoteRestartDelay] {
+    if (zygote_.pid <= 0) return;  // we are stopping it
     int status = launcher::reap(zygote_);
     common::log_warn("msg=\"fork server exited; kernels start cold until it is back\" pid={} status=\"{}\"", zygote_.pid,
                      launcher::describe_wait_status(status));
@@ -171,7 +171,7 @@ void Gateway::stop_zygote() {
   ::kill(zygote_.pid, SIGTERM);  // it removes its socket and exits; the kernels it forked stay
   for (int i = 0; i < 100 && launcher::reap(zygote_) < 0; ++i) ::usleep(10000);
   zygote_.pid = -1;
-  if (zygote_watch_) zygote_watch_->close();
+  if (zygote_watch_) zygote_watch_->cancel();
 }
 
 Gateway::~Gateway() {

@@ -10,7 +10,6 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/thread_pool.hpp>
 
 #include "gateway/config.h"
@@ -21,6 +20,7 @@
 #include "gateway/tls.h"
 #include "gateway/file_reply.h"
 #include "gateway/kernel_pool.h"
+#include "kernel-launcher/exit_watch.h"
 #include "kernel-launcher/kernelspec.h"
 #include "kernel-launcher/spawner.h"
 #include "state/audit_log.h"
@@ -149,7 +149,7 @@ class Gateway {
   workspace::ChangeWatch change_watch_;
   std::unique_ptr<launcher::Spawner> spawner_;
   launcher::ProcessHandle zygote_;  // the fork server we started (pid -1: none)
-  std::unique_ptr<boost::asio::posix::stream_descriptor> zygote_watch_;
+  std::unique_ptr<launcher::ExitWatch> zygote_watch_;
   std::unique_ptr<boost::asio::steady_timer> zygote_timer_;
   std::vector<std::string> kernelspec_path_;
   std::map<std::string, std::shared_ptr<KernelHub>> kernels_;

@@ -204,13 +204,10 @@ void Kernel::close_channels() {
 }
 
 void Kernel::watch_process() {
-  exit_watch_ = std::make_unique<asio::posix::stream_descriptor>(io_, ::dup(process_.pidfd.get()));
-  int gen = generation_;
-  exit_watch_->async_wait(asio::posix::stream_descriptor::wait_read,
-                          [self = shared_from_this(), gen](const boost::system::error_code& ec) {
-                            if (ec || gen != self->generation_) return;
-                            self->on_process_exit();
-                          });
+  exit_watch_ = std::make_unique<ExitWatch>(io_.get_executor(), process_.pidfd.get());
+  exit_watch_->async_wait([self = shared_from_this(), gen = generation_] {
+    if (gen == self->generation_) self->on_process_exit();
+  });
 }
 
 awaitable<common::Status> Kernel::wait_ready() {

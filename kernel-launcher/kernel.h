@@ -12,12 +12,12 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "common/result.h"
 #include "common/time_format.h"
 #include "kernel-launcher/connection_info.h"
+#include "kernel-launcher/exit_watch.h"
 #include "kernel-launcher/kernel_options.h"
 #include "kernel-launcher/kernelspec.h"
 #include "kernel-launcher/spawner.h"
@@ -129,7 +129,7 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   std::unique_ptr<ZmtpStream> streams_[5];
   std::optional<uid_t> peer_uid_;  // the uid the kernel's socket listeners must have
   ProcessHandle process_;
-  std::unique_ptr<boost::asio::posix::stream_descriptor> exit_watch_;
+  std::unique_ptr<ExitWatch> exit_watch_;
   boost::asio::steady_timer hb_timer_;
   std::chrono::steady_clock::time_point hb_last_reply_;
   bool hb_outstanding_ = false;

@@ -20,6 +20,7 @@
 #include <fmt/core.h>
 
 #include "common/unique_fd.h"
+#include "kernel-launcher/exit_watch.h"
 #include "kernel-launcher/spawn_util.h"
 
 namespace cellgate::launcher {
@@ -74,11 +75,13 @@ asio::awaitable<common::Result<ProcessOutcome>> run_process(ProcessRun run) {
     std::string out, err;
     bool t_out = false, t_err = false, exited = false;
     int readers_done = 0;
-    asio::posix::stream_descriptor out_d, err_d, exit_d;
+    asio::posix::stream_descriptor out_d, err_d;
     asio::steady_timer timer;
-    Shared(asio::any_io_executor e, int o, int r, int x) : out_d(e, o), err_d(e, r), exit_d(e, x), timer(e) {}
+    Shared(asio::any_io_executor e, int o, int r) : out_d(e, o), err_d(e, r), timer(e) {}
   };
-  auto sh = std::make_shared<Shared>(ex, out.read.release(), err.read.release(), open_pidfd(pid).release());
+  auto sh = std::make_shared<Shared>(ex, out.read.release(), err.read.release());
+  const common::UniqueFd pidfd = open_pidfd(pid);
+  ExitWatch exit_watch(ex, pidfd.get());
   asio::posix::stream_descriptor in_d(ex, in.write.release());
   ProcessOutcome result;
   asio::co_spawn(ex, drain(sh->out_d, sh->out, run.max_output, sh->t_out), [sh](std::exception_ptr) { ++sh->readers_done; });
@@ -88,8 +91,8 @@ asio::awaitable<common::Result<ProcessOutcome>> run_process(ProcessRun run) {
     co_await asio::async_write(in_d, asio::buffer(run.stdin_data), asio::redirect_error(asio::use_awaitable, ec));
   in_d.close(ec);
 
-  sh->exit_d.async_wait(asio::posix::stream_descriptor::wait_read, [sh](const boost::system::error_code& e) {
-    if (!e) sh->exited = true;
+  exit_watch.async_wait([sh] {
+    sh->exited = true;
     sh->timer.cancel();
   });
   auto wait_for = [&](std::chrono::milliseconds d) -> asio::awaitable<void> {
@@ -115,7 +118,6 @@ asio::awaitable<common::Result<ProcessOutcome>> run_process(ProcessRun run) {
   for (int i = 0; i < 50 && sh->readers_done < 2; ++i) co_await wait_for(std::chrono::milliseconds(10));
   sh->out_d.close(ec);
   sh->err_d.close(ec);
-  sh->exit_d.close(ec);
   for (int i = 0; i < 10 && sh->readers_done < 2; ++i) co_await wait_for(std::chrono::milliseconds(10));
   result.stdout_data = sh->out;
   result.stderr_data = sh->err;
