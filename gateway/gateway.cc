@@ -247,7 +247,7 @@ void Gateway::add_cors(const Request& req, Response& res) const {
   res.set(http::field::vary, "Origin");
 }
 
-awaitable<Response> Gateway::handle(Request req, std::string peer_ip) {
+awaitable<Response> Gateway::handle(Request req, std::string peer_ip, int client_fd) {
   Response res;
   try {
     std::string_view path = target_path(std::string_view(req.target().data(), req.target().size()));
@@ -271,6 +271,7 @@ awaitable<Response> Gateway::handle(Request req, std::string peer_ip) {
         else res = co_await notebook_http_->handle(req, std::move(rel));
       }
     } else if (auto caller = authenticate(req, peer_ip, res)) {
+      caller->client_fd = client_fd;
       // HEAD is GET without the body (RFC 9110 9.3.2): routed as GET, so every GET resource answers it
       // with the same status and headers (a file's Content-Length among them); serve_requests drops the body.
       if (req.method() == http::verb::head) req.method(http::verb::get);

@@ -41,6 +41,7 @@ namespace cellgate::gateway {
 struct Caller {
   state::User user;
   std::string ip;
+  int client_fd = -1;  // the request's TCP socket, for client_gone(); -1 when there is none
   bool sees(const KernelHub& hub) const { return user.admin || hub.owner == user.name; }
 };
 
@@ -56,7 +57,8 @@ class Gateway {
   // Responses whose body is a file (archives): handlers attach, serve_requests takes and writes them.
   FileReplies& file_replies() { return file_replies_; }
   // Serves one HTTP request (not an upgrade). Never throws: failures become JSON error responses.
-  boost::asio::awaitable<Response> handle(Request req, std::string peer_ip);
+  // client_fd: the request's TCP socket, which handlers that wait may peek at (client_gone).
+  boost::asio::awaitable<Response> handle(Request req, std::string peer_ip, int client_fd = -1);
   // Serves a WebSocket upgrade request on stream until the connection ends. Stream: PlainStream or TlsStream.
   template <class Stream>
   boost::asio::awaitable<void> handle_upgrade(Stream stream, Request req, std::string peer_ip);

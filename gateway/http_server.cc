@@ -2,6 +2,7 @@
 // http_server: the TCP listener and the HTTP/1.1 session loop.
 #include "gateway/http_server.h"
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -131,7 +132,7 @@ awaitable<void> serve_requests(Stream& stream, Gateway& gw, std::string peer) {
       continue;
     }
     const bool head = req.method() == http::verb::head;
-    Response res = co_await gw.handle(std::move(req), peer);
+    Response res = co_await gw.handle(std::move(req), peer, lowest.socket().native_handle());
     std::optional<FileBody> file = gw.file_replies().take(res);
     if (head) {
       // A response to HEAD ends with its headers (RFC 9110 9.3.2): a body here would be read as the
@@ -246,6 +247,15 @@ awaitable<void> accept_loop(tcp::acceptor& acceptor, Gateway& gw, asio::ssl::con
     else
       asio::co_spawn(acceptor.get_executor(), plain_session(std::move(socket), gw), log_session_end);
   }
+}
+
+bool client_gone(int fd) {
+  if (fd < 0) return false;
+  char byte;
+  ssize_t n;
+  while ((n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT)) < 0 && errno == EINTR) {
+  }
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
 }  // namespace cellgate::gateway

@@ -6,7 +6,9 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <fmt/core.h>
 
+#include "common/log.h"
 #include "gateway/gateway.h"
+#include "gateway/http_server.h"
 #include "mcp/http_backend.h"
 #include "mcp/http_transport.h"
 
@@ -52,6 +54,7 @@ awaitable<Response> Gateway::handle_mcp(Request& req, const Caller& caller) {
     mcp_pool_ = std::make_unique<asio::thread_pool>(kMaxMcpInFlight);
   }
   const std::string& user = caller.user.name;
+  bool waited = false;
   McpUserCalls& calls = mcp_users_[user];  // map nodes are stable; erased only once the user has no call
   if (calls.running < kMaxMcpPerUser) {
     if (mcp_in_flight_ >= kMaxMcpInFlight) {
@@ -70,6 +73,7 @@ awaitable<Response> Gateway::handle_mcp(Request& req, const Caller& caller) {
     calls.waiting.push_back(turn);
     boost::system::error_code ec;
     co_await turn->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    waited = true;
   }
   mcp::McpHttpHeaders headers{std::string(req["Mcp-Session-Id"]), std::string(req[http::field::content_type]),
                               std::string(req[http::field::accept])};
@@ -97,6 +101,12 @@ awaitable<Response> Gateway::handle_mcp(Request& req, const Caller& caller) {
       if (--it->second.running == 0) gw.mcp_users_.erase(it);
     }
   } release{*this, user};
+  if (waited && client_gone(caller.client_fd)) {
+    // Its client gave up while it waited (a timeout, a cancelled agent): running it now would run code
+    // nobody waits for, and a client that retries would have it run twice. The turn goes on at once.
+    common::log_info("user={} msg=\"MCP call dropped: its client closed the connection while it waited\"", user);
+    co_return error_response(req, common::Errc::kUnavailable, "the client closed the connection");
+  }
   mcp::McpHttpResult result = co_await asio::co_spawn(pool, work, asio::use_awaitable);
 
   Response res{static_cast<http::status>(result.status), req.version()};

@@ -287,6 +287,73 @@ def test_one_users_slow_mcp_calls_leave_mcp_to_the_others(school):
     assert mcp_load() == {"running": 0, "waiting": 0}
 
 
+def test_a_waiting_mcp_call_whose_client_left_does_not_run(school):
+    """A call that waits for its turn (its user runs the most at once) and whose client closes the
+    connection meanwhile is dropped when its turn comes: its code never runs (a client that retried
+    would otherwise run it twice). On the old gateway it ran once bob's cells ended."""
+    import http.client
+    import threading
+    import urllib.parse
+    _, users = school
+    bob, admin = users["bob"], users["teacher"]
+    kid = bob.start_kernel()["id"]
+    per_user = 8  # mcp_api.cc: kMaxMcpPerUser
+    wait_for_go = ("import os, time\n"
+                   "for _ in range(1200):\n"
+                   "    if os.path.exists('left_go.txt'):\n"
+                   "        break\n"
+                   "    time.sleep(0.05)\n")
+    results, threads = [], []
+
+    def mcp_load():
+        return admin.api("GET", "api/status").json()["mcp"]
+    h = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    init = bob.api("POST", "mcp", headers=h, json={
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    h["Mcp-Session-Id"] = init.headers["Mcp-Session-Id"]
+    try:
+        call = mcp_session(bob)
+        threads += [threading.Thread(target=lambda: results.append(call("execute", {"kernel_id": kid, "code": wait_for_go})))
+                    for _ in range(per_user)]
+        for th in threads:
+            th.start()
+        for _ in range(300):
+            if mcp_load() == {"running": per_user, "waiting": 0}:
+                break
+            time.sleep(0.1)
+        assert mcp_load() == {"running": per_user, "waiting": 0}, mcp_load()
+        # The ninth waits; its client sends it and leaves.
+        url = urllib.parse.urlsplit(bob.target.url)
+        body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+            "name": "execute", "arguments": {"kernel_id": kid, "code": "open('left_ran.txt', 'w').write('ran')"}}})
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+        conn.request("POST", url.path.rstrip("/") + "/mcp", body=body,
+                     headers=dict(h, Authorization="token " + bob.token))
+        for _ in range(100):
+            if mcp_load() == {"running": per_user, "waiting": 1}:
+                break
+            time.sleep(0.1)
+        assert mcp_load() == {"running": per_user, "waiting": 1}, mcp_load()
+        conn.close()
+    finally:
+        put = bob.api("PUT", "api/workspaces/default/files/left_go.txt", data=b"go")
+        assert put.status_code in (200, 201), put.text
+        for th in threads:
+            th.join(120)
+    assert len(results) == per_user and not any(r.get("isError") for r in results), results
+    for _ in range(100):
+        if mcp_load() == {"running": 0, "waiting": 0}:
+            break
+        time.sleep(0.1)
+    assert mcp_load() == {"running": 0, "waiting": 0}, mcp_load()
+    # Anything the kernel still had queued has run by now: an execute after it answers after it.
+    assert "done" in mcp_text(mcp_session(bob)("execute", {"kernel_id": kid, "code": "print('done')"}))
+    ran = bob.api("GET", "api/workspaces/default/files/left_ran.txt")
+    assert ran.status_code == 404, "the call whose client had left ran: %s" % ran.text
+    bob.api("DELETE", "api/kernels/" + kid)
+
+
 def test_quota_max_kernels(school, alice_kernel):
     _, users = school
     r = users["alice"].api("POST", "api/kernels", json={})
