@@ -179,6 +179,26 @@ def mcp_text(result):
     return "\n".join(c.get("text", "") for c in result["content"])
 
 
+def cell_waiting_for(name):
+    """Code of a cell that ends once the file `name` exists in its workspace (at most a minute)."""
+    return ("import os, time\n"
+            "for _ in range(1200):\n"
+            "    if os.path.exists(%r):\n"
+            "        break\n"
+            "    time.sleep(0.05)\n"
+            "print('went' if os.path.exists(%r) else 'timed out')\n" % (name, name))
+
+
+def wait_for_mcp_load(admin, want):
+    """Polls GET /api/status until its `mcp` counters are `want`; returns the last seen."""
+    for _ in range(300):
+        load = admin.api("GET", "api/status").json()["mcp"]
+        if load == want:
+            break
+        time.sleep(0.1)
+    return load
+
+
 def test_workspaces_and_snapshots_are_404_for_bob_on_every_route(school, alice_kernel):
     """alice's workspace "alice-ws" and its snapshot, through every workspace route, as bob."""
     _, users = school
@@ -246,12 +266,7 @@ def test_one_users_slow_mcp_calls_leave_mcp_to_the_others(school):
     bob, alice, admin = users["bob"], users["alice"], users["teacher"]
     kid = bob.start_kernel()["id"]
     per_user, extra = 8, 32  # mcp_api.cc: kMaxMcpPerUser, kMaxMcpWaitingPerUser
-    wait_for_go = ("import os, time\n"
-                   "for _ in range(1200):\n"
-                   "    if os.path.exists('mcp_go.txt'):\n"
-                   "        break\n"
-                   "    time.sleep(0.05)\n"
-                   "print('went' if os.path.exists('mcp_go.txt') else 'timed out')\n")
+    wait_for_go = cell_waiting_for('mcp_go.txt')
     results, threads = [], []
 
     def mcp_load():
@@ -262,11 +277,8 @@ def test_one_users_slow_mcp_calls_leave_mcp_to_the_others(school):
                     for _ in range(per_user + extra)]
         for th in threads:
             th.start()
-        for _ in range(300):
-            if mcp_load() == {"running": per_user, "waiting": extra}:
-                break
-            time.sleep(0.1)
-        assert mcp_load() == {"running": per_user, "waiting": extra}, mcp_load()
+        load = wait_for_mcp_load(admin, {"running": per_user, "waiting": extra})
+        assert load == {"running": per_user, "waiting": extra}, load
         assert not results, "bob's cells ended before the file existed: %r" % results
         # One more of bob's would wait past the bound: refused at once.
         h = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -298,15 +310,8 @@ def test_a_waiting_mcp_call_whose_client_left_does_not_run(school):
     bob, admin = users["bob"], users["teacher"]
     kid = bob.start_kernel()["id"]
     per_user = 8  # mcp_api.cc: kMaxMcpPerUser
-    wait_for_go = ("import os, time\n"
-                   "for _ in range(1200):\n"
-                   "    if os.path.exists('left_go.txt'):\n"
-                   "        break\n"
-                   "    time.sleep(0.05)\n")
+    wait_for_go = cell_waiting_for('left_go.txt')
     results, threads = [], []
-
-    def mcp_load():
-        return admin.api("GET", "api/status").json()["mcp"]
     h = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     init = bob.api("POST", "mcp", headers=h, json={
         "jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -318,11 +323,8 @@ def test_a_waiting_mcp_call_whose_client_left_does_not_run(school):
                     for _ in range(per_user)]
         for th in threads:
             th.start()
-        for _ in range(300):
-            if mcp_load() == {"running": per_user, "waiting": 0}:
-                break
-            time.sleep(0.1)
-        assert mcp_load() == {"running": per_user, "waiting": 0}, mcp_load()
+        load = wait_for_mcp_load(admin, {"running": per_user, "waiting": 0})
+        assert load == {"running": per_user, "waiting": 0}, load
         # The ninth waits; its client sends it and leaves.
         url = urllib.parse.urlsplit(bob.target.url)
         body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
@@ -330,11 +332,8 @@ def test_a_waiting_mcp_call_whose_client_left_does_not_run(school):
         conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
         conn.request("POST", url.path.rstrip("/") + "/mcp", body=body,
                      headers=dict(h, Authorization="token " + bob.token))
-        for _ in range(100):
-            if mcp_load() == {"running": per_user, "waiting": 1}:
-                break
-            time.sleep(0.1)
-        assert mcp_load() == {"running": per_user, "waiting": 1}, mcp_load()
+        load = wait_for_mcp_load(admin, {"running": per_user, "waiting": 1})
+        assert load == {"running": per_user, "waiting": 1}, load
         conn.close()
     finally:
         put = bob.api("PUT", "api/workspaces/default/files/left_go.txt", data=b"go")
@@ -342,11 +341,8 @@ def test_a_waiting_mcp_call_whose_client_left_does_not_run(school):
         for th in threads:
             th.join(120)
     assert len(results) == per_user and not any(r.get("isError") for r in results), results
-    for _ in range(100):
-        if mcp_load() == {"running": 0, "waiting": 0}:
-            break
-        time.sleep(0.1)
-    assert mcp_load() == {"running": 0, "waiting": 0}, mcp_load()
+    load = wait_for_mcp_load(admin, {"running": 0, "waiting": 0})
+    assert load == {"running": 0, "waiting": 0}, load
     # Anything the kernel still had queued has run by now: an execute after it answers after it.
     assert "done" in mcp_text(mcp_session(bob)("execute", {"kernel_id": kid, "code": "print('done')"}))
     ran = bob.api("GET", "api/workspaces/default/files/left_ran.txt")
