@@ -22,8 +22,8 @@ boost::asio::awaitable<void> accept_loop(boost::asio::ip::tcp::acceptor& accepto
 // Whether the client of a request still waiting for its answer has closed its connection (or reset
 // it): a peek (MSG_PEEK, no wait) reads end-of-stream or an error. Bytes pending (a pipelined request,
 // a TLS record) or none yet mean it is still there. As nginx's check for a client that went away
-// while its upstream works; a client that only shut down its sending side looks gone too, which no
-// HTTP/1.1 client that waits for an answer does. -1: unknown, so not gone.
+// while its upstream works; a client that only shut down its sending side looks gone too (HTTP/1.1
+// clients that wait for an answer keep it open in practice). -1: unknown, so not gone.
 bool client_gone(int fd);
 
 }  // namespace cellgate::gateway
