@@ -19,6 +19,10 @@ struct ExitWatch::State {
   std::function<void()> on_exit;
 };
 
+namespace {
+
+// Whether the pidfd reports its process's exit now; true as well when it cannot be polled, so nobody
+// waits forever on a broken descriptor.
 bool pidfd_exited(int pidfd) {
   pollfd p{pidfd, POLLIN, 0};
   int n;
@@ -26,6 +30,8 @@ bool pidfd_exited(int pidfd) {
   }
   return n != 0;
 }
+
+}  // namespace
 
 ExitWatch::ExitWatch(const asio::any_io_executor& executor, int pidfd)
     : state_(std::make_shared<State>(executor, ::dup(pidfd))) {}

@@ -34,8 +34,4 @@ class ExitWatch {
   std::shared_ptr<State> state_;
 };
 
-// Whether the pidfd reports its process's exit now; true as well when it cannot be polled, so nobody
-// waits forever on a broken descriptor.
-bool pidfd_exited(int pidfd);
-
 }  // namespace cellgate::launcher

@@ -172,6 +172,7 @@ def mcp_session(user):
                                                     "params": {"name": tool, "arguments": args}})
         assert r.status_code == 200, r.text
         return r.json()["result"]
+    call.headers = h  # for requests sent another way (with this session's id)
     return call
 
 
@@ -312,13 +313,8 @@ def test_a_waiting_mcp_call_whose_client_left_does_not_run(school):
     per_user = 8  # mcp_api.cc: kMaxMcpPerUser
     wait_for_go = cell_waiting_for('left_go.txt')
     results, threads = [], []
-    h = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    init = bob.api("POST", "mcp", headers=h, json={
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
-    h["Mcp-Session-Id"] = init.headers["Mcp-Session-Id"]
+    call = mcp_session(bob)
     try:
-        call = mcp_session(bob)
         threads += [threading.Thread(target=lambda: results.append(call("execute", {"kernel_id": kid, "code": wait_for_go})))
                     for _ in range(per_user)]
         for th in threads:
@@ -331,7 +327,7 @@ def test_a_waiting_mcp_call_whose_client_left_does_not_run(school):
             "name": "execute", "arguments": {"kernel_id": kid, "code": "open('left_ran.txt', 'w').write('ran')"}}})
         conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
         conn.request("POST", url.path.rstrip("/") + "/mcp", body=body,
-                     headers=dict(h, Authorization="token " + bob.token))
+                     headers=dict(call.headers, Authorization="token " + bob.token))
         load = wait_for_mcp_load(admin, {"running": per_user, "waiting": 1})
         assert load == {"running": per_user, "waiting": 1}, load
         conn.close()

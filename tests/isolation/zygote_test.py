@@ -19,6 +19,7 @@ Cases:
   outlives_zygote    a forked kernel keeps working after the zygote is killed
   refuses            requests that are not a jailed ipykernel fail before any jail is built
 """
+import contextlib
 import hashlib
 import json
 import os
@@ -83,10 +84,24 @@ def host_uid(pid):
     return None
 
 
-def case_jailed_like_cold(jail, zygote):
+@contextlib.contextmanager
+def cold_and_forked(jail, zygote):
+    """A cold and a forked jailed kernel side by side, both stopped at the end (also when the second fails to start)."""
     cold = zk.Kernel(jail)
-    forked = zk.Kernel(jail, zygote)
     try:
+        forked = zk.Kernel(jail, zygote)
+    except BaseException:
+        cold.stop()
+        raise
+    try:
+        yield cold, forked
+    finally:
+        cold.stop()
+        forked.stop()
+
+
+def case_jailed_like_cold(jail, zygote):
+    with cold_and_forked(jail, zygote) as (cold, forked):
         infos = []
         for k in (cold, forked):
             status, _, ename = k.execute(PROBE)
@@ -107,9 +122,6 @@ def case_jailed_like_cold(jail, zygote):
               f"host sees the kernel as uid {forked.status['host_uid']}")
         with open(f"/proc/{forked.helper}/cmdline", "rb") as f:
             check(forked.kid.encode() in f.read(), "the helper's cmdline names the kernel (re-adoption check)")
-    finally:
-        cold.stop()
-        forked.stop()
 
 
 SHELL_PROBE = r"""
@@ -146,9 +158,7 @@ HISTORY_CELLS = ["import matplotlib.pyplot as plt; plt.close(plt.figure())", "x 
 
 
 def case_shell_like_cold(jail, zygote):
-    cold = zk.Kernel(jail)
-    forked = zk.Kernel(jail, zygote)
-    try:
+    with cold_and_forked(jail, zygote) as (cold, forked):
         infos = []
         for k in (cold, forked):
             outs = [k.execute(code) for code in HISTORY_CELLS]
@@ -167,9 +177,6 @@ def case_shell_like_cold(jail, zygote):
         check(z["history"][3] is True and z["history"][8] is True, "a live history thread and a history file")
         check(all(d.startswith("/tmp/.ipython") or d in ("/workspace", "/tmp") for d in z["dirs"][:6]),
               f"the kernel's own dirs, none of the zygote's: {z['dirs']}")
-    finally:
-        cold.stop()
-        forked.stop()
 
 
 def case_shell_config(jail, zygote):
@@ -237,9 +244,7 @@ def figure_outputs(k, code):
 
 
 def case_matplotlib_inline(jail, zygote):
-    cold = zk.Kernel(jail)
-    forked = zk.Kernel(jail, zygote)
-    try:
+    with cold_and_forked(jail, zygote) as (cold, forked):
         for code in FIGURE_CELLS:
             c, z = figure_outputs(cold, code), figure_outputs(forked, code)
             check(z == c, f"forked {z!r} == cold {c!r} for {code.splitlines()[-1]!r}")
@@ -247,9 +252,6 @@ def case_matplotlib_inline(jail, zygote):
             z = figure_outputs(forked, FIGURE_CELLS[i])
             check(z[0] == "ok" and ("display_data", ["image/png", "text/plain"]) in z[2],
                   f"forked kernel shows an image/png for cell {i}: {z!r}")
-    finally:
-        cold.stop()
-        forked.stop()
 
 
 def case_zygote_untouched(jail, zygote):
