@@ -205,7 +205,6 @@ void ForkServer::handle(int conn) {
   pid_t pid = ::fork();
   if (pid == 0) run_helper(bytes, raw);
   int fork_err = errno;
-  after_fork_in_parent();
   ::explicit_bzero(buf.data(), static_cast<size_t>(got));
   if (pid < 0) {
     log_line("fork", "", fork_err);

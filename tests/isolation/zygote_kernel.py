@@ -43,12 +43,12 @@ def require_or_skip():
 class ZygoteServer:
     """A cellgate-zygote of our own on a private socket."""
 
-    def __init__(self, binary, tag="t"):
+    def __init__(self, binary, tag="t", args=()):
         os.makedirs(RUN, exist_ok=True)
         self.socket = f"{RUN}/zygote-{tag}-{os.getpid()}.sock"
         self.log_path = f"{RUN}/zygote-{tag}-{os.getpid()}.log"
         log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([binary, "--socket", self.socket], stdin=subprocess.DEVNULL, stdout=log,
+        self.proc = subprocess.Popen([binary, "--socket", self.socket, *args], stdin=subprocess.DEVNULL, stdout=log,
                                      stderr=log, start_new_session=True, env={"PATH": "/usr/bin:/bin"})
         log.close()
         deadline = time.monotonic() + 120

@@ -18,6 +18,8 @@ Cases:
   interrupt          SIGINT to the helper interrupts a running cell with KeyboardInterrupt
   outlives_zygote    a forked kernel keeps working after the zygote is killed
   refuses            requests that are not a jailed ipykernel fail before any jail is built
+  huge_pages         the zygote's image sits in 2 MiB pages (not with --huge-pages off); a kernel that churns
+                     through Python objects works and splits only its own mappings
 """
 import contextlib
 import hashlib
@@ -378,6 +380,64 @@ def case_refuses(jail, zygote):
             k.stop()
             raise AssertionError(f"the zygote ran {command}")
     check(zygote.proc.poll() is None, "the zygote is still serving")
+
+
+def anon_huge_kib(pid):
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            if line.startswith("AnonHugePages:"):
+                return int(line.split()[1])
+    return 0
+
+
+# Through pymalloc's arenas: millions of small objects made and dropped, the preloaded ones' too.
+CHURN = r"""
+import gc, sys
+_total = 0
+for _round in range(3):
+    _objs = [(str(_i), _i * 2.5, [_i]) for _i in range(400_000)]
+    _total += sum(len(_o[0]) for _o in _objs)
+    del _objs
+    gc.collect()
+_dropped = [m for m in list(sys.modules) if m.startswith('pandas.io.formats')]
+for _m in _dropped:
+    del sys.modules[_m]
+gc.collect()
+print(_total, len(_dropped) > 0)
+"""
+
+
+def case_huge_pages(jail, zygote):
+    if not os.path.exists("/sys/kernel/mm/transparent_hugepage/enabled"):
+        print("SKIP: this kernel has no transparent huge pages", flush=True)
+        sys.exit(zk.SKIP_RC)
+    zpid = zygote.proc.pid
+    image = anon_huge_kib(zpid)
+    check("image in huge pages" in zygote.log(), f"the zygote says where its image is: {zygote.log()[-600:]!r}")
+    check(image >= 48 * 1024, f"most of the ~100 MiB image is in 2 MiB pages ({image} KiB)")
+    k = zk.Kernel(jail, zygote)
+    try:
+        status, out, _ = k.execute(CHURN)
+        expected = 3 * sum(len(str(i)) for i in range(400_000))
+        check(status == "ok" and out.split() == [str(expected), "True"], f"the churn ran: {status} {out!r}")
+        check(k.value("sum(range(10))") == 45 and k.alive(), "the kernel still answers")
+        check(anon_huge_kib(zpid) == image, f"the kernel's writes split none of the zygote's pages ({image} -> {anon_huge_kib(zpid)} KiB)")
+    finally:
+        k.stop()
+    off = zk.ZygoteServer(os.environ["CELLGATE_ZYGOTE"], "huge-off", args=("--huge-pages", "off"))
+    try:
+        k = zk.Kernel(jail, off)
+        try:
+            check(k.value("sum(range(10))") == 45, "a kernel of a zygote with --huge-pages off answers")
+        finally:
+            k.stop()
+        check("huge pages" not in off.log(), f"--huge-pages off leaves the image alone: {off.log()[-600:]!r}")
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            always = "[always]" in f.read()
+        check(always or anon_huge_kib(off.proc.pid) < image // 4,
+              f"--huge-pages off: {anon_huge_kib(off.proc.pid)} KiB in huge pages, against {image}")
+    finally:
+        off.stop()
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
