@@ -75,6 +75,13 @@ const std::vector<Option>& options() {
        [](Config& c, const std::string& v) { c.data_dir = v; }},
       {"runtime-dir", "DIR", false, "short dir for kernels' ipc sockets (default /run/cellgate as root)",
        [](Config& c, const std::string& v) { c.runtime_dir = v; }},
+      {"ipc-tmpfs", "auto|on|off", false,
+       "mount tmpfs on <runtime-dir>/k and /s, the kernels' dirs (connection file and key, ipc sockets; status, "
+       "log), so that none of it is written to a disk; auto (default): for the default runtime dir, as root",
+       [](Config& c, const std::string& v) {
+         if (v != "auto" && v != "on" && v != "off") throw ConfigError("--ipc-tmpfs: expected auto, on or off, got '" + v + "'");
+         c.ipc_tmpfs = v;
+       }},
       {"kernelspec-dir", "DIR", true, "extra kernelspec dir, searched before the Jupyter paths (repeatable)",
        [](Config& c, const std::string& v) { c.kernelspec_dirs.push_back(v); }},
       {"default-kernel", "NAME", false, "kernelspec used when a request names none (default python3)",
@@ -283,6 +290,7 @@ void finish(Config& c) {
   std::error_code ec;
   c.data_dir = std::filesystem::absolute(c.data_dir, ec).lexically_normal().string();
   while (c.data_dir.size() > 1 && c.data_dir.back() == '/') c.data_dir.pop_back();
+  c.runtime_dir_default = c.runtime_dir.empty();
   if (c.runtime_dir.empty())
     c.runtime_dir = ::geteuid() == 0 ? "/run/cellgate" : fmt::format("/tmp/cellgate-{}", ::geteuid());
   if (c.jail_helper.empty()) {

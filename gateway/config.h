@@ -26,6 +26,8 @@ struct Config {
   bool token_generated = false;
   std::string data_dir = "./data";           // made absolute
   std::string runtime_dir;                   // default /run/cellgate (root) or /tmp/cellgate-<uid>
+  bool runtime_dir_default = false;          // set by finish(): no --runtime-dir was given
+  std::string ipc_tmpfs = "auto";            // auto | on | off: tmpfs on <runtime_dir>/k and /s (memory_dir.h)
   std::vector<std::string> kernelspec_dirs;
   std::string default_kernel = "python3";
   std::vector<std::string> allow_origins;    // "*" = any

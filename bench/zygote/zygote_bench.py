@@ -326,7 +326,7 @@ def print_jsonl(fig, n):
                               "target": None, "group": "fork server"}), flush=True)
 
 
-def print_table(fig, a):
+def print_table(fig, a, kdirs):
     print(f"{'figure':62} {'cold jail':>10} {'zygote':>10} {'ratio':>7}  target")
     for label, unit, c, z, target in figure_rows(a.parallel):
         if z not in fig:
@@ -341,7 +341,19 @@ def print_table(fig, a):
             print(f"{mode}: {a.parallel} in parallel over {a.parallel_runs} batches: "
                   f"{fig[f'{mode}_parallel_s_min']:.3f}-{fig[f'{mode}_parallel_s_max']:.3f} s")
     print(f"zygote boot (preload) {fig['zygote_boot_s']:.2f} s; runs {a.runs}; load {os.getloadavg()[0]:.2f}; "
-          f"cpus {os.cpu_count()}")
+          f"cpus {os.cpu_count()}; kernels' dirs on {kdirs}")
+
+
+def kernel_dirs_in_memory(kdir, mode):
+    """What `cellgate serve` does for its default runtime dir (--ipc-tmpfs auto, memory_dir.h): the
+    kernels' dirs on a tmpfs, mounted when the dir is on a disk and empty. Returns where they are."""
+    os.makedirs(kdir, mode=mode, exist_ok=True)
+    if subprocess.run(["stat", "-f", "-c", "%T", kdir], capture_output=True, text=True).stdout.strip() in ("tmpfs", "ramfs"):
+        return "tmpfs"
+    if os.listdir(kdir):
+        return "disk (holds kernels' dirs)"
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"mode={mode:o},nosuid,nodev,noexec", "tmpfs", kdir], check=True)
+    return "tmpfs"
 
 
 def main():
@@ -368,8 +380,7 @@ def main():
     if os.geteuid() != 0:
         print("zygote_bench: needs root (it builds jails)", file=sys.stderr)
         return 4
-    os.makedirs(f"{RUN}/k", exist_ok=True)
-    os.makedirs(f"{RUN}/s", mode=0o700, exist_ok=True)
+    kdirs = ", ".join(sorted({kernel_dirs_in_memory(f"{RUN}/k", 0o711), kernel_dirs_in_memory(f"{RUN}/s", 0o700)}))
     sock = f"{RUN}/zygote-bench.sock"
     zygote, boot = start_zygote(a.bin, sock)
     ctx = zmq.Context()
@@ -423,7 +434,7 @@ def main():
     if a.jsonl:
         print_jsonl(fig, a.parallel)
     else:
-        print_table(fig, a)
+        print_table(fig, a, kdirs)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(fig, f, indent=1)

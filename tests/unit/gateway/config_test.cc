@@ -115,3 +115,14 @@ TEST_CASE("seed and notebook-http options", "[gateway]") {
   CHECK_THROWS_AS(load({"--notebook-http-pool", "0"}), ConfigError);
   CHECK_THROWS_AS(load({"--seed-timeout", "0"}), ConfigError);
 }
+
+TEST_CASE("ipc-tmpfs is auto by default, for the default runtime dir only", "[gateway]") {
+  auto c = load({});
+  CHECK(c.ipc_tmpfs == "auto");
+  CHECK(c.runtime_dir_default);
+  c = load({"--runtime-dir", "/tmp/somewhere", "--ipc-tmpfs", "on"});
+  CHECK_FALSE(c.runtime_dir_default);
+  CHECK(c.ipc_tmpfs == "on");
+  CHECK(load({"--ipc-tmpfs", "off"}).ipc_tmpfs == "off");
+  CHECK_THROWS_WITH(load({"--ipc-tmpfs", "yes"}), "--ipc-tmpfs: expected auto, on or off, got 'yes'");
+}
