@@ -423,6 +423,18 @@ def started_jailed_cellgate(*extra_args):
     return t
 
 
+def jail_target(*extra):
+    """A `cellgate serve --spawner jail` target with extra args (tests that need jails: fails when the
+    binary is missing, skips without root)."""
+    import pytest
+    path, why = cellgate_binary()
+    if not path:
+        pytest.fail("cellgate target required but " + why)
+    if os.geteuid() != 0:
+        pytest.skip("jailed kernels need root")
+    return CellgateTarget(path, spawner="jail", extra_args=list(extra))
+
+
 def make_target(name, **kw):
     if name == "jupyter_server":
         return JupyterServerTarget(**kw)

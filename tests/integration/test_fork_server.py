@@ -13,13 +13,8 @@ import targets as tm
 
 
 def jail_target(*extra):
-    path, why = tm.cellgate_binary()
-    if not path:
-        pytest.fail("cellgate target required but " + why)
-    if os.geteuid() != 0:
-        pytest.skip("jailed kernels need root")
     # The fork server is on by default: no flag, so that these tests check the default.
-    return tm.CellgateTarget(path, spawner="jail", extra_args=list(extra))
+    return tm.jail_target(*extra)
 
 
 def zygote_socket(t):

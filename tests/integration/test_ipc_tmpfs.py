@@ -6,18 +6,10 @@ import os
 import shutil
 import subprocess
 
-import pytest
-
 import targets as tm
 
 
-def jail_target(*extra):
-    path, why = tm.cellgate_binary()
-    if not path:
-        pytest.fail("cellgate target required but " + why)
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    return tm.CellgateTarget(path, spawner="jail", extra_args=list(extra))
+jail_target = tm.jail_target
 
 
 def mounts_at(path):

@@ -213,12 +213,17 @@ def case_reseeded(jail, zygote):
         b.stop()
 
 
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
+def proc_kib(path, key):
+    """The kB figure of the line starting with key ("VmRSS:") in a /proc file; 0 when missing."""
+    with open(path) as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(key):
                 return int(line.split()[1])
     return 0
+
+
+def rss_kib(pid):
+    return proc_kib(f"/proc/{pid}/status", "VmRSS:")
 
 
 # Figures in a forked kernel come out as in a cold one: plt.show(), a figure left open at the end of
@@ -383,11 +388,7 @@ def case_refuses(jail, zygote):
 
 
 def anon_huge_kib(pid):
-    with open(f"/proc/{pid}/smaps_rollup") as f:
-        for line in f:
-            if line.startswith("AnonHugePages:"):
-                return int(line.split()[1])
-    return 0
+    return proc_kib(f"/proc/{pid}/smaps_rollup", "AnonHugePages:")
 
 
 # Through pymalloc's arenas: millions of small objects made and dropped, the preloaded ones' too.

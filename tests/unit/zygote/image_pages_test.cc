@@ -51,6 +51,12 @@ long anon_huge_kib(const void* p) {
   return -1;
 }
 
+bool have_thp() {
+  if (::access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) == 0) return true;
+  WARN("this kernel has no transparent huge pages: nothing to check");
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("arenas are carved in order from a 2 MiB-aligned region, then reused, then mmapped after seal", "[image_pages]") {
@@ -115,10 +121,7 @@ TEST_CASE("the region's reservation is never carved past its end", "[image_pages
 }
 
 TEST_CASE("private anonymous memory is collapsed into huge pages, and a fork's write splits only its own copy", "[image_pages]") {
-  if (::access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) != 0) {
-    WARN("this kernel has no transparent huge pages: nothing to check");
-    return;
-  }
+  if (!have_thp()) return;
   ArenaRegion region;
   REQUIRE(region.base() != nullptr);
   std::vector<char*> arenas;
@@ -160,10 +163,7 @@ TEST_CASE("private anonymous memory is collapsed into huge pages, and a fork's w
 }
 
 TEST_CASE("the 2 MiB ranges from the busy address to the end of its mapping stay in 4 KiB pages", "[image_pages]") {
-  if (::access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) != 0) {
-    WARN("this kernel has no transparent huge pages: nothing to check");
-    return;
-  }
+  if (!have_thp()) return;
   ArenaRegion region;
   REQUIRE(region.base() != nullptr);
   for (int i = 0; i < 6; ++i) std::memset(region.allocate(kArena), 0x33, kArena);
