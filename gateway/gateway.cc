@@ -6,7 +6,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstring>
 #include <filesystem>
 
 #include <boost/asio/redirect_error.hpp>
@@ -18,10 +17,10 @@
 
 #include "common/log.h"
 #include "common/random.h"
+#include "gateway/runtime_dirs.h"
 #include "gateway/snapshot_index.h"
 #include "gateway/ws_session.h"
 #include "kernel-launcher/kernel_env.h"
-#include "kernel-launcher/memory_dir.h"
 #include "kernel-launcher/spawn_util.h"
 #include "mcp/http_backend.h"
 #include "mcp/server.h"
@@ -71,10 +70,7 @@ Gateway::Gateway(asio::io_context& io, Config config)
     : io_(io), config_(std::move(config)),
       limiter_(state::AuthRateLimiter::Options{config_.auth_failures_per_minute, std::chrono::seconds(60),
                                                std::chrono::seconds(60), 10000}) {
-  // Per-kernel dirs: k/<id> is handed to the kernel; s/<id> (status, log) never is.
-  keep_kernel_dirs_in_memory();
-  make_dirs(config_.runtime_dir + "/k", 0711);
-  make_dirs(config_.runtime_dir + "/s", 0700);
+  prepare_runtime_dirs(config_);
   read_budget_ = std::make_shared<launcher::ReadBudget>(config_.kernel_read_budget);
   if (config_.spawner == "plain") {
     spawner_ = launcher::make_plain_spawner();
@@ -127,26 +123,6 @@ Gateway::Gateway(asio::io_context& io, Config config)
   schedule_cull();
   schedule_pause();
   start_pool();
-}
-
-void Gateway::keep_kernel_dirs_in_memory() {
-  const bool on = config_.ipc_tmpfs == "on";
-  if (!on && !(config_.ipc_tmpfs == "auto" && config_.runtime_dir_default && ::geteuid() == 0)) return;
-  for (auto [name, mode] : {std::pair{"k", 0711}, std::pair{"s", 0700}}) {
-    const std::string dir = config_.runtime_dir + "/" + name;
-    auto r = launcher::ensure_memory_dir(dir, static_cast<mode_t>(mode));
-    if (!r) {
-      std::string why = r.error().sys_errno != 0 ? fmt::format("{}: {}", r.error().message, std::strerror(r.error().sys_errno))
-                                                  : r.error().message;
-      if (on) throw ConfigError("--ipc-tmpfs on: " + why);
-      common::log_warn("msg=\"kernels' dirs stay on disk\" reason=\"{}\"", why);
-    } else if (r.value() == launcher::MemoryDir::kInUse) {
-      if (on) throw ConfigError("--ipc-tmpfs on: " + dir + " is on a disk and holds kernels' dirs (stop them, or empty it)");
-      common::log_info("msg=\"kernels' dirs stay on disk: the dir holds kernels started before\" dir={}", dir);
-    } else if (r.value() == launcher::MemoryDir::kMounted) {
-      common::log_info("msg=\"kernels' dirs in memory: tmpfs mounted\" dir={}", dir);
-    }
-  }
 }
 
 std::string Gateway::zygote_socket() const { return config_.runtime_dir + "/zygote.sock"; }

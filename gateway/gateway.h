@@ -137,8 +137,6 @@ class Gateway {
   void snapshot_after_execute(const std::shared_ptr<KernelHub>& hub, protocol::Message reply,
                               std::function<void(protocol::Message)> deliver);
   void schedule_cull();
-  // --ipc-tmpfs: <runtime_dir>/k and /s on tmpfs (launcher::ensure_memory_dir); "on" fails fast.
-  void keep_kernel_dirs_in_memory();
   // The fork server (cellgate-zygote) for ipykernels; false when it cannot be started. One that dies
   // is started again after kZygoteRestartDelay (kernels start cold meanwhile).
   bool start_zygote();
