@@ -3,10 +3,7 @@
 #include "gateway/gateway.h"
 
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
-
-#include <filesystem>
 
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -48,12 +45,6 @@ std::vector<std::string> split_path(std::string_view path) {
     start = end + 1;
   }
   return parts;
-}
-
-void make_dirs(const std::string& path, mode_t mode) {
-  std::error_code ec;
-  std::filesystem::create_directories(path, ec);
-  ::chmod(path.c_str(), mode);
 }
 
 std::string_view presented_token(const Request& req, std::string& storage) {

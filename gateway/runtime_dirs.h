@@ -2,6 +2,10 @@
 // runtime_dirs: the per-kernel dirs under --runtime-dir, on tmpfs when --ipc-tmpfs says so.
 #pragma once
 
+#include <sys/types.h>
+
+#include <string>
+
 #include "gateway/config.h"
 
 namespace cellgate::gateway {
@@ -12,5 +16,8 @@ namespace cellgate::gateway {
 // (launcher::ensure_memory_dir) unless it is in memory already or holds kernels' dirs. Throws
 // ConfigError (one line) when `on` cannot be honoured; under auto it logs why and goes on.
 void prepare_runtime_dirs(const Config& config);
+
+// Makes path and its parents, then sets its mode (best effort: a failure shows when the dir is used).
+void make_dirs(const std::string& path, mode_t mode);
 
 }  // namespace cellgate::gateway

@@ -409,30 +409,23 @@ class TokenClient:
         return self.http.request(method, self.target.url + path.lstrip("/"), **kw)
 
 
-def started_jailed_cellgate(*extra_args):
-    """`cellgate serve` with jailed kernels, started, for cellgate-only tests: a missing binary fails
-    the test, a non-root run skips it (the jail needs root)."""
+def jail_target(*extra_args):
+    """`cellgate serve` with jailed kernels, not started, for cellgate-only tests: a missing binary
+    fails the test, a non-root run skips it (the jail needs root)."""
     import pytest
     path, why = cellgate_binary()
     if not path:
         pytest.fail("cellgate target required but " + why)
     if os.geteuid() != 0:
         pytest.skip("the jail needs root")
-    t = CellgateTarget(path, spawner="jail", extra_args=list(extra_args))
+    return CellgateTarget(path, spawner="jail", extra_args=list(extra_args))
+
+
+def started_jailed_cellgate(*extra_args):
+    """jail_target, started."""
+    t = jail_target(*extra_args)
     t.start()
     return t
-
-
-def jail_target(*extra):
-    """A `cellgate serve --spawner jail` target with extra args (tests that need jails: fails when the
-    binary is missing, skips without root)."""
-    import pytest
-    path, why = cellgate_binary()
-    if not path:
-        pytest.fail("cellgate target required but " + why)
-    if os.geteuid() != 0:
-        pytest.skip("jailed kernels need root")
-    return CellgateTarget(path, spawner="jail", extra_args=list(extra))
 
 
 def make_target(name, **kw):
