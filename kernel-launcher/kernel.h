@@ -150,6 +150,7 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   std::shared_ptr<boost::asio::steady_timer> ready_signal_;
   ReadyHook ready_hook_;
   static constexpr size_t kMaxHeld = 1024;
+  static constexpr std::chrono::microseconds kIopubHold{2000};
   std::vector<std::pair<Channel, protocol::Message>> held_;  // client messages sent while (re)starting
 };
 

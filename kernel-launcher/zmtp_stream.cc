@@ -43,7 +43,7 @@ char* scratch() {
 }  // namespace
 
 ZmtpStream::ZmtpStream(asio::io_context& io, zmtp::SocketType type, std::string identity, uint64_t max_message_bytes)
-    : io_(io), type_(type), identity_(std::move(identity)), desc_(io), retry_(io),
+    : io_(io), type_(type), identity_(std::move(identity)), desc_(io), retry_(io), hold_timer_(io),
       decoder_(type, max_message_bytes, kMaxFrames), max_message_bytes_(max_message_bytes),
       hello_(zmtp::hello(type_, identity_)) {}
 
@@ -162,9 +162,12 @@ void ZmtpStream::disconnect() {
   ++conn_;  // handlers of this connection, even aborted ones run later, are now stale
   if (fd_ >= 0) {
     boost::system::error_code ec;
-    desc_.close(ec);  // cancels both waits; their handlers see a different conn_ and return
+    if (held_) ::close(fd_);
+    else desc_.close(ec);  // cancels both waits; their handlers see a different conn_ and return
     fd_ = -1;
   }
+  held_ = false;
+  hold_timer_.cancel();
   read_armed_ = write_armed_ = false;
   backlog_ = false;
   if (!parsing_) free_pending();  // else consume() frees it once the parse no longer reads it
@@ -200,8 +203,11 @@ void ZmtpStream::close() {
   *alive_ = false;
   boost::system::error_code ec;
   retry_.cancel();
-  if (fd_ >= 0) desc_.close(ec);
+  hold_timer_.cancel();
+  if (fd_ >= 0 && held_) ::close(fd_);
+  else if (fd_ >= 0) desc_.close(ec);
   fd_ = -1;
+  held_ = false;
 }
 
 bool ZmtpStream::send(const std::vector<std::string>& frames) {
@@ -241,6 +247,13 @@ void ZmtpStream::flush() {
         });
         return;
       }
+      if (held_) {  // a write must wait on the reactor: watch the socket again
+        held_ = false;
+        hold_timer_.cancel();
+        boost::system::error_code ec;
+        desc_.assign(fd_, ec);
+        arm_read();
+      }
       write_armed_ = true;
       desc_.async_wait(asio::posix::stream_descriptor::wait_write,
                        [this, alive = alive_, conn = conn_](const boost::system::error_code& ec) {
@@ -263,12 +276,38 @@ void ZmtpStream::flush() {
   }
 }
 
+void ZmtpStream::hold(std::chrono::microseconds at_most) {
+  if (held_ || closed_ || fd_ < 0 || !decoder_.ready() || write_armed_ || backlog_) return;
+  held_ = true;
+  ++read_gen_;
+  read_armed_ = false;
+  desc_.release();  // EPOLL_CTL_DEL; the pending read wait completes aborted, with a stale read_gen_
+  hold_timer_.expires_after(at_most);
+  hold_timer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
+    if (!ec && *alive) release();
+  });
+}
+
+void ZmtpStream::release() {
+  if (!held_) return;
+  held_ = false;
+  hold_timer_.cancel();
+  boost::system::error_code ec;
+  desc_.assign(fd_, ec);
+  if (ec) {
+    ::close(fd_);
+    fd_ = -1;
+    return disconnect();
+  }
+  on_readable();
+}
+
 void ZmtpStream::arm_read() {
-  if (read_armed_ || fd_ < 0) return;
+  if (read_armed_ || fd_ < 0 || held_) return;
   read_armed_ = true;
   desc_.async_wait(asio::posix::stream_descriptor::wait_read,
-                   [this, alive = alive_, conn = conn_](const boost::system::error_code& ec) {
-                     if (!*alive || conn != conn_) return;
+                   [this, alive = alive_, conn = conn_, gen = read_gen_](const boost::system::error_code& ec) {
+                     if (!*alive || conn != conn_ || gen != read_gen_) return;
                      read_armed_ = false;
                      if (!ec) on_readable();
                    });

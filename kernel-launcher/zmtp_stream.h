@@ -8,6 +8,7 @@
 // read(2), and messages are handed over as views into the read buffer.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -67,6 +68,11 @@ class ZmtpStream {
   // handshake wait for it. Returns false once closed, or when kMaxQueuedBytes are already waiting.
   bool send(const std::vector<std::string>& frames);
   void close();
+  // Stops reading this socket, and being woken by it, for at most at_most or until release(): what
+  // arrives meanwhile waits in the socket. release() reads it at once, then watches again.
+  void hold(std::chrono::microseconds at_most);
+  void release();
+  bool held() const { return held_; }
   bool handshaken() const { return fd_ >= 0 && decoder_.ready(); }
 
  private:
@@ -93,6 +99,7 @@ class ZmtpStream {
   uint64_t conn_ = 0;  // which connection a pending handler belongs to (fd numbers are reused)
   boost::asio::posix::stream_descriptor desc_;
   boost::asio::steady_timer retry_;
+  boost::asio::steady_timer hold_timer_;  // ends a hold()
   int retry_ms_ = 5;
   protocol::zmtp::Decoder decoder_;
   OnMessage on_message_;
@@ -119,6 +126,8 @@ class ZmtpStream {
   bool parsing_ = false;  // the decoder reads pending_: a disconnect must not free it
   bool backlog_ = false;  // a turn ended with whole messages left in pending_
   bool closed_ = false;
+  bool held_ = false;  // desc_ does not hold fd_: it is out of the reactor
+  uint64_t read_gen_ = 0;  // a read wait cancelled by hold() completes late: it must not count
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -49,6 +49,7 @@ struct ZmqPeer {
   zmq::context_t ctx;
   zmq::socket_t sock;
   ZmqPeer(zmq::socket_type type, const char* name) : ep("ipc://" + dir.path + "/" + name), sock(ctx, type) {
+    sock.set(zmq::sockopt::linger, 0);  // a failed check must not hang the teardown on unsent messages
     sock.bind(ep);
   }
 };
@@ -187,6 +188,51 @@ TEST_CASE("zmtp_stream: a SUB subscribes to everything a libzmq PUB publishes") 
   // A PUB drops what it publishes before the subscription arrives: publish until one gets through.
   REQUIRE(run_until(io, [&] { return !got.empty(); }, [&] { send_multipart(pub, {"kernel.x.status", "busy"}); }));
   CHECK(got[0] == Strings{"kernel.x.status", "busy"});
+}
+
+TEST_CASE("zmtp_stream: a held SUB reads nothing until released or its time is up, then all in order") {
+  ZmqPeer peer(zmq::socket_type::pub, "iopub");
+  auto& pub = peer.sock;
+  asio::io_context io;
+  ZmtpStream sub(io, SocketType::kSub);
+  std::vector<Strings> got;
+  REQUIRE(sub.connect(peer.ep));
+  sub.start([&](const FrameViews& f) { got.emplace_back(f.begin(), f.end()); });
+  REQUIRE(run_until(io, [&] { return !got.empty(); }, [&] { send_multipart(pub, {"t", "first"}); }));
+  io.restart();
+  io.run_for(20ms);  // any further "first" copies in flight
+  got.clear();
+
+  sub.hold(10s);
+  CHECK(sub.held());
+  send_multipart(pub, {"t", "busy"});
+  send_multipart(pub, {"t", "result"});
+  io.restart();
+  io.run_for(50ms);
+  CHECK(got.empty());
+  sub.release();  // reads at once, before returning
+  CHECK_FALSE(sub.held());
+  REQUIRE(got.size() == 2);
+  CHECK(got[0] == Strings{"t", "busy"});
+  CHECK(got[1] == Strings{"t", "result"});
+
+  // After a release it watches again; a hold that runs out releases by itself.
+  send_multipart(pub, {"t", "idle"});
+  REQUIRE(run_until(io, [&] { return got.size() == 3; }, [] {}));
+  sub.hold(30ms);
+  send_multipart(pub, {"t", "late"});
+  const auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(run_until(io, [&] { return got.size() == 4; }, [] {}));
+  CHECK(std::chrono::steady_clock::now() - t0 >= 25ms);
+  CHECK(got[3] == Strings{"t", "late"});
+
+  // Closed while held: the socket is closed, and nothing is delivered after.
+  sub.hold(10s);
+  sub.close();
+  send_multipart(pub, {"t", "gone"});
+  io.restart();
+  io.run_for(20ms);
+  CHECK(got.size() == 4);
 }
 
 TEST_CASE("zmtp_stream: a REQ heartbeat gets its echo without the delimiter") {
