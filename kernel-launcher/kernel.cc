@@ -257,10 +257,11 @@ bool Kernel::send(Channel channel, const protocol::Message& message) {
     sent = s->send(protocol::encode_zmq(copy, signer_));
   }
   // A request's iopub messages (busy, execute_input, outputs, idle) come in groups ~0.3 ms apart, each
-  // a wake-up of the io thread (~18 us of CPU on a VM). Held until the reply (on_frames) or 2 ms, they
-  // are read in one go; a longer cell streams as before after its first 2 ms, and ipykernel buffers
-  // stdout for 200 ms anyway.
-  if (sent && channel == Channel::kShell && streams_[1]) streams_[1]->hold(kIopubHold);
+  // a wake-up of the io thread (~18 us of CPU on a VM). Held until the reply (on_frames) or
+  // kIopubHold, they are read in one go. Only an idle kernel's: a busy one queues the request behind
+  // a running cell, whose output must not wait for it.
+  if (sent && channel == Channel::kShell && state_ == KernelState::kIdle && streams_[1])
+    streams_[1]->hold(kIopubHold);
   return sent;
 }
 

@@ -43,7 +43,7 @@ char* scratch() {
 }  // namespace
 
 ZmtpStream::ZmtpStream(asio::io_context& io, zmtp::SocketType type, std::string identity, uint64_t max_message_bytes)
-    : io_(io), type_(type), identity_(std::move(identity)), desc_(io), retry_(io), hold_timer_(io),
+    : io_(io), type_(type), identity_(std::move(identity)), desc_(io), retry_(io), hold_timer_(io, [this] { release(); }),
       decoder_(type, max_message_bytes, kMaxFrames), max_message_bytes_(max_message_bytes),
       hello_(zmtp::hello(type_, identity_)) {}
 
@@ -167,7 +167,7 @@ void ZmtpStream::disconnect() {
     fd_ = -1;
   }
   held_ = false;
-  hold_timer_.cancel();
+  hold_timer_.disarm();
   read_armed_ = write_armed_ = false;
   backlog_ = false;
   if (!parsing_) free_pending();  // else consume() frees it once the parse no longer reads it
@@ -203,7 +203,7 @@ void ZmtpStream::close() {
   *alive_ = false;
   boost::system::error_code ec;
   retry_.cancel();
-  hold_timer_.cancel();
+  hold_timer_.disarm();
   if (fd_ >= 0 && held_) ::close(fd_);
   else if (fd_ >= 0) desc_.close(ec);
   fd_ = -1;
@@ -249,7 +249,7 @@ void ZmtpStream::flush() {
       }
       if (held_) {  // a write must wait on the reactor: watch the socket again
         held_ = false;
-        hold_timer_.cancel();
+        hold_timer_.disarm();
         boost::system::error_code ec;
         desc_.assign(fd_, ec);
         arm_read();
@@ -278,20 +278,17 @@ void ZmtpStream::flush() {
 
 void ZmtpStream::hold(std::chrono::microseconds at_most) {
   if (held_ || closed_ || fd_ < 0 || !decoder_.ready() || write_armed_ || backlog_) return;
+  if (!hold_timer_.arm(at_most)) return;
   held_ = true;
   ++read_gen_;
   read_armed_ = false;
   desc_.release();  // EPOLL_CTL_DEL; the pending read wait completes aborted, with a stale read_gen_
-  hold_timer_.expires_after(at_most);
-  hold_timer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
-    if (!ec && *alive) release();
-  });
 }
 
 void ZmtpStream::release() {
   if (!held_) return;
   held_ = false;
-  hold_timer_.cancel();
+  hold_timer_.disarm();
   boost::system::error_code ec;
   desc_.assign(fd_, ec);
   if (ec) {

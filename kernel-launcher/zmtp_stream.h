@@ -23,6 +23,7 @@
 #include <sys/socket.h>  // ucred (_GNU_SOURCE)
 
 #include "common/result.h"
+#include "kernel-launcher/quiet_timer.h"
 #include "kernel-launcher/read_budget.h"
 #include "protocol/zmtp.h"
 
@@ -99,7 +100,7 @@ class ZmtpStream {
   uint64_t conn_ = 0;  // which connection a pending handler belongs to (fd numbers are reused)
   boost::asio::posix::stream_descriptor desc_;
   boost::asio::steady_timer retry_;
-  boost::asio::steady_timer hold_timer_;  // ends a hold()
+  QuietTimer hold_timer_;  // ends a hold(); usually disarmed first, which must not wake us
   int retry_ms_ = 5;
   protocol::zmtp::Decoder decoder_;
   OnMessage on_message_;
