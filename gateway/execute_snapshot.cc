@@ -33,14 +33,24 @@ json snapshot_info(const std::string& workspace, const workspace::SnapshotResult
           {"removed", snap.diff.removed}};
 }
 
+// snapshot_info's text for an execute that changed no file, written directly: it is most executes.
+std::string unchanged_snapshot_text(const std::string& workspace, const std::string& head) {
+  std::string out = "{\"workspace\":";
+  protocol::detail::append_json_string(out, workspace);
+  out += ",\"snapshot\":";
+  protocol::detail::append_json_string(out, head);
+  out += ",\"new_snapshot\":false,\"added\":[],\"changed\":[],\"removed\":[]}";
+  return out;
+}
+
 // attach_snapshot_info without parsing and re-dumping the kernel's metadata (once per execute): info is
 // spliced into its text. False when the metadata is not a plain object without a "cellgate" member.
-bool splice_snapshot_info(protocol::Message& reply, const json& info) {
+bool splice_snapshot_info(protocol::Message& reply, const std::string& info_text) {
   protocol::detail::ScanField fields[] = {{"cellgate"}};
   if (!protocol::detail::scan_top_level(reply.metadata, fields) ||
       fields[0].kind != protocol::detail::ScanField::Kind::kMissing)
     return false;
-  std::string member = "\"cellgate\":" + info.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string member = "\"cellgate\":" + info_text;
   size_t open = reply.metadata.find('{');  // scan_top_level: an object, perhaps after whitespace
   size_t next = reply.metadata.find_first_not_of(" \t\r\n", open + 1);
   if (next == std::string::npos) return false;
@@ -69,10 +79,9 @@ void Gateway::snapshot_after_execute(const std::shared_ptr<KernelHub>& hub, prot
     }
   }
   if (head) {
-    workspace::SnapshotResult same;  // what a walk would find: the head ("" while the tree was never saved)
-    same.id = std::move(*head);
-    auto info = snapshot_info(ref.name, same);
-    if (!splice_snapshot_info(reply, info)) attach_snapshot_info(reply, std::move(info));
+    // What a walk would find: the head ("" while the tree was never saved), nothing added or changed.
+    auto text = unchanged_snapshot_text(ref.name, *head);
+    if (!splice_snapshot_info(reply, text)) attach_snapshot_info(reply, json::parse(text));
     asio::post(io_, [reply = std::move(reply), deliver = std::move(deliver)]() mutable { deliver(std::move(reply)); });
     return;
   }

@@ -34,7 +34,7 @@ void append_json_string(std::string& out, std::string_view s);
 bool json_depth_within(std::string_view text, size_t limit);
 
 // True when text is one complete, valid JSON object (UTF-8 checked). Validates without building
-// a tree (nlohmann's accept()); never throws.
+// a tree; never throws. Lone \u surrogate escapes pass, as in Python's json (nlohmann alone refuses).
 bool is_json_object_text(std::string_view text);
 
 }  // namespace cellgate::protocol::detail

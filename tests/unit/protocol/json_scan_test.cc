@@ -173,6 +173,17 @@ TEST_CASE("is_json_object judges the grammar: any number, any \\u escape, UTF-8"
   CHECK_FALSE(cellgate::protocol::valid_json_object("[" + std::string(100, '[') + std::string(101, ']')));
 }
 
+TEST_CASE("is_json_object_text: the scanner's verdict, and nlohmann's past the scanner's depth", "[protocol][json_text]") {
+  using cellgate::protocol::detail::is_json_object_text;
+  std::string deep = "{\"a\":" + std::string(100, '[') + std::string(100, ']') + "}";
+  CHECK(is_json_object_text(deep));
+  CHECK_FALSE(is_json_object_text("{\"a\":" + std::string(100, '[') + std::string(99, ']') + "}"));
+  CHECK_FALSE(is_json_object_text("{\"a\":" + std::string(100, '[') + "\"\xff\"" + std::string(100, ']') + "}"));
+  CHECK(is_json_object_text(R"({"s": "\ud800 lone"})"));  // as Python's json reads it
+  CHECK_FALSE(is_json_object_text("{\"a\":\"\xed\xa0\x80\"}"));
+  CHECK_FALSE(is_json_object_text("[]"));
+}
+
 TEST_CASE("is_json_object agrees with nlohmann on mutated objects", "[protocol][json_scan]") {
   using cellgate::protocol::detail::is_json_object;
   std::mt19937 rng(20261130);
