@@ -54,7 +54,19 @@ void QuietTimer::disarm() {
 void QuietTimer::wait() {
   desc_.async_wait(asio::posix::stream_descriptor::wait_read,
                    [this, alive = alive_](const boost::system::error_code& ec) {
-                     if (!*alive || ec) return;
+                     if (!*alive) return;
+                     if (ec) {
+                       // Only close() cancels this wait, and that clears alive. A wait the reactor
+                       // refused must not leave an armed timer silent for good (a hold would then
+                       // last until the reply): fire now, and make a new timerfd at the next arm.
+                       boost::system::error_code ignored;
+                       desc_.close(ignored);
+                       if (armed_) {
+                         armed_ = false;
+                         on_fire_();
+                       }
+                       return;
+                     }
                      uint64_t expiries = 0;
                      bool expired = ::read(desc_.native_handle(), &expiries, sizeof expiries) == sizeof expiries;
                      wait();
