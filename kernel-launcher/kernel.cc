@@ -259,9 +259,12 @@ bool Kernel::send(Channel channel, const protocol::Message& message) {
   // A request's iopub messages (busy, execute_input, outputs, idle) come in groups ~0.3 ms apart, each
   // a wake-up of the io thread (~18 us of CPU on a VM). Held until the reply (on_frames) or
   // kIopubHold, they are read in one go. Only an idle kernel's: a busy one queues the request behind
-  // a running cell, whose output must not wait for it.
-  if (sent && channel == Channel::kShell && state_ == KernelState::kIdle && streams_[1])
-    streams_[1]->hold(kIopubHold);
+  // a running cell, whose output must not wait for it. Only for a *_request: comm_msg, comm_open and
+  // comm_close get no reply (messaging spec), so a widget's updates would wait the whole hold.
+  if (sent && channel == Channel::kShell && state_ == KernelState::kIdle && streams_[1]) {
+    auto header = protocol::peek_header(message.header);
+    if (header && header->msg_type.ends_with("_request")) streams_[1]->hold(kIopubHold);
+  }
   return sent;
 }
 
