@@ -285,7 +285,7 @@ void Kernel::on_frames(Channel channel, const FrameViews& frames) {
   auto decoded = protocol::decode_zmq(frames, signer_);
   if (!decoded) return note_bad_message(channel, decoded.error().message);
   if (channel != Channel::kIopub && streams_[1] && streams_[1]->held()) {
-    // frames point into the read buffer the iopub read reuses: decoded above, into owned strings.
+    // What iopub holds goes first: the kernel sent it before this reply (release() reads it at once).
     auto self = shared_from_this();
     const int gen = generation_;
     streams_[1]->release();

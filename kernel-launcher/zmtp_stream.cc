@@ -17,6 +17,7 @@
 
 #include "common/assert.h"
 #include "common/log.h"
+#include "kernel-launcher/scratch_lease.h"
 
 namespace cellgate::launcher {
 
@@ -30,15 +31,8 @@ namespace {
 // libzmq's reconnect_ivl doubling, capped lower: a kernel binds its sockets 50-500 ms after it is
 // spawned, and each late look at the path delays its start by up to the cap.
 constexpr int kMaxRetryMs = 50;
-constexpr size_t kScratchBytes = 128 * 1024;
 constexpr int kReadsPerWake = 64;  // then yield, so one flooding kernel cannot starve the others
 constexpr int kMessagesPerTurn = 256;  // the same for a flood of small messages
-
-// Most reads hold whole messages: they are parsed in place here and nothing is copied.
-char* scratch() {
-  static thread_local std::unique_ptr<char[]> buf(new char[kScratchBytes]);
-  return buf.get();
-}
 
 }  // namespace
 
@@ -325,12 +319,13 @@ void ZmtpStream::on_readable() {
     backlog_ = false;
     if (!consume(std::string_view(pending_.get(), pending_len_), sink)) return;
   }
+  ScratchLease scratch;
   // asio's epoll registration is edge-triggered: read until a short read (the socket had no more)
   // or EAGAIN before waiting again.
   for (int reads = 0; reads < kReadsPerWake && !backlog_; ++reads) {
     const bool in_scratch = pending_len_ == 0;
     if (!in_scratch) {
-      size_t need = std::max(pending_len_ + kScratchBytes, decoder_.wanted());
+      size_t need = std::max(pending_len_ + ScratchLease::kBytes, decoder_.wanted());
       if (need > pending_cap_ && !reserve(std::max(need, pending_cap_ * 2)) && !reserve(need)) {
         // Over the read budget: this message goes as one over the bound would, as it streams past.
         decoder_.drop_incomplete();
@@ -338,8 +333,8 @@ void ZmtpStream::on_readable() {
         continue;
       }
     }
-    char* dst = in_scratch ? scratch() : pending_.get() + pending_len_;
-    size_t room = in_scratch ? kScratchBytes : pending_cap_ - pending_len_;
+    char* dst = in_scratch ? scratch.get() : pending_.get() + pending_len_;
+    size_t room = in_scratch ? ScratchLease::kBytes : pending_cap_ - pending_len_;
     ssize_t n = ::read(fd_, dst, room);
     if (n == 0) return disconnect();
     if (n < 0) {
@@ -397,9 +392,9 @@ void ZmtpStream::keep_pending(std::string_view rest) {
     pending_len_ = rest.size();
     return;
   }
-  // rest lies in the scratch buffer, so it is under kScratchBytes: never over the budget's floor.
+  // rest lies in the scratch buffer, so it is under ScratchLease::kBytes: never over the budget's floor.
   // The next read grows the buffer to what the unit wants, and asks the budget for it.
-  const bool ok = reserve(std::max(rest.size() + kScratchBytes, pending_cap_));
+  const bool ok = reserve(std::max(rest.size() + ScratchLease::kBytes, pending_cap_));
   CELLGATE_ASSERT(ok);
   std::memcpy(pending_.get(), rest.data(), rest.size());
   pending_len_ = rest.size();

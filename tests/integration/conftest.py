@@ -81,3 +81,17 @@ def shared_kernel(target):
     model = target.start_kernel()
     yield model
     target.delete_kernel(model["id"])
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test's report ends with the logs of the servers it ran, before teardown deletes them:
+    a hang seen only under CI's load is otherwise a timeout with no trace of the server's side."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" or not report.failed:
+        return
+    for t in list(targets_mod.Target.made):
+        tail = t.log_tail(120)
+        if tail:
+            report.sections.append(("%s log, last 120 lines (%s)" % (t.name, t.log_path), tail))

@@ -19,6 +19,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import weakref
 import zlib
 
 import requests
@@ -78,8 +79,11 @@ class Target:
     # 403 (its get_current_user override); cellgate's contract says 401.
     unauth_status = 401
     is_cellgate = False
+    # Every target made: a failing test's report shows their logs (conftest.pytest_runtest_makereport).
+    made = weakref.WeakSet()
 
     def __init__(self, token="cellgate-test-token", extra_args=()):
+        Target.made.add(self)
         self.token = token
         self.extra_args = list(extra_args)
         self.tmp = tempfile.mkdtemp(prefix="cgclients-it-")

@@ -235,6 +235,48 @@ TEST_CASE("zmtp_stream: a held SUB reads nothing until released or its time is u
   CHECK(got.size() == 4);
 }
 
+TEST_CASE("zmtp_stream: a release from inside another stream's message callback leaves that stream's read intact") {
+  // Kernel::on_frames releases iopub from the shell reply's callback, and the release reads iopub at
+  // once: the shell's parse of the rest of its read must not see iopub's bytes.
+  ZmqPeer shell_peer(zmq::socket_type::pub, "shell");
+  ZmqPeer iopub_peer(zmq::socket_type::pub, "iopub");
+  asio::io_context io;
+  ZmtpStream shell(io, SocketType::kSub), iopub(io, SocketType::kSub);
+  std::vector<Strings> shell_got, iopub_got;
+  REQUIRE(shell.connect(shell_peer.ep));
+  REQUIRE(iopub.connect(iopub_peer.ep));
+  shell.start([&](const FrameViews& f) {
+    shell_got.emplace_back(f.begin(), f.end());
+    if (iopub.held()) iopub.release();
+  });
+  iopub.start([&](const FrameViews& f) { iopub_got.emplace_back(f.begin(), f.end()); });
+  REQUIRE(run_until(io, [&] { return !shell_got.empty() && !iopub_got.empty(); }, [&] {
+    send_multipart(shell_peer.sock, {"t", "hello"});
+    send_multipart(iopub_peer.sock, {"t", "hello"});
+  }));
+  io.restart();
+  io.run_for(20ms);
+  shell_got.clear();
+  iopub_got.clear();
+
+  iopub.hold(10s);
+  const std::string big(3000, 'i');  // more iopub bytes than the shell has left to parse
+  send_multipart(iopub_peer.sock, {"t", "busy", big});
+  send_multipart(iopub_peer.sock, {"t", "idle", big});
+  send_multipart(shell_peer.sock, {"t", "reply-1"});
+  send_multipart(shell_peer.sock, {"t", "reply-2", std::string(2000, 's')});
+  std::this_thread::sleep_for(50ms);  // both shell messages wait in the socket: one read takes them
+  REQUIRE(run_until(io, [&] { return shell_got.size() >= 2 && iopub_got.size() >= 2; }, [] {}));
+  io.restart();
+  io.run_for(20ms);
+  REQUIRE(shell_got.size() == 2);
+  CHECK(shell_got[0] == Strings{"t", "reply-1"});
+  CHECK(shell_got[1] == Strings{"t", "reply-2", std::string(2000, 's')});
+  REQUIRE(iopub_got.size() == 2);
+  CHECK(iopub_got[0] == Strings{"t", "busy", big});
+  CHECK(iopub_got[1] == Strings{"t", "idle", big});
+}
+
 TEST_CASE("zmtp_stream: a REQ heartbeat gets its echo without the delimiter") {
   ZmqPeer peer(zmq::socket_type::rep, "hb");
   auto& rep = peer.sock;
