@@ -8,6 +8,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -30,11 +31,12 @@ namespace cellgate::gateway {
 // at once (posted); the pending bytes go to Next in ONE write right after a completion handler that
 // started no further write, so the frames of the messages a WebSocket session writes back to back (each
 // write started by the previous one's completion) cost one sendmsg, with no timer and no added
-// latency. Order is kept because every byte goes through here and there is one write at a time (Beast
-// never has two in flight on its next layer). Backpressure is Next's: while a write to Next is in flight,
-// the next write waits for it to complete, and at kFlushAt pending bytes the write starts at once. A
-// larger write goes to Next directly, after what is pending, so big outputs are not copied (asio's
-// async_write hands a big frame over in 64 KiB pieces). Reads pass through. Io thread only.
+// latency. Every async_write_some writes ALL its bytes, after those of every earlier write and before
+// those of any later one, so two writers can share the stream frame by frame: ws_session writes its own
+// data frames while Beast writes its control frames (pong, ping, close). Backpressure is Next's: while a
+// write to Next is in flight, later writes wait for it in order, and at kFlushAt pending bytes the write
+// starts at once. A larger write goes to Next directly, after what is pending, so big outputs are not
+// copied. Reads pass through. Io thread only.
 // Errors: a failed write to Next fails every later write and flush with the same error.
 template <class Next>
 class CoalescingStream {
@@ -68,6 +70,11 @@ class CoalescingStream {
   // Completes (void(error_code)) once every byte accepted so far has been written to Next.
   template <class FlushHandler>
   auto async_flush(FlushHandler&& handler);
+  // Writes what Next takes at once, without waiting and without an operation, when no byte is pending,
+  // in flight or waiting (so order is kept); returns how many. 0 when it cannot: write the rest with
+  // async_write_some. A write error is kept and fails every later write.
+  template <class ConstBuffers>
+  size_t write_now(const ConstBuffers& buffers);
 
   // Writes of the pending buffer to Next so far (for tests and the bench's syscall accounting).
   uint64_t flushes() const { return state_->flushes; }
@@ -93,7 +100,7 @@ class CoalescingStream {
     uint64_t generation = 0;  // bumped by every copied write
     uint64_t flushes = 0;
     boost::beast::error_code error;
-    std::unique_ptr<Waiter> waiter;  // at most one: Beast has one write at a time, teardown comes after
+    std::vector<std::unique_ptr<Waiter>> waiters;  // in order; non-empty only while a write to Next is in flight
   };
 
   void submit(std::unique_ptr<Waiter> op);
@@ -108,14 +115,14 @@ class CoalescingStream {
 
 // Customisation point: writes what Next takes at once, without waiting; would_block when it cannot (the
 // adapter then writes asynchronously). This default always says would_block (TLS, test streams).
-template <class Next>
-size_t coalescing_write_now(Next&, boost::asio::const_buffer, boost::beast::error_code& ec) {
+template <class Next, class ConstBuffers>
+size_t coalescing_write_now(Next&, const ConstBuffers&, boost::beast::error_code& ec) {
   ec = boost::asio::error::would_block;
   return 0;
 }
-// Plain TCP: one non-blocking send(2).
-inline size_t coalescing_write_now(boost::beast::tcp_stream& s, boost::asio::const_buffer b,
-                                   boost::beast::error_code& ec) {
+// Plain TCP: one non-blocking sendmsg(2), gathering the buffers.
+template <class ConstBuffers>
+size_t coalescing_write_now(boost::beast::tcp_stream& s, const ConstBuffers& b, boost::beast::error_code& ec) {
   auto& socket = s.socket();
   if (!socket.non_blocking()) socket.non_blocking(true, ec);  // asio reports would_block instead of polling
   return ec ? 0 : socket.write_some(b, ec);

@@ -11,7 +11,7 @@ struct CoalescingStream<Next>::WriteOp final : Waiter, boost::beast::async_base<
   WriteOp(H&& h, const executor_type& ex, const Buffers& b)
       : boost::beast::async_base<Handler, executor_type>(std::forward<H>(h), ex), buffers(b) {}
 
-  // Completes the direct write of a large buffer sequence.
+  // Completes the direct write of a large buffer sequence, all of it.
   struct Direct {
     std::shared_ptr<State> st;
     std::unique_ptr<WriteOp> op;
@@ -32,13 +32,14 @@ struct CoalescingStream<Next>::WriteOp final : Waiter, boost::beast::async_base<
       boost::asio::post(ex, Accepted<Handler>{s.state_, this->release_handler(), n});
       return;
     }
-    if (!st.pending.empty()) {  // what was accepted first goes out first; run again after it
-      st.waiter = std::move(self);
+    if (!st.pending.empty()) {  // what was accepted first goes out first; run again (first) after it
+      st.waiters.insert(st.waiters.begin(), std::move(self));
       s.start_flush();
-      return;
+      return;  // this op may be gone already: the flush can complete at once and run it
     }
-    st.in_flight = true;
-    s.next_.async_write_some(buffers, Direct{s.state_, std::unique_ptr<WriteOp>(static_cast<WriteOp*>(self.release()))});
+    st.in_flight = true;  // until every byte is written: no other write's bytes can come between
+    boost::asio::async_write(s.next_, buffers,
+                             Direct{s.state_, std::unique_ptr<WriteOp>(static_cast<WriteOp*>(self.release()))});
   }
   void abort(boost::beast::error_code ec) override { this->complete(false, ec, size_t{0}); }
 
@@ -55,7 +56,7 @@ struct CoalescingStream<Next>::FlushOp final : Waiter, boost::beast::async_base<
     State& st = *s.state_;
     if (st.error) return this->complete(false, st.error);
     if (st.pending.empty()) return this->complete(false, boost::beast::error_code{});
-    st.waiter = std::move(self);
+    st.waiters.insert(st.waiters.begin(), std::move(self));
     s.start_flush();
   }
   void abort(boost::beast::error_code ec) override { this->complete(false, ec); }
@@ -91,7 +92,8 @@ template <class Next>
 CoalescingStream<Next>::~CoalescingStream() {
   if (!state_) return;
   state_->owner = nullptr;
-  if (auto w = std::move(state_->waiter)) w->abort(boost::asio::error::operation_aborted);
+  auto waiters = std::move(state_->waiters);
+  for (auto& w : waiters) w->abort(boost::asio::error::operation_aborted);
 }
 
 template <class Next>
@@ -101,7 +103,7 @@ auto CoalescingStream<Next>::async_write_some(const ConstBuffers& buffers, Write
       [this](auto&& h, const ConstBuffers& b) {
         using Handler = std::decay_t<decltype(h)>;
         const size_t n = boost::asio::buffer_size(b);
-        if (!state_->in_flight && !state_->error && n > 0 && n < kCopyBelow) {
+        if (!state_->in_flight && state_->waiters.empty() && !state_->error && n > 0 && n < kCopyBelow) {
           // What nearly every write is: copied and completed without an operation object.
           accept(b, n);
           auto ex = boost::asio::get_associated_executor(h, get_executor());
@@ -125,10 +127,25 @@ auto CoalescingStream<Next>::async_flush(FlushHandler&& handler) {
 }
 
 template <class Next>
+template <class ConstBuffers>
+size_t CoalescingStream<Next>::write_now(const ConstBuffers& buffers) {
+  State& st = *state_;
+  if (st.in_flight || !st.waiters.empty() || !st.pending.empty() || st.error) return 0;
+  boost::beast::error_code ec;
+  const size_t sent = coalescing_write_now(next_, buffers, ec);
+  if (ec == boost::asio::error::would_block) return 0;
+  if (ec) {
+    st.error = ec;
+    return 0;
+  }
+  ++st.flushes;
+  return sent;
+}
+
+template <class Next>
 void CoalescingStream<Next>::submit(std::unique_ptr<Waiter> op) {
-  if (state_->in_flight) {
-    CELLGATE_ASSERT(!state_->waiter);
-    state_->waiter = std::move(op);
+  if (state_->in_flight || !state_->waiters.empty()) {
+    state_->waiters.push_back(std::move(op));
     return;
   }
   Waiter* w = op.get();
@@ -169,13 +186,15 @@ template <class Next>
 void CoalescingStream<Next>::after_write(const std::shared_ptr<State>& st, boost::beast::error_code ec) {
   st->in_flight = false;
   if (ec && !st->error) st->error = ec;
-  if (!st->owner) return;
-  if (auto w = std::move(st->waiter)) {
+  // In order, until one of them puts a write in flight (its completion comes back here). run() never
+  // completes a handler inline, so the stream outlives the loop.
+  while (st->owner && !st->in_flight && !st->waiters.empty()) {
+    auto w = std::move(st->waiters.front());
+    st->waiters.erase(st->waiters.begin());
     Waiter* p = w.get();
     p->run(*st->owner, std::move(w));
-    return;
   }
-  if (!st->pending.empty()) st->owner->start_flush();
+  if (st->owner && !st->in_flight && !st->pending.empty()) st->owner->start_flush();
 }
 
 template <class Next, class TeardownHandler>

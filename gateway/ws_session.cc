@@ -2,6 +2,7 @@
 // ws_session: one client's kernel channels WebSocket.
 #include "gateway/ws_session.h"
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -82,11 +83,12 @@ asio::awaitable<void> WsConnection<Stream>::run(Request req) {
 template <class Stream>
 std::vector<OutgoingPtr> WsConnection<Stream>::take_unsent() {
   std::vector<OutgoingPtr> out;
-  // The front message may be half written; the client saw a broken frame, so resend it too.
+  // The messages being written may be half written; the client saw a broken frame, so resend them too.
   for (auto& m : queue_) out.push_back(m);
   queue_.clear();
   queued_bytes_ = 0;
   replayed_left_ = 0;
+  writing_count_ = 0;
   return out;
 }
 
@@ -95,20 +97,22 @@ void WsConnection<Stream>::deliver(const OutgoingPtr& m) {
   if (closed_ || closing_) return;
   queue_.push_back(m);
   queued_bytes_ += m->bytes();
-  if (queued_bytes_ > limits_.queue_bytes && queue_.size() > 1) {
+  // Over the bound with a message waiting behind those being written (one message alone may be larger).
+  if (queued_bytes_ > limits_.queue_bytes && queue_.size() > std::max<size_t>(writing_count_, 1)) {
     common::log_warn("kernel={} session={} msg=\"client too slow; closing\" queued_bytes={}", hub_->kernel().id(),
                      session_id(), queued_bytes_);
-    // Keep the message being written; the rest waits in the replay buffer for a reconnect.
-    std::deque<OutgoingPtr> rest(queue_.begin() + (writing_ ? 1 : 0), queue_.end());
-    queue_.erase(queue_.begin() + (writing_ ? 1 : 0), queue_.end());
+    // Keep the messages being written; the rest waits in the replay buffer for a reconnect.
+    std::vector<OutgoingPtr> rest(queue_.begin() + writing_count_, queue_.end());
+    queue_.erase(queue_.begin() + writing_count_, queue_.end());
     replayed_left_ = std::min(replayed_left_, queue_.size());
-    queued_bytes_ = replayed_left_ == 0 && !queue_.empty() ? queue_.front()->bytes() : 0;
+    queued_bytes_ = 0;
+    for (size_t i = replayed_left_; i < queue_.size(); ++i) queued_bytes_ += queue_[i]->bytes();
     auto keep = shared();
-    hub_->detach(this, std::vector<OutgoingPtr>(rest.begin(), rest.end()));
+    hub_->detach(this, std::move(rest));
     close("write queue limit exceeded; reconnect with the same session_id to resume", 1008);
     return;
   }
-  if (!writing_) do_write();
+  schedule_write();
 }
 
 template <class Stream>
@@ -117,7 +121,7 @@ void WsConnection<Stream>::deliver_replayed(const OutgoingPtr& m) {
   CELLGATE_ASSERT(replayed_left_ == queue_.size());  // replayed messages come before any live one
   queue_.push_back(m);
   ++replayed_left_;
-  if (!writing_) do_write();
+  schedule_write();
 }
 
 template <class Stream>
@@ -125,42 +129,92 @@ void WsConnection<Stream>::close(const std::string& reason, uint16_t code) {
   if (closed_ || closing_) return;
   closing_ = true;
   close_reason_ = websocket::close_reason(static_cast<websocket::close_code>(code), reason);
-  if (!writing_) do_write();
+  schedule_write();
+}
+
+template <class Stream>
+void WsConnection<Stream>::schedule_write() {
+  if (closed_ || writing_ || write_scheduled_) return;
+  write_scheduled_ = true;
+  asio::post(ws_.get_executor(), [self = shared()] {
+    self->write_scheduled_ = false;
+    self->do_write();
+  });
 }
 
 template <class Stream>
 void WsConnection<Stream>::do_write() {
-  auto self = shared();
-  if (closed_) return;
-  if (queue_.empty()) {
-    if (!closing_) return;
+  if (closed_ || writing_) return;
+  while (!queue_.empty()) {
+    // Beast has sent or received a close frame: no data frame may follow (RFC 6455 5.5.1). The read
+    // loop ends next and hands what is queued back to the hub.
+    if (!ws_.is_open()) return;
+    const size_t bytes = build_batch();
+    size_t sent = ws_.next_layer().write_now(FrameBuffers(buffers_.data(), buffers_.data() + buffers_.size()));
+    if (sent == bytes) {
+      written(headers_.size());
+      continue;
+    }
+    // The socket took part of it (or nothing): the rest goes when it can, and completes the batch.
+    size_t done = 0;
+    while (done < buffers_.size() && buffers_[done].size() <= sent) sent -= buffers_[done++].size();
+    if (done < buffers_.size()) buffers_[done] += sent;
+    buffers_.erase(buffers_.begin(), buffers_.begin() + static_cast<ptrdiff_t>(done));
     writing_ = true;
-    ws_.async_close(close_reason_, [self](const boost::system::error_code&) {
-      self->writing_ = false;
-      self->closed_ = true;
-    });
+    writing_count_ = headers_.size();
+    ws_.next_layer().async_write_some(FrameBuffers(buffers_.data(), buffers_.data() + buffers_.size()),
+                                      [self = shared()](const boost::system::error_code& ec, size_t) {
+                                        self->writing_ = false;
+                                        if (ec) {
+                                          self->closed_ = true;
+                                          return;
+                                        }
+                                        self->written(std::exchange(self->writing_count_, 0));
+                                        self->do_write();
+                                      });
     return;
   }
+  if (!closing_) return;
   writing_ = true;
-  const auto& front = queue_.front();
-  ws_.binary(front->binary_frame(protocol_));
-  // The buffers point into the Outgoing, which stays at the queue's front until this completes.
-  auto buffers = front->frame_buffers(protocol_);
-  ws_.async_write(buffers, [self](const boost::system::error_code& ec, size_t) {
+  ws_.async_close(close_reason_, [self = shared()](const boost::system::error_code&) {
     self->writing_ = false;
-    if (ec) {
-      self->closed_ = true;
-      return;
-    }
-    if (!self->queue_.empty()) {
-      if (self->replayed_left_ > 0)
-        --self->replayed_left_;
-      else
-        self->queued_bytes_ -= std::min(self->queued_bytes_, self->queue_.front()->bytes());
-      self->queue_.pop_front();
-    }
-    self->do_write();
+    self->closed_ = true;
   });
+}
+
+template <class Stream>
+size_t WsConnection<Stream>::build_batch() {
+  // At most this much per batch, so a buffer list stays short and a slow client's bound
+  // (queue_bytes) still counts what waits behind it.
+  constexpr size_t kMaxMessages = 64;
+  constexpr size_t kMaxBytes = 256 * 1024;
+  const size_t count = std::min(queue_.size(), kMaxMessages);
+  headers_.clear();
+  headers_.reserve(count);  // buffers_ points into headers_: it must not reallocate below
+  buffers_.clear();
+  size_t bytes = 0;
+  while (headers_.size() < count && (headers_.empty() || bytes < kMaxBytes)) {
+    const Outgoing& m = *queue_[headers_.size()];
+    // These point into the Outgoing, which stays in queue_ until the batch is written.
+    const FrameBuffers frame = m.frame_buffers(protocol_);
+    const size_t size = asio::buffer_size(frame);
+    const auto& header = headers_.emplace_back(m.binary_frame(protocol_), size);
+    buffers_.emplace_back(header.data(), header.size());
+    buffers_.insert(buffers_.end(), frame.begin(), frame.end());
+    bytes += header.size() + size;
+  }
+  return bytes;
+}
+
+template <class Stream>
+void WsConnection<Stream>::written(size_t count) {
+  for (; count > 0 && !queue_.empty(); --count) {
+    if (replayed_left_ > 0)
+      --replayed_left_;
+    else
+      queued_bytes_ -= std::min(queued_bytes_, queue_.front()->bytes());
+    queue_.pop_front();
+  }
 }
 
 template class WsConnection<PlainStream>;

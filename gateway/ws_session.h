@@ -15,6 +15,7 @@
 #include "gateway/outgoing.h"
 #include "gateway/tls.h"
 #include "protocol/ws_codec.h"
+#include "protocol/ws_frame.h"
 
 namespace cellgate::gateway {
 
@@ -45,7 +46,11 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   std::string session_id_;
 };
 
-// Io thread only. Reads client frames into the hub; writes hub messages from a bounded queue.
+// Io thread only. Reads client frames into the hub; writes hub messages from a bounded queue. What the
+// hub delivers in one turn of the io loop leaves together at its end: the frames (built here, RFC 6455
+// 5.2) go to the socket in one sendmsg when it takes them, with no Beast write operation per message;
+// Beast still reads, and writes the control frames (coalescing_stream.h keeps the two writers' frames
+// whole and in order).
 // Slow-client policy: when more than queue_bytes are waiting, the connection is closed with 1008
 // and what it had not been sent goes to its session's replay buffer, so a reconnect with the same
 // session_id gets it: memory stays bounded and nothing is dropped silently.
@@ -66,7 +71,10 @@ class WsConnection final : public WsSession {
   void close(const std::string& reason, uint16_t code = 1000) override;
 
  private:
+  void schedule_write();  // at the end of this turn of the io loop: one write for all it delivered
   void do_write();
+  size_t build_batch();       // frames for the front of queue_ into buffers_; returns their bytes
+  void written(size_t count);  // the first count messages of queue_ are on their way
   std::vector<OutgoingPtr> take_unsent();
   std::shared_ptr<WsConnection> shared() { return std::static_pointer_cast<WsConnection>(shared_from_this()); }
 
@@ -77,7 +85,11 @@ class WsConnection final : public WsSession {
   std::deque<OutgoingPtr> queue_;
   size_t queued_bytes_ = 0;   // of the live messages in queue_
   size_t replayed_left_ = 0;  // the first replayed_left_ messages of queue_ are replayed ones
+  size_t writing_count_ = 0;  // the first writing_count_ messages of queue_ are being written
+  std::vector<protocol::WsFrameHeader> headers_;  // of the write in flight; the buffers point into them
+  std::vector<boost::asio::const_buffer> buffers_;
   bool writing_ = false;
+  bool write_scheduled_ = false;
   bool closing_ = false;
   bool closed_ = false;
   boost::beast::websocket::close_reason close_reason_;

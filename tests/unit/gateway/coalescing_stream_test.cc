@@ -2,6 +2,8 @@
 // coalescing_stream_test: a Beast WebSocket server over the adapter, a Beast client, real loopback TCP.
 #include "gateway/coalescing_stream.h"
 
+#include "protocol/ws_frame.h"
+
 #include <chrono>
 #include <functional>
 #include <string>
@@ -49,7 +51,8 @@ struct Counted {
         });
   }
   // The adapter's immediate write, as on a plain tcp_stream.
-  friend size_t coalescing_write_now(Counted& s, asio::const_buffer b, error_code& ec) {
+  template <class Buffers>
+  friend size_t coalescing_write_now(Counted& s, const Buffers& b, error_code& ec) {
     ++s.counts->writes;
     const size_t n = cellgate::gateway::coalescing_write_now(s.inner, b, ec);
     s.counts->bytes += n;
@@ -281,4 +284,66 @@ TEST_CASE("a peer that does not read stops the writes: backpressure", "[coalesci
     REQUIRE(m == chain.messages[i]);
   }
   run_until(p.io, [&] { return chain.completed == chain.messages.size(); });
+}
+
+namespace {
+// A whole binary frame as ws_session builds it: its header, then the payload.
+struct RawFrame {
+  explicit RawFrame(std::string p) : payload(std::move(p)), header(true, payload.size()) {}
+  std::string payload;
+  cellgate::protocol::WsFrameHeader header;
+  std::vector<asio::const_buffer> buffers() const { return {asio::buffer(header.data(), header.size()), asio::buffer(payload)}; }
+};
+}  // namespace
+
+TEST_CASE("a write is never split by another writer's: Beast's pong waits for a whole big frame", "[coalescing_stream]") {
+  Pair p(16 * 1024);  // small socket buffers: the big frame takes many sendmsg calls
+  bool ponged = false;
+  p.client->control_callback([&](websocket::frame_type kind, beast::string_view payload) {
+    if (kind == websocket::frame_type::pong && payload == "mid") ponged = true;
+  });
+  beast::flat_buffer sbuf;
+  p.server->async_read(sbuf, [](error_code, size_t) {});  // Beast answers pings inside its read
+  std::string big(4 << 20, '\0');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 7 + i / 4096);
+  RawFrame frame(big);
+  const auto buffers = frame.buffers();
+  bool written = false;
+  // One async_write_some, as ws_session writes (asio::async_write would hand over 64 KiB at a time, and
+  // another writer could get in between its pieces).
+  p.server->next_layer().async_write_some(buffers, [&](error_code ec, size_t n) {
+    REQUIRE(!ec);
+    CHECK(n == frame.header.size() + big.size());  // all of it, in one completion
+    written = true;
+  });
+  // The ping arrives while the frame is still going out; the pong must come after its last byte.
+  bool pinged = false;
+  p.client->async_ping("mid", [&](error_code ec) { pinged = !ec; });
+  CHECK(p.read_one() == big);
+  run_until(p.io, [&] { return written && pinged; });
+  // The client sees the pong inside its next read.
+  RawFrame after("after");
+  const auto after_buffers = after.buffers();
+  p.server->next_layer().async_write_some(after_buffers, [](error_code ec, size_t) { REQUIRE(!ec); });
+  CHECK(p.read_one() == "after");
+  CHECK(ponged);
+}
+
+TEST_CASE("write_now writes at once only when nothing is pending, so bytes keep their order", "[coalescing_stream]") {
+  Pair p;
+  auto& stream = p.server->next_layer();
+  RawFrame one("one"), two("two"), three("three");
+  // A copied write leaves its bytes pending until its completion has run: write_now must decline.
+  bool done = false;
+  stream.async_write_some(one.buffers(), [&](error_code ec, size_t) { done = !ec; });
+  CHECK(stream.write_now(two.buffers()) == 0);
+  run_until(p.io, [&] { return done; });
+  // Flushed now: the socket takes a small write whole, with no operation.
+  const size_t writes = p.counts->writes;
+  CHECK(stream.write_now(two.buffers()) == two.header.size() + 3);
+  CHECK(stream.write_now(three.buffers()) == three.header.size() + 5);
+  CHECK(p.counts->writes == writes + 2);
+  CHECK(p.read_one() == "one");
+  CHECK(p.read_one() == "two");
+  CHECK(p.read_one() == "three");
 }
