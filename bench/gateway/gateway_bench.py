@@ -9,7 +9,8 @@
   exec p50/p99   round trip of `1+1`: execute_request sent -> execute_reply and iopub idle received
   iopub 1 cell   one cell printing --big-mb MB; bytes of stream text received until iopub idle
                  (median MB/s of --big-runs runs)
-  iopub 1MB cells  --cells cells each printing 1 MB
+  iopub 1MB cells  --cells cells each printing 1 MB (median MB/s of --cell-runs runs: one run of
+                 20 cells takes ~0.2 s, and single runs of one binary moved by +-10% on this VM)
   gw CPU/exec    gateway process CPU time (user+sys, all threads) per `1+1` round trip (servers only)
   gw RSS idle    gateway resident set size once it answers HTTP, before any kernel (servers only)
   gw RSS         gateway resident set size after the run (servers only)
@@ -365,7 +366,7 @@ def m_iopub_big(b, a):
 
 
 def m_iopub_cells(b, a):
-    return iopub_rows(b, a, "iopub %dx1MB cells" % a.cells, a.cells, 1)
+    return iopub_rows(b, a, "iopub %dx1MB cells" % a.cells, a.cells, 1, a.cell_runs)
 
 
 def m_rss(b, a):
@@ -465,13 +466,14 @@ def main():
     p.add_argument("--big-mb", type=int, default=50)
     p.add_argument("--big-runs", type=int, default=3, help="big cell runs (median throughput)")
     p.add_argument("--cells", type=int, default=20)
+    p.add_argument("--cell-runs", type=int, default=3, help="runs of the --cells cells (median throughput)")
     p.add_argument("--timeout", type=float, default=300)
     p.add_argument("--jsonl", action="store_true", help="JSON lines for bench/run.py, not a table")
     p.add_argument("--validate", action="store_true",
                    help="exit 1 unless every backend produced every figure")
     a = p.parse_args()
     if a.quick:
-        a.iterations, a.cpu_iterations, a.starts, a.big_mb, a.cells, a.big_runs = 20, 20, 1, 2, 2, 1
+        a.iterations, a.cpu_iterations, a.starts, a.big_mb, a.cells, a.big_runs, a.cell_runs = 20, 20, 1, 2, 2, 1, 1
         a.timeout = min(a.timeout, 60)
     labels = [x.strip() for x in a.backends.split(",") if x.strip()]
     if "cellgate" in labels and not (a.cellgate and os.access(a.cellgate, os.X_OK)):
