@@ -117,6 +117,10 @@ def test_kernel_execute_over_wss(tls_target, certs):
                 assert res.reply["content"]["status"] == "ok", res.reply
                 out = "".join(m["content"].get("text", "") for m in res.iopub if m["header"]["msg_type"] == "stream")
                 assert out.strip() == "42", res.iopub
+                # Megabytes: frames the gateway hands to the TLS stream in pieces, across many records.
+                res = ws.execute("print('x' * (3 << 20))")
+                out = "".join(m["content"].get("text", "") for m in res.iopub if m["header"]["msg_type"] == "stream")
+                assert out == "x" * (3 << 20) + "\n", len(out)
             finally:
                 ws.close()
         # The agent API's NDJSON stream is written straight to the TLS stream.
