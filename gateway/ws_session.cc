@@ -174,6 +174,10 @@ void WsConnection<Stream>::do_write() {
                                       });
     return;
   }
+  if (buffers_.capacity() > 128) {  // after a burst: an idle connection keeps ~2 KiB, not the burst's
+    std::vector<asio::const_buffer>().swap(buffers_);
+    std::vector<protocol::WsFrameHeader>().swap(headers_);
+  }
   if (!closing_) return;
   writing_ = true;
   ws_.async_close(close_reason_, [self = shared()](const boost::system::error_code&) {
