@@ -58,7 +58,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
 template <class Stream>
 class WsConnection final : public WsSession {
  public:
-  // The frames of the messages delivered in one io turn leave in one socket write (coalescing_stream.h).
+  // Under Beast, CoalescingStream orders our data frames and Beast's control frames (coalescing_stream.h).
   using Ws = boost::beast::websocket::stream<CoalescingStream<Stream>>;
 
   WsConnection(Ws ws, std::shared_ptr<KernelHub> hub, std::string session_id, protocol::WsProtocol protocol,
