@@ -109,6 +109,7 @@ void KernelHub::remember_request(const std::string& msg_id, const std::string& s
 void KernelHub::from_client(WsSession& session, const std::string& channel, protocol::Message&& message) {
   Channel ch;
   if (!channel_from_name(channel, ch)) return;
+  std::string msg_type;
   if (ch != Channel::kStdin) {
     auto header = protocol::peek_header(message.header);
     if (header) {
@@ -116,9 +117,10 @@ void KernelHub::from_client(WsSession& session, const std::string& channel, prot
       note_silent(*header, message);
       if (execute_limit_.count() > 0 && header->msg_type == "execute_request" && limited_.size() < 1024)
         limited_.emplace(header->msg_id, message.header);
+      msg_type = std::move(header->msg_type);
     }
   }
-  if (!kernel_->send(ch, message))
+  if (!kernel_->send(ch, message, msg_type))
     common::log_debug("kernel={} msg=\"client message not sent: kernel channels closed, or 256 MiB unread\"",
                       kernel_->id());
 }
@@ -152,9 +154,13 @@ void KernelHub::note_silent(const protocol::HeaderFields& header, const protocol
 
 bool KernelHub::send_watched(Channel channel, const protocol::Message& message, const std::string& msg_id,
                              std::shared_ptr<RequestWatcher> watcher, bool now) {
-  if (auto header = protocol::peek_header(message.header)) note_silent(*header, message);
+  std::string msg_type;
+  if (auto header = protocol::peek_header(message.header)) {
+    note_silent(*header, message);
+    msg_type = std::move(header->msg_type);
+  }
   watchers_[msg_id] = watcher;
-  return now ? kernel_->send_now(channel, message) : kernel_->send(channel, message);
+  return now ? kernel_->send_now(channel, message) : kernel_->send(channel, message, msg_type);
 }
 
 void KernelHub::unwatch(const std::string& msg_id) { watchers_.erase(msg_id); }

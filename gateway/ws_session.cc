@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/buffers_suffix.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket/ssl.hpp>
@@ -150,28 +151,25 @@ void WsConnection<Stream>::do_write() {
     // loop ends next and hands what is queued back to the hub.
     if (!ws_.is_open()) return;
     const size_t bytes = build_batch();
-    size_t sent = ws_.next_layer().write_now(FrameBuffers(buffers_.data(), buffers_.data() + buffers_.size()));
+    const size_t sent = ws_.next_layer().write_now(FrameBuffers(buffers_.data(), buffers_.data() + buffers_.size()));
     if (sent == bytes) {
       written(headers_.size());
       continue;
     }
     // The socket took part of it (or nothing): the rest goes when it can, and completes the batch.
-    size_t done = 0;
-    while (done < buffers_.size() && buffers_[done].size() <= sent) sent -= buffers_[done++].size();
-    if (done < buffers_.size()) buffers_[done] += sent;
-    buffers_.erase(buffers_.begin(), buffers_.begin() + static_cast<ptrdiff_t>(done));
+    beast::buffers_suffix<FrameBuffers> rest(FrameBuffers(buffers_.data(), buffers_.data() + buffers_.size()));
+    rest.consume(sent);
     writing_ = true;
     writing_count_ = headers_.size();
-    ws_.next_layer().async_write_some(FrameBuffers(buffers_.data(), buffers_.data() + buffers_.size()),
-                                      [self = shared()](const boost::system::error_code& ec, size_t) {
-                                        self->writing_ = false;
-                                        if (ec) {
-                                          self->closed_ = true;
-                                          return;
-                                        }
-                                        self->written(std::exchange(self->writing_count_, 0));
-                                        self->do_write();
-                                      });
+    ws_.next_layer().async_write_some(rest, [self = shared()](const boost::system::error_code& ec, size_t) {
+      self->writing_ = false;
+      if (ec) {
+        self->closed_ = true;
+        return;
+      }
+      self->written(std::exchange(self->writing_count_, 0));
+      self->do_write();
+    });
     return;
   }
   if (buffers_.capacity() > 128) {  // after a burst: an idle connection keeps ~2 KiB, not the burst's

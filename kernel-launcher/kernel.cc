@@ -236,7 +236,7 @@ void Kernel::send_internal(Channel channel, const char* msg_type, std::string co
   if (streams_[static_cast<size_t>(channel)]) streams_[static_cast<size_t>(channel)]->send(protocol::encode_zmq(m, signer_));
 }
 
-bool Kernel::send(Channel channel, const protocol::Message& message) {
+bool Kernel::send(Channel channel, const protocol::Message& message, std::string_view msg_type) {
   if (channel == Channel::kIopub || channel == Channel::kHb) return false;
   if (paused_) resume();
   auto& s = streams_[static_cast<size_t>(channel)];
@@ -262,8 +262,12 @@ bool Kernel::send(Channel channel, const protocol::Message& message) {
   // a running cell, whose output must not wait for it. Only for a *_request: comm_msg, comm_open and
   // comm_close get no reply (messaging spec), so a widget's updates would wait the whole hold.
   if (sent && channel == Channel::kShell && state_ == KernelState::kIdle && streams_[1]) {
-    auto header = protocol::peek_header(message.header);
-    if (header && header->msg_type.ends_with("_request")) streams_[1]->hold(kIopubHold);
+    std::string peeked;
+    if (msg_type.empty()) {
+      if (auto header = protocol::peek_header(message.header)) peeked = std::move(header->msg_type);
+      msg_type = peeked;
+    }
+    if (msg_type.ends_with("_request")) streams_[1]->hold(kIopubHold);
   }
   return sent;
 }

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/asio/awaitable.hpp>
@@ -77,7 +78,8 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   // without signalling the process.
   void detach();
   // Sends a client's message (identities ignored) on shell, control or stdin, signed with this kernel's key.
-  bool send(Channel channel, const protocol::Message& message);
+  // msg_type is the header's when the caller has read it already; else it is read here if needed.
+  bool send(Channel channel, const protocol::Message& message, std::string_view msg_type = {});
   // As send(), but never held: for the ready hook, which talks to the kernel while it is still starting.
   bool send_now(Channel channel, const protocol::Message& message);
   boost::asio::awaitable<void> interrupt();
