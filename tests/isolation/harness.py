@@ -352,7 +352,7 @@ def expect_held(ctx, cmd, timeout=120, **kw):
         rc, out, run = run_probe(ctx, cmd, variant, timeout=timeout, **kw)
         skip_if_nothing_to_prove(ctx, rc, out)
         for line in unavailable_lines(out):
-            log(f"note: held because this host lacks the door, not by the jail: {line}")
+            log(f"note: this host lacks the door, so the jail's own defence was not exercised: {line}")
         check(rc == HELD, f"[{vname}] {' '.join(cmd)}: exit {rc} (77 = held)" +
               ("" if rc == HELD else f"; status {run.status()}"))
 

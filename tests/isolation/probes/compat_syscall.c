@@ -91,7 +91,7 @@ static void try_door(const struct Door* d) {
   } else if (WIFSIGNALED(st)) {
     probe_report(0, "%s: killed by SIG%s before any effect%s", d->name, sigabbrev_np(WTERMSIG(st)),
                  WTERMSIG(st) == SIGSYS ? " (a seccomp filter's bad-arch action)" : "");
-  } else if (out->returned && out->write_ret == -ENOSYS && out->getpid_ret == -ENOSYS && probe_seccomp_mode() == 0) {
+  } else if (out->returned && out->write_ret == -ENOSYS && out->getpid_ret == -ENOSYS && probe_not_in_kernel(ENOSYS)) {
     // Without any filter, ENOSYS comes from the kernel itself (e.g. CONFIG_X86_X32_ABI off, or
     // Debian's syscall.x32=n): the door does not exist here.
     probe_unavailable("%s: %s ABI not available on this host (ENOSYS with no seccomp filter; no write, no pid)",

@@ -25,18 +25,10 @@ static inline void probe_report(int escaped, const char* fmt, ...) {
   if (escaped) ++probe_escaped_count;
 }
 
-// For calls that return -1/errno on failure: failure means the door held.
-static inline void probe_attempt(const char* what, long rc) {
-  if (rc < 0) {
-    probe_report(0, "%s: %s", what, strerror(errno));
-  } else {
-    probe_report(1, "%s succeeded (rc=%ld)", what, rc);
-  }
-}
-
-// A door this host does not have at all (the kernel lacks the feature): held, and the line says why.
-// The harness skips a bare run (the self-test) whose only outcomes are such lines: with no door open
-// on the host, nothing proves the probe can see one, and a pass would be vacuous.
+// A door this host does not have at all (the kernel lacks the feature, or a sysctl shuts it for
+// everyone): held, and the line says why. The harness skips a bare run (the self-test) whose only
+// outcomes are such lines: with no door open on the host, nothing proves the probe can see one, and
+// a pass would be vacuous.
 static inline void probe_unavailable(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 static inline void probe_unavailable(const char* fmt, ...) {
   va_list ap;
@@ -48,8 +40,17 @@ static inline void probe_unavailable(const char* fmt, ...) {
   va_end(ap);
 }
 
-// The Seccomp: field of /proc/self/status: 0 none, 1 strict, 2 filter; -1 when unknown. Without a
-// filter, ENOSYS can only come from the kernel itself (the syscall is not built in).
+// The first integer in a /proc or /sys file (a sysctl); -1 when the file is absent or unreadable.
+static inline long probe_read_long(const char* path) {
+  FILE* f = fopen(path, "re");
+  if (f == NULL) return -1;
+  long v = -1;
+  if (fscanf(f, "%ld", &v) != 1) v = -1;
+  fclose(f);
+  return v;
+}
+
+// The Seccomp: field of /proc/self/status: 0 none, 1 strict, 2 filter; -1 when unknown.
 static inline int probe_seccomp_mode(void) {
   FILE* f = fopen("/proc/self/status", "re");
   if (f == NULL) return -1;
@@ -60,6 +61,24 @@ static inline int probe_seccomp_mode(void) {
   }
   fclose(f);
   return mode;
+}
+
+// ENOSYS with no seccomp filter on this process can only come from the kernel: the syscall is not
+// built in (CONFIG_BPF_SYSCALL=n, CONFIG_KEYS=n, ...). Under a filter it may be the filter's answer.
+static inline int probe_not_in_kernel(int err) {
+  return err == ENOSYS && probe_seccomp_mode() == 0;
+}
+
+// For calls that return -1/errno on failure: failure means the door held.
+static inline void probe_attempt(const char* what, long rc) {
+  int err = errno;
+  if (rc >= 0) {
+    probe_report(1, "%s succeeded (rc=%ld)", what, rc);
+  } else if (probe_not_in_kernel(err)) {
+    probe_unavailable("%s: ENOSYS with no seccomp filter: this kernel does not have it", what);
+  } else {
+    probe_report(0, "%s: %s", what, strerror(err));
+  }
 }
 
 static inline int probe_verdict(void) {

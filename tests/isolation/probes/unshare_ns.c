@@ -60,6 +60,14 @@ int main(int argc, char** argv) {
   if (argc != 2) probe_usage("unshare_ns user|mnt|net|pid|ipc|uts|cgroup|time");
   for (size_t i = 0; i < sizeof kTypes / sizeof kTypes[0]; ++i) {
     if (strcmp(argv[1], kTypes[i].name) != 0) continue;
+    // Every namespace type the kernel has shows in /proc/self/ns (time: Linux 5.6, CONFIG_TIME_NS).
+    // Without it, unshare fails with EINVAL for everyone: no door here to hold.
+    char ns_path[64];
+    snprintf(ns_path, sizeof ns_path, "/proc/self/ns/%s", kTypes[i].name);
+    if (access(ns_path, F_OK) != 0 && errno == ENOENT) {
+      probe_unavailable("%s namespaces: not in this kernel (no %s)", kTypes[i].name, ns_path);
+      return probe_verdict();
+    }
     via_unshare(kTypes[i].name, kTypes[i].flag);
     // CLONE_NEWTIME (0x80) lies inside clone(2)'s exit-signal byte, so clone cannot ask for it;
     // clone3 rejects it too. unshare(2) is the only way into a new time namespace.

@@ -8,10 +8,17 @@
 
 int main(void) {
   long fd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+  int err = errno;
+  int not_built = fd < 0 && probe_not_in_kernel(err);
+  errno = err;
   probe_attempt("userfaultfd(0)", fd);
   if (fd >= 0) close((int)fd);
   int dfd = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
-  probe_attempt("open /dev/userfaultfd", dfd);
+  if (dfd < 0 && errno == ENOENT && not_built) {
+    probe_unavailable("open /dev/userfaultfd: no userfaultfd in this kernel (CONFIG_USERFAULTFD=n)");
+  } else {
+    probe_attempt("open /dev/userfaultfd", dfd);
+  }
   if (dfd >= 0) close(dfd);
   return probe_verdict();
 }

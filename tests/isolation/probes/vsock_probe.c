@@ -11,16 +11,33 @@
 #define AF_VSOCK 40
 #endif
 
+// EAFNOSUPPORT comes from the kernel before any filter could matter (a filter answers EPERM here):
+// no vsock in this kernel (or its module is not available), so there is no door to hold.
+static int try_socket(const char* what, int type) {
+  int s = socket(AF_VSOCK, type | SOCK_CLOEXEC, 0);
+  int err = errno;
+  if (s >= 0) close(s);
+  if (s < 0 && err == EAFNOSUPPORT) {
+    probe_unavailable("%s: no AF_VSOCK in this kernel (%s)", what, strerror(err));
+    return 0;
+  }
+  errno = err;
+  probe_attempt(what, s);
+  return 1;
+}
+
 int main(void) {
-  int s = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (s >= 0) close(s);
-  probe_attempt("socket(AF_VSOCK, SOCK_STREAM)", s);
-  s = socket(AF_VSOCK, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (s >= 0) close(s);
-  // EAFNOSUPPORT/ESOCKTNOSUPPORT: no such transport here, also a closed door.
-  probe_attempt("socket(AF_VSOCK, SOCK_DGRAM)", s);
+  int have_vsock = try_socket("socket(AF_VSOCK, SOCK_STREAM)", SOCK_STREAM);
+  have_vsock |= try_socket("socket(AF_VSOCK, SOCK_DGRAM)", SOCK_DGRAM);
   int fd = open("/dev/vsock", O_RDONLY | O_CLOEXEC);
+  int err = errno;
   if (fd >= 0) close(fd);
-  probe_attempt("open /dev/vsock", fd);
+  if (fd < 0 && err == ENOENT && !have_vsock) {
+    // The vsock core registers /dev/vsock: without AF_VSOCK there is none anywhere.
+    probe_unavailable("open /dev/vsock: no vsock in this kernel");
+  } else {
+    errno = err;
+    probe_attempt("open /dev/vsock", fd);
+  }
   return probe_verdict();
 }
