@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// outbound_net: an outbound connect to a public address must fail at once with ENETUNREACH (the
-// jail has only `lo`, so nothing is ever sent); also UDP, IPv6, and the interface list.
+// outbound_net: an outbound connect must fail at once with ENETUNREACH (the jail has only `lo`, so
+// nothing is ever sent: the effect judged is "a packet could leave"); also UDP, IPv6, and the
+// interface list.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -26,17 +27,17 @@ int main(void) {
   struct sockaddr_in v4;
   memset(&v4, 0, sizeof v4);
   v4.sin_family = AF_INET;
-  inet_pton(AF_INET, "1.1.1.1", &v4.sin_addr);
-  v4.sin_port = htons(80);
-  expect_unreach("tcp 1.1.1.1:80", AF_INET, SOCK_STREAM, &v4, sizeof v4);
-  // UDP to TEST-NET-1 (RFC 5737, never routed): a bare run sends nothing anyone receives.
+  // Documentation addresses only (TEST-NET-1, RFC 5737; 2001:db8::/32, RFC 3849): never routed, so a
+  // bare run (the self-test), whose packets do leave, targets no one.
   inet_pton(AF_INET, "192.0.2.1", &v4.sin_addr);
+  v4.sin_port = htons(80);
+  expect_unreach("tcp 192.0.2.1:80", AF_INET, SOCK_STREAM, &v4, sizeof v4);
   v4.sin_port = htons(9);
   expect_unreach("udp 192.0.2.1:9", AF_INET, SOCK_DGRAM, &v4, sizeof v4);
   struct sockaddr_in6 v6;
   memset(&v6, 0, sizeof v6);
   v6.sin6_family = AF_INET6;
-  inet_pton(AF_INET6, "2606:4700:4700::1111", &v6.sin6_addr);
+  inet_pton(AF_INET6, "2001:db8::1", &v6.sin6_addr);
   v6.sin6_port = htons(80);
   int s6 = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s6 < 0) {
@@ -50,7 +51,7 @@ int main(void) {
     if (st >= 0) close(st);
     // IPv6 may be disabled in the jail: EAFNOSUPPORT/EADDRNOTAVAIL also mean no route out.
     int held = rc < 0 && (err == ENETUNREACH || err == EAFNOSUPPORT || err == EADDRNOTAVAIL);
-    probe_report(!held, "tcp [2606:4700:4700::1111]:80: %s", rc < 0 ? strerror(err) : "connected");
+    probe_report(!held, "tcp [2001:db8::1]:80: %s", rc < 0 ? strerror(err) : "connecting");
   }
   FILE* f = fopen("/proc/net/dev", "re");
   if (f == NULL) {
