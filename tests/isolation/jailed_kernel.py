@@ -78,7 +78,9 @@ class JailedKernel:
             problems = []
             if os.path.exists(f"/proc/{helper}"):
                 problems.append(f"cellgate-jail {helper} still running")
-            problems += [f"cgroup {d} left behind" for d in glob.glob(f"/sys/fs/cgroup/*/cellgate/{name}")]
+            # v1 hybrid: one dir per controller (and unified/); pure v2: /sys/fs/cgroup/cellgate/<name>.
+            problems += [f"cgroup {d} left behind" for d in glob.glob(f"/sys/fs/cgroup/*/cellgate/{name}") +
+                         glob.glob(f"/sys/fs/cgroup/cellgate/{name}")]
             if os.path.exists(self.runtime):
                 problems.append(f"runtime dir {self.runtime} left behind")
             if not problems or time.monotonic() > deadline:

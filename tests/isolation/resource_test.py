@@ -138,6 +138,15 @@ def read_int(path):
         return int(f.read().split()[0])
 
 
+def no_swap_accounting(limit_file):
+    """Without swap accounting (CONFIG_SWAP=n, or swapaccount=0) the jail has no swap limit to set:
+    that is only sound when the host has no swap, or a kernel could swap past its memory limit."""
+    with open("/proc/swaps") as f:
+        active = f.read().splitlines()[1:]
+    check(not active, f"no {limit_file} here (no swap accounting), and no swap a kernel could spill into "
+                      f"({len(active)} active swap areas)")
+
+
 def case_cgroup_config(ctx):
     """The limits asked for are the ones in the cgroups (memory without swap, pids, cpu), and every
     jail process - init, kernel, its children - sits in the jail's cgroup in each hierarchy."""
@@ -154,12 +163,18 @@ def case_cgroup_config(ctx):
             memsw = f"{by['memory']}/memory.memsw.limit_in_bytes"
             if os.path.exists(memsw):
                 check(read_int(memsw) == 200 << 20, "memory.memsw.limit_in_bytes = 200M (no swap on top)")
+            else:
+                no_swap_accounting("memory.memsw.limit_in_bytes")
         else:
             check(os.path.exists(f"{by['v2']}/memory.max"), "a memory controller is in use")
             with open(f"{by['v2']}/memory.max") as f:
                 check(f.read().strip() == str(200 << 20), "memory.max = 200M")
-            with open(f"{by['v2']}/memory.swap.max") as f:
-                check(f.read().strip() == "0", "memory.swap.max = 0")
+            swap = f"{by['v2']}/memory.swap.max"
+            if os.path.exists(swap):
+                with open(swap) as f:
+                    check(f.read().strip() == "0", "memory.swap.max = 0")
+            else:
+                no_swap_accounting("memory.swap.max")
         pids_dir = by.get("pids", by.get("v2"))
         with open(f"{pids_dir}/pids.max") as f:
             check(f.read().strip() == "77", "pids.max = 77")

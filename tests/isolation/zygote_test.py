@@ -412,6 +412,10 @@ def case_huge_pages(jail, zygote):
     if not os.path.exists("/sys/kernel/mm/transparent_hugepage/enabled"):
         print("SKIP: this kernel has no transparent huge pages", flush=True)
         sys.exit(zk.SKIP_RC)
+    if "(MADV_COLLAPSE: Invalid argument)" in zygote.log():
+        # madvise(2): EINVAL for MADV_COLLAPSE = a kernel before 6.1, or without transparent huge pages.
+        print("SKIP: this kernel cannot collapse memory into huge pages (MADV_COLLAPSE: EINVAL)", flush=True)
+        sys.exit(zk.SKIP_RC)
     zpid = zygote.proc.pid
     image = anon_huge_kib(zpid)
     check("image in huge pages" in zygote.log(), f"the zygote says where its image is: {zygote.log()[-600:]!r}")
