@@ -212,5 +212,5 @@ def test_process_tool_cannot_escape_the_jail(target, new_kernel):
     out = process(target, kid, "cat", [os.path.join(target.data_dir, "audit.log")])
     assert out["exit_code"] != 0, out
     out = process(target, kid, "python3", ["-c", "import socket; "
-                                           "socket.create_connection(('1.1.1.1', 80), 2)"])
+                                           "socket.create_connection(('192.0.2.1', 80), 2)"])
     assert out["exit_code"] != 0, out
