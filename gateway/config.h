@@ -5,18 +5,15 @@
 #include <cstdint>
 #include <map>
 #include <set>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "common/config_error.h"
 #include "kernel-launcher/spawner.h"
 
 namespace cellgate::gateway {
 
-// Thrown for any configuration problem; main prints what() on one line and exits 2.
-struct ConfigError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using common::ConfigError;
 
 struct Config {
   std::string ip = "127.0.0.1";

@@ -12,14 +12,14 @@
 
 #include "common/random.h"
 #include "gateway/gateway.h"
-#include "gateway/http_server.h"
+#include "gateway/http/listener.h"
 
 namespace cellgate::gateway {
 
 namespace asio = boost::asio;
 
 struct EmbeddedGateway::Impl {
-  explicit Impl(Config c) : config(std::move(c)), gateway(io, config), acceptor(make_acceptor(io, config.ip, config.port)) {}
+  explicit Impl(Config c) : config(std::move(c)), gateway(io, config), acceptor(http::make_acceptor(io, config.ip, config.port)) {}
 
   Config config;
   asio::io_context io{1};
@@ -64,7 +64,7 @@ asio::awaitable<void> interrupt_kernel(std::shared_ptr<KernelHub> hub) {
 EmbeddedGateway::EmbeddedGateway(Config config) : impl_(std::make_unique<Impl>(embedded(std::move(config)))) {
   impl_->port = impl_->acceptor.local_endpoint().port();
   impl_->gateway.set_local_endpoint("127.0.0.1", impl_->port);
-  asio::co_spawn(impl_->io, accept_loop(impl_->acceptor, impl_->gateway), asio::detached);
+  asio::co_spawn(impl_->io, http::accept_loop(impl_->acceptor, impl_->gateway, impl_->gateway.limits()), asio::detached);
   auto* impl = impl_.get();
   impl->signals.async_wait([impl](const boost::system::error_code& ec, int) {
     if (ec) return;

@@ -5,13 +5,8 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/beast/http/chunk_encode.hpp>
-#include <boost/beast/http/empty_body.hpp>
-#include <boost/beast/http/serializer.hpp>
-#include <boost/beast/http/write.hpp>
-#include <boost/beast/ssl.hpp>
 
 #include "gateway/agent_exec.h"
 #include "gateway/gateway.h"
@@ -19,7 +14,6 @@
 namespace cellgate::gateway {
 
 namespace asio = boost::asio;
-namespace beast = boost::beast;
 using asio::awaitable;
 using common::Errc;
 using nlohmann::json;
@@ -32,11 +26,24 @@ bool wants_ndjson(const Request& req) {
              .find("application/x-ndjson") != std::string_view::npos;
 }
 
-struct StreamLines {
+// The NDJSON lines of one execute, as the session asks for them.
+struct StreamLines : http::ChunkSource {
   std::deque<std::string> lines;
   bool done = false;
   asio::steady_timer wake;
   explicit StreamLines(asio::any_io_executor ex) : wake(ex) {}
+
+  awaitable<std::optional<std::string>> next() override {
+    while (lines.empty() && !done) {
+      wake.expires_at(asio::steady_timer::time_point::max());
+      boost::system::error_code ec;
+      co_await wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    if (lines.empty()) co_return std::nullopt;
+    std::string line = std::move(lines.front());
+    lines.pop_front();
+    co_return line;
+  }
 };
 
 // A coroutine function, not a capturing lambda: its arguments live in the coroutine frame.
@@ -81,60 +88,30 @@ bool Gateway::is_stream_request(const Request& req) const {
   return !notebook_http_ && req.method() == http::verb::post && wants_ndjson(req) && !kernel_id_of_execute(req, config_.base_url).empty();
 }
 
-template <class Stream>
-awaitable<void> Gateway::handle_stream(Stream& stream, Request req, std::string peer_ip) {
-  boost::system::error_code ec;
-  auto fail = [&](Response& res) -> awaitable<void> {
-    add_cors(req, res);
-    co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
-  };
+awaitable<http::Reply> Gateway::handle_stream(Request& req, const http::Peer& peer) {
   const std::string id = kernel_id_of_execute(req, config_.base_url);
   auto exec = parse_exec_request(req.body(), config_.execute_output_bytes);
-  Response refusal;
-  auto caller = authenticate(req, peer_ip, refusal);
+  http::Reply reply;
+  auto caller = authenticate(req, peer, reply.res);
   auto hub = caller ? find_kernel(id, *caller) : nullptr;
-  if (!caller) {
-    // refusal says why
-  } else if (!hub) refusal = error_response(req, Errc::kNotFound, "Kernel does not exist: " + id);
-  else if (!exec) refusal = error_response(req, exec.error());
-  if (refusal.result() != http::status::ok) co_return co_await fail(refusal);
+  if (!caller) co_return reply;  // res says why
+  if (!hub) co_return http::Reply{error_response(req, Errc::kNotFound, "Kernel does not exist: " + id), {}, {}};
+  if (!exec) co_return http::Reply{error_response(req, exec.error()), {}, {}};
 
-  http::response<http::empty_body> head{http::status::ok, req.version()};
+  Response& head = reply.res;
+  head = Response{http::status::ok, req.version()};
   head.set(http::field::content_type, "application/x-ndjson");
   head.set(http::field::cache_control, "no-store");
-  head.set(http::field::server, "cellgate");
   head.keep_alive(req.keep_alive());
-  head.chunked(true);
-  http::response_serializer<http::empty_body> sr{head};
-  co_await http::async_write_header(stream, sr, asio::redirect_error(asio::use_awaitable, ec));
-  if (ec) co_return;
-
-  // Outputs arrive from the hub's callbacks; this loop writes them as chunks, one JSON object per line.
-  auto shared = std::make_shared<StreamLines>(stream.get_executor());
-  asio::co_spawn(
-      stream.get_executor(), execute_into(hub, shared, std::move(exec.value())),
-      [shared](std::exception_ptr) {
-        shared->done = true;
-        shared->wake.cancel();
-      });
-  while (true) {
-    while (!shared->lines.empty()) {
-      std::string line = std::move(shared->lines.front());
-      shared->lines.pop_front();
-      // Named, not a temporary in the co_await operand: GCC 12 can destroy such temporaries twice.
-      auto chunk = http::make_chunk(asio::buffer(line));
-      co_await asio::async_write(stream, chunk, asio::redirect_error(asio::use_awaitable, ec));
-      if (ec) co_return;  // the client left; the execution finishes on its own
-    }
-    if (shared->done) break;
-    shared->wake.expires_at(asio::steady_timer::time_point::max());
-    co_await shared->wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-  }
-  auto last = http::make_chunk_last();
-  co_await asio::async_write(stream, last, asio::redirect_error(asio::use_awaitable, ec));
+  // Outputs arrive from the hub's callbacks into the lines; the session writes them as chunks.
+  auto ex = co_await asio::this_coro::executor;
+  auto lines = std::make_shared<StreamLines>(ex);
+  asio::co_spawn(ex, execute_into(hub, lines, std::move(exec.value())), [lines](std::exception_ptr) {
+    lines->done = true;
+    lines->wake.cancel();
+  });
+  reply.chunks = lines;
+  co_return reply;
 }
-
-template awaitable<void> Gateway::handle_stream<PlainStream>(PlainStream&, Request, std::string);
-template awaitable<void> Gateway::handle_stream<TlsStream>(TlsStream&, Request, std::string);
 
 }  // namespace cellgate::gateway

@@ -5,18 +5,12 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/http/write.hpp>
-#include <boost/beast/ssl.hpp>
-#include <boost/beast/websocket/ssl.hpp>
 #include <fmt/core.h>
 
 #include "common/log.h"
 #include "common/random.h"
 #include "gateway/runtime_dirs.h"
 #include "gateway/snapshot_index.h"
-#include "gateway/ws_session.h"
 #include "kernel-launcher/kernel_env.h"
 #include "kernel-launcher/spawn_util.h"
 #include "mcp/http_backend.h"
@@ -27,7 +21,6 @@
 namespace cellgate::gateway {
 
 namespace asio = boost::asio;
-namespace beast = boost::beast;
 using asio::awaitable;
 using common::Errc;
 using common::make_error;
@@ -189,7 +182,8 @@ void Gateway::audit(const Caller& caller, const std::string& action, const std::
   if (!st) common::log_error("msg=\"audit log write failed\" error=\"{}\"", st.error().message);
 }
 
-std::optional<Caller> Gateway::authenticate(const Request& req, const std::string& ip, Response& refusal) {
+std::optional<Caller> Gateway::authenticate(const Request& req, const http::Peer& peer, Response& refusal) {
+  const std::string& ip = peer.ip;
   std::string storage;
   const std::string_view token = presented_token(req, storage);
   if (int wait = limiter_.retry_after(ip); wait > 0) {
@@ -199,7 +193,7 @@ std::optional<Caller> Gateway::authenticate(const Request& req, const std::strin
     // not lock everyone else out. A hand-picked --token, however long, may be a guessable phrase: it
     // stays behind the block.
     if (auto user = users_->authenticate(token); user && (config_.token_generated || token != config_.token))
-      return Caller{std::move(*user), ip};
+      return Caller{std::move(*user), peer};
     refusal = error_response(req, Errc::kUnauthorized, "too many failed authentications; retry later");
     refusal.result(http::status::too_many_requests);
     refusal.body() = nlohmann::json{{"reason", "Too Many Requests"},
@@ -214,7 +208,7 @@ std::optional<Caller> Gateway::authenticate(const Request& req, const std::strin
     refusal = error_response(req, Errc::kUnauthorized, "missing or invalid token");
     return std::nullopt;
   }
-  return Caller{std::move(*user), ip};
+  return Caller{std::move(*user), peer};
 }
 
 bool Gateway::origin_allowed(const Request& req) const {
@@ -237,8 +231,9 @@ void Gateway::add_cors(const Request& req, Response& res) const {
   res.set(http::field::vary, "Origin");
 }
 
-awaitable<Response> Gateway::handle(Request req, std::string peer_ip, int client_fd) {
-  Response res;
+awaitable<http::Reply> Gateway::handle(Request req, http::Peer peer) {
+  http::Reply reply;
+  Response& res = reply.res;
   try {
     std::string_view path = target_path(std::string_view(req.target().data(), req.target().size()));
     common::log_debug("method={} path={}", std::string(req.method_string()), std::string(path));
@@ -255,25 +250,27 @@ awaitable<Response> Gateway::handle(Request req, std::string peer_ip, int client
     } else if (notebook_http_) {
       // notebook-http serves the notebook's endpoints and nothing else; the token is required unless
       // the operator made them public.
-      if (config_.notebook_http_public || authenticate(req, peer_ip, res)) {
+      if (config_.notebook_http_public || authenticate(req, peer, res)) {
         std::string rel(path.starts_with(config_.base_url) ? path.substr(config_.base_url.size() - 1) : "");
         if (rel.empty()) res = error_response(req, Errc::kNotFound, "not found");
         else res = co_await notebook_http_->handle(req, std::move(rel));
       }
-    } else if (auto caller = authenticate(req, peer_ip, res)) {
-      caller->client_fd = client_fd;
+    } else if (is_stream_request(req)) {
+      reply = co_await handle_stream(req, peer);
+    } else if (auto caller = authenticate(req, peer, res)) {
       // HEAD is GET without the body (RFC 9110 9.3.2): routed as GET, so every GET resource answers it
-      // with the same status and headers (a file's Content-Length among them); serve_requests drops the body.
+      // with the same status and headers (a file's Content-Length among them); the session drops the body.
       if (req.method() == http::verb::head) req.method(http::verb::get);
       res = co_await route(req, *caller);
+      reply.file = file_replies_.take(res);
     }
   } catch (const std::exception& e) {
     common::log_error("method={} msg=\"unexpected error\" error=\"{}\"", std::string(req.method_string()), e.what());
-    res = error_response(req, Errc::kInternal, "internal error");
+    reply = http::Reply{error_response(req, Errc::kInternal, "internal error"), {}, {}};
   }
-  add_cors(req, res);
-  res.set(http::field::server, "cellgate");
-  co_return res;
+  add_cors(req, reply.res);
+  reply.res.set(http::field::server, "cellgate");
+  co_return reply;
 }
 
 awaitable<Response> Gateway::route(Request& req, const Caller& caller) {
@@ -320,26 +317,17 @@ awaitable<Response> Gateway::route(Request& req, const Caller& caller) {
   co_return error_response(req, Errc::kNotFound, "not found");
 }
 
-template <class Stream>
-awaitable<void> Gateway::handle_upgrade(Stream stream, Request req, std::string peer_ip) {
+awaitable<http::Upgrade> Gateway::upgrade(Request& req, http::Peer peer) {
   std::string_view target(req.target().data(), req.target().size());
   std::string_view path = target_path(target);
-  auto reply = [&](Response& res) -> awaitable<void> {
-    res.keep_alive(false);
-    boost::system::error_code ec;
-    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
-    co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
-    tcp_socket(stream).shutdown(asio::ip::tcp::socket::shutdown_send, ec);
-  };
   auto parts = path.starts_with(config_.base_url) ? split_path(path.substr(config_.base_url.size()))
                                                   : std::vector<std::string>{};
   const bool is_channels = !notebook_http_ && parts.size() == 4 && parts[0] == "api" && parts[1] == "kernels" &&
                            parts[3] == "channels";
   std::string session_id = query_param(target, "session_id");
   if (session_id.empty()) session_id = common::random_uuid();
-  // Refusals are built into a named response: GCC 12 can destroy temporaries in a co_await operand twice.
   Response refusal;
-  auto caller = authenticate(req, peer_ip, refusal);
+  auto caller = authenticate(req, peer, refusal);
   auto hub = caller && is_channels ? find_kernel(parts[2], *caller) : nullptr;
   if (!caller) {
     // refusal already says why
@@ -356,17 +344,25 @@ awaitable<void> Gateway::handle_upgrade(Stream stream, Request req, std::string 
                              fmt::format("quota exceeded: max_connections ({}) open WebSockets for user {}", cap,
                                          caller->user.name));
   }
-  if (refusal.result() != http::status::ok) co_return co_await reply(refusal);
-  // Counted until the connection ends; the counter is shared so a frame destroyed after the gateway is safe.
-  struct OpenSocket {
-    std::shared_ptr<std::map<std::string, int>> counts;
-    std::string user;
-    ~OpenSocket() {
-      if (--(*counts)[user] <= 0) counts->erase(user);
+  if (refusal.result() != http::status::ok) co_return refusal;
+  // Counted until the connection ends; the counter is shared so a lease outliving the gateway is safe.
+  class OpenSocket {
+   public:
+    OpenSocket(std::shared_ptr<std::map<std::string, int>> counts, std::string user)
+        : counts_(std::move(counts)), user_(std::move(user)) {
+      ++(*counts_)[user_];
     }
+    OpenSocket(const OpenSocket&) = delete;
+    OpenSocket& operator=(const OpenSocket&) = delete;
+    ~OpenSocket() {
+      if (--(*counts_)[user_] <= 0) counts_->erase(user_);
+    }
+
+   private:
+    std::shared_ptr<std::map<std::string, int>> counts_;
+    std::string user_;
   };
-  ++(*ws_open_)[caller->user.name];
-  OpenSocket counted{ws_open_, caller->user.name};
+  auto lease = std::make_shared<OpenSocket>(ws_open_, caller->user.name);
   auto proto = protocol::WsProtocol::kLegacy;
   std::string_view offered(req[http::field::sec_websocket_protocol].data(), req[http::field::sec_websocket_protocol].size());
   while (!offered.empty()) {
@@ -378,14 +374,9 @@ awaitable<void> Gateway::handle_upgrade(Stream stream, Request req, std::string 
     if (comma == std::string_view::npos) break;
     offered.remove_prefix(comma + 1);
   }
-  WsLimits limits{config_.max_ws_message_bytes, config_.ws_queue_bytes, config_.ws_ping_interval_s};
-  auto session = std::make_shared<WsConnection<Stream>>(typename WsConnection<Stream>::Ws(std::move(stream)), hub,
-                                                       session_id, proto, limits);
-  co_await session->run(std::move(req));
+  http::WsLimits limits{config_.max_ws_message_bytes, config_.ws_queue_bytes, config_.ws_ping_interval_s};
+  co_return http::WsAccept{hub, session_id, proto, limits, std::move(lease)};
 }
-
-template awaitable<void> Gateway::handle_upgrade<PlainStream>(PlainStream, Request, std::string);
-template awaitable<void> Gateway::handle_upgrade<TlsStream>(TlsStream, Request, std::string);
 
 int64_t Gateway::max_connections(const state::User& user) const {
   return user.limits.max_connections ? *user.limits.max_connections : config_.max_connections_per_user;

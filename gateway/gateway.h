@@ -13,13 +13,12 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "gateway/config.h"
-#include "gateway/http_types.h"
+#include "gateway/file_replies.h"
+#include "gateway/http/handler.h"
 #include "gateway/kernel_hub.h"
+#include "gateway/kernel_pool.h"
 #include "gateway/notebook_http.h"
 #include "gateway/seed.h"
-#include "gateway/tls.h"
-#include "gateway/file_reply.h"
-#include "gateway/kernel_pool.h"
 #include "kernel-launcher/exit_watch.h"
 #include "kernel-launcher/kernelspec.h"
 #include "kernel-launcher/spawner.h"
@@ -37,35 +36,40 @@ class McpServer;
 
 namespace cellgate::gateway {
 
+using http::empty_response;
+using http::error_response;
+using http::json_response;
+using http::method_not_allowed;
+using http::percent_decode;
+using http::query_param;
+using http::Request;
+using http::Response;
+using http::target_path;
+
 // Who is asking: the authenticated user and the peer address.
 struct Caller {
   state::User user;
-  std::string ip;
-  int client_fd = -1;  // the request's TCP socket, for client_gone(); -1 when there is none
+  http::Peer peer;  // its address and connection (peer.gone(): whether the client left meanwhile)
   bool sees(const KernelHub& hub) const { return user.admin || hub.owner == user.name; }
 };
 
 // Io thread only, except the thread pool, which runs blocking filesystem work (snapshots, restores).
-class Gateway {
+class Gateway : public http::Handler {
  public:
   // Owner of the warm pool's unclaimed kernels in the database (no user name has an '@').
   static constexpr const char* kPoolOwner = "@pool";
   Gateway(boost::asio::io_context& io, Config config);
-  ~Gateway();
+  ~Gateway() override;
 
   const Config& config() const { return config_; }
-  // Responses whose body is a file (archives): handlers attach, serve_requests takes and writes them.
+  // The bounds of every request, for the transport.
+  http::Limits limits() const { return {config_.max_header_bytes, config_.max_body_bytes}; }
+  // Responses whose body is a file (archives): handlers attach, handle() takes them into the reply.
   FileReplies& file_replies() { return file_replies_; }
   // Serves one HTTP request (not an upgrade). Never throws: failures become JSON error responses.
-  // client_fd: the request's TCP socket, which handlers that wait may peek at (client_gone).
-  boost::asio::awaitable<Response> handle(Request req, std::string peer_ip, int client_fd = -1);
-  // Serves a WebSocket upgrade request on stream until the connection ends. Stream: PlainStream or TlsStream.
-  template <class Stream>
-  boost::asio::awaitable<void> handle_upgrade(Stream stream, Request req, std::string peer_ip);
-  // Requests answered by writing to the stream directly (NDJSON execute streaming).
-  bool is_stream_request(const Request& req) const;
-  template <class Stream>
-  boost::asio::awaitable<void> handle_stream(Stream& stream, Request req, std::string peer_ip);
+  boost::asio::awaitable<http::Reply> handle(Request req, http::Peer peer) override;
+  // Decides a WebSocket upgrade: a kernel's channels for its owner, else a refusal.
+  boost::asio::awaitable<http::Upgrade> upgrade(Request& req, http::Peer peer) override;
   // Re-adopts the kernels the database says are running (after a gateway restart or crash).
   boost::asio::awaitable<void> adopt_kernels();
   // adopt_kernels, then in notebook-http mode starts the pool (after shutting down a crashed run's).
@@ -112,8 +116,11 @@ class Gateway {
 
  private:
   boost::asio::awaitable<Response> route(Request& req, const Caller& caller);
+  // NDJSON execute streaming: POST /api/kernels/{id}/execute with Accept: application/x-ndjson.
+  bool is_stream_request(const Request& req) const;
+  boost::asio::awaitable<http::Reply> handle_stream(Request& req, const http::Peer& peer);
   boost::asio::awaitable<Response> handle_mcp(Request& req, const Caller& caller);  // mcp_api.cc
-  std::optional<Caller> authenticate(const Request& req, const std::string& ip, Response& refusal);
+  std::optional<Caller> authenticate(const Request& req, const http::Peer& peer, Response& refusal);
   bool origin_allowed(const Request& req) const;
   // Open WebSockets one user may hold (0 = no cap): the user's own limit, else the config default.
   int64_t max_connections(const state::User& user) const;

@@ -13,7 +13,6 @@
 
 #include "common/log.h"
 #include "common/random.h"
-#include "gateway/ws_session.h"
 
 namespace cellgate::gateway {
 
@@ -45,6 +44,7 @@ void KernelHub::attach(const std::shared_ptr<WsSession>& session) {
     if (s->session_id() == session->session_id()) s->close("replaced by a new connection", 1008);
   }
   sessions_.push_back(session);
+  kernel_->touch();
   auto it = offline_.find(session->session_id());
   if (it != offline_.end()) {
     Replay replay = std::move(it->second);
@@ -61,7 +61,7 @@ void KernelHub::attach(const std::shared_ptr<WsSession>& session) {
                                       " messages were dropped while this client was disconnected "
                                       "(replay buffer full)\n"}}
               .dump());
-      session->deliver_replayed(std::make_shared<Outgoing>("iopub", std::move(note)));
+      session->deliver_replayed(std::make_shared<http::Outgoing>("iopub", std::move(note)));
     }
     for (auto& m : replay.messages) session->deliver_replayed(m);
   }
@@ -215,11 +215,11 @@ void KernelHub::dispatch(Channel channel, protocol::Message message, std::string
     }
   }
   if (channel == Channel::kIopub) {
-    broadcast(std::make_shared<Outgoing>(channel_name(channel), std::move(message)));
+    broadcast(std::make_shared<http::Outgoing>(channel_name(channel), std::move(message)));
     return;
   }
   if (parent_id.empty()) parent_id = protocol::peek_parent_msg_id(message.parent_header);
-  auto out = std::make_shared<Outgoing>(channel_name(channel), std::move(message));
+  auto out = std::make_shared<http::Outgoing>(channel_name(channel), std::move(message));
   auto it = requests_.find(parent_id);
   if (it == requests_.end()) {
     common::log_debug("kernel={} channel={} msg=\"reply to an unknown request dropped\"", kernel_->id(),
@@ -246,11 +246,11 @@ void KernelHub::on_kernel_state(KernelState state, const std::string& reason) {
   if (!es) return;
   nlohmann::json content = {{"execution_state", es}};
   if (!reason.empty()) content["reason"] = reason;
-  broadcast(std::make_shared<Outgoing>("iopub", protocol::make_message("status", synth_session_, content.dump())));
+  broadcast(std::make_shared<http::Outgoing>("iopub", protocol::make_message("status", synth_session_, content.dump())));
   if ((state == KernelState::kDead || state == KernelState::kRestarting) && !reason.empty() && reason != "shutdown") {
     // Tell the person, not just the client library: a cell whose kernel died shows why.
     nlohmann::json err = {{"ename", "KernelDied"}, {"evalue", reason}, {"traceback", {"Kernel died: " + reason}}};
-    broadcast(std::make_shared<Outgoing>("iopub", protocol::make_message("error", synth_session_, err.dump())));
+    broadcast(std::make_shared<http::Outgoing>("iopub", protocol::make_message("error", synth_session_, err.dump())));
   }
 }
 
@@ -268,7 +268,7 @@ void KernelHub::on_execute_started(const std::string& msg_id) {
 void KernelHub::notify_stderr(const std::string& text, const std::string& parent_header) {
   auto m = protocol::make_message("stream", synth_session_, nlohmann::json{{"name", "stderr"}, {"text", text}}.dump(),
                                   parent_header);
-  broadcast(std::make_shared<Outgoing>("iopub", std::move(m)));
+  broadcast(std::make_shared<http::Outgoing>("iopub", std::move(m)));
 }
 
 boost::asio::awaitable<void> KernelHub::enforce_limit(std::shared_ptr<KernelHub> self, std::string msg_id,

@@ -18,14 +18,15 @@
 #include <boost/asio/thread_pool.hpp>
 #include <optional>
 
-#include "workspace/workspace.h"
-
-#include "gateway/outgoing.h"
+#include "gateway/http/outgoing.h"
+#include "gateway/http/ws_connection.h"
 #include "kernel-launcher/kernel.h"
+#include "workspace/workspace.h"
 
 namespace cellgate::gateway {
 
-class WsSession;
+using http::OutgoingPtr;
+using http::WsSession;
 
 // A gateway-internal client of the kernel (the agent API): sees the kernel's messages whose parent is
 // the request it sent, and the kernel's state changes. Io thread only.
@@ -39,7 +40,9 @@ class RequestWatcher {
 // Io thread only. iopub goes to every connection; shell, control and stdin replies go to the connection
 // whose request they answer (by parent msg_id). A session_id whose last connection went away gets a
 // bounded replay buffer, replayed when a connection with the same session_id comes back.
-class KernelHub : public launcher::KernelObserver, public std::enable_shared_from_this<KernelHub> {
+class KernelHub : public launcher::KernelObserver,
+                  public http::WsEndpoint,
+                  public std::enable_shared_from_this<KernelHub> {
  public:
   KernelHub(std::shared_ptr<launcher::Kernel> kernel, size_t replay_bytes);
 
@@ -68,11 +71,12 @@ class KernelHub : public launcher::KernelObserver, public std::enable_shared_fro
   int connections() const { return static_cast<int>(sessions_.size()); }
 
   // A new connection; an older one with the same session_id is closed (it is stale). Replays the buffer.
-  void attach(const std::shared_ptr<WsSession>& session);
+  void attach(const std::shared_ptr<WsSession>& session) override;
   // The connection ended; unsent messages, if any, go to its session's replay buffer.
-  void detach(WsSession* session, std::vector<OutgoingPtr> unsent);
+  void detach(WsSession* session, std::vector<OutgoingPtr> unsent) override;
   // A message from a client, already decoded.
-  void from_client(WsSession& session, const std::string& channel, protocol::Message&& message);
+  void from_client(WsSession& session, const std::string& channel, protocol::Message&& message) override;
+  const std::string& log_id() const override { return kernel_->id(); }
   // Sends a gateway-originated request; messages whose parent is its msg_id go to watcher until unwatch().
   // `now`: bypass the hold of a starting kernel (seed notebooks run while the kernel is still starting).
   bool send_watched(launcher::Channel channel, const protocol::Message& message, const std::string& msg_id,

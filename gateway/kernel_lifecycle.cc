@@ -218,7 +218,7 @@ awaitable<void> Gateway::delete_kernel(std::string id, std::string who) {
     co_await offload([&] { return workspaces_->remove(ref); });
     (void)unindex_workspace(*db_, ref);
   }
-  audit(Caller{state::User{who, false, {}, "", false}, ""}, "stop", "kernel", id, {{"owner", hub->owner}});
+  audit(Caller{state::User{who, false, {}, "", false}, {}}, "stop", "kernel", id, {{"owner", hub->owner}});
   common::log_info("kernel={} by={} msg=\"kernel deleted\"", id, who);
 }
 

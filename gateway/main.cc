@@ -19,9 +19,9 @@
 #include "gateway/config.h"
 #include "gateway/gateway.h"
 #include "gateway/heap_policy.h"
-#include "gateway/http_server.h"
+#include "gateway/http/listener.h"
+#include "gateway/http/tls.h"
 #include "gateway/run_command.h"
-#include "gateway/tls.h"
 #include "mcp/stdio_transport.h"
 #include "state/user_cli.h"
 #include "workspace/fsck.h"
@@ -48,7 +48,7 @@ std::string data_dir_arg(int argc, char** argv) {
     std::string a = argv[i];
     if (a == "--data-dir" && i + 1 < argc) dir = argv[++i];
     else if (a.rfind("--data-dir=", 0) == 0) dir = a.substr(11);
-    else throw cellgate::gateway::ConfigError("unexpected argument '" + a + "' (usage: --data-dir DIR)");
+    else throw cellgate::common::ConfigError("unexpected argument '" + a + "' (usage: --data-dir DIR)");
   }
   return dir;
 }
@@ -107,16 +107,16 @@ int serve(int argc, char** argv) {
 
   // TLS first: a bad certificate or key fails before anything else starts.
   std::unique_ptr<asio::ssl::context> tls;
-  if (!config.certfile.empty()) tls = gateway::make_tls_context(config.certfile, config.keyfile);
+  if (!config.certfile.empty()) tls = http::make_tls_context(config.certfile, config.keyfile);
   asio::io_context io(1);
   gateway::Gateway gw(io, config);
-  auto acceptor = gateway::make_acceptor(io, config.ip, config.port);
+  auto acceptor = http::make_acceptor(io, config.ip, config.port);
   const int port = acceptor.local_endpoint().port();
   // /mcp calls this gateway's REST API over loopback HTTP. With TLS on, those calls go to a second,
   // plain listener bound to 127.0.0.1 only (still token-authenticated), so the MCP client needs no TLS.
   std::optional<asio::ip::tcp::acceptor> internal;
   if (tls) {
-    internal.emplace(gateway::make_acceptor(io, "127.0.0.1", 0));
+    internal.emplace(http::make_acceptor(io, "127.0.0.1", 0));
     gw.set_local_endpoint("127.0.0.1", internal->local_endpoint().port());
   } else {
     gw.set_local_endpoint(config.ip, port);
@@ -139,8 +139,8 @@ int serve(int argc, char** argv) {
   };
   asio::co_spawn(io, start_services(&gw, &exit_code, shut_down), asio::detached);
   gateway::schedule_heap_trim(io);
-  asio::co_spawn(io, gateway::accept_loop(acceptor, gw, tls.get()), asio::detached);
-  if (internal) asio::co_spawn(io, gateway::accept_loop(*internal, gw), asio::detached);
+  asio::co_spawn(io, http::accept_loop(acceptor, gw, gw.limits(), tls.get()), asio::detached);
+  if (internal) asio::co_spawn(io, http::accept_loop(*internal, gw, gw.limits()), asio::detached);
   signals.async_wait([&](const boost::system::error_code& ec, int sig) {
     if (ec) return;
     common::log_info("msg=\"stopping\" signal={}", sig);
@@ -165,7 +165,7 @@ int main(int argc, char** argv) {
     if (command == "mcp") return cellgate::mcp::mcp_main(argc - 2, argv + 2);
     if (command == "fsck") return cellgate::workspace::fsck_main(data_dir_arg(argc - 2, argv + 2), std::cout);
     if (command == "gc") return gc_main(data_dir_arg(argc - 2, argv + 2));
-  } catch (const cellgate::gateway::ConfigError& e) {
+  } catch (const cellgate::common::ConfigError& e) {
     std::fprintf(stderr, "cellgate: %s\n", e.what());
     return 2;
   }

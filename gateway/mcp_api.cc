@@ -8,7 +8,6 @@
 
 #include "common/log.h"
 #include "gateway/gateway.h"
-#include "gateway/http_server.h"
 #include "mcp/http_backend.h"
 #include "mcp/http_transport.h"
 
@@ -101,7 +100,7 @@ awaitable<Response> Gateway::handle_mcp(Request& req, const Caller& caller) {
       if (--it->second.running == 0) gw.mcp_users_.erase(it);
     }
   } release{*this, user};
-  if (waited && client_gone(caller.client_fd)) {
+  if (waited && caller.peer.gone()) {
     // Its client gave up while it waited (a timeout, a cancelled agent): running it now would run code
     // nobody waits for, and a client that retries would have it run twice. The turn goes on at once.
     common::log_info("user={} msg=\"MCP call dropped: its client closed the connection while it waited\"", user);

@@ -13,9 +13,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gateway/http_types.h"
+#include "gateway/http/types.h"
 
 namespace cellgate::gateway {
+
+using http::percent_decode;
+using http::Request;
 
 struct Annotation {
   bool response_info = false;

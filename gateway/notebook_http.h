@@ -12,11 +12,13 @@
 
 #include "common/result.h"
 #include "gateway/config.h"
-#include "gateway/http_types.h"
+#include "gateway/http/types.h"
 #include "gateway/notebook_api.h"
 #include "gateway/seed.h"
 
 namespace cellgate::gateway {
+
+using http::Response;
 
 class Gateway;
 class NotebookKernelPool;

@@ -163,7 +163,7 @@ awaitable<Response> handle_workspaces(Gateway& gw, Request& req, const Caller& c
       auto file = co_await gw.offload([&] { return files.open_file(path); });
       if (!file) co_return error_response(req, file.error());
       Response res = raw_response(req, "", "application/octet-stream");
-      gw.file_replies().attach(res, FileBody{std::move(file->fd), file->size});
+      gw.file_replies().attach(res, http::FileBody{std::move(file->fd), file->size});
       co_return res;
     }
     if (method == http::verb::put) {
@@ -284,8 +284,8 @@ awaitable<Response> handle_workspaces(Gateway& gw, Request& req, const Caller& c
     // Staged in an unnamed file, not in memory: N slow downloads of big archives would otherwise hold
     // N archives in the gateway's memory for as long as their clients take.
     const std::string staging = workspace::data_tmp_dir(gw.config().data_dir);
-    auto tar = co_await gw.offload([&]() -> common::Result<FileBody> {
-      auto fd = open_unnamed_file(staging);
+    auto tar = co_await gw.offload([&]() -> common::Result<http::FileBody> {
+      auto fd = http::open_unnamed_file(staging);
       if (!fd) return fd.error();
       uint64_t size = 0;
       const workspace::TarSink to_file = workspace::fd_sink(fd->get());
@@ -296,7 +296,7 @@ awaitable<Response> handle_workspaces(Gateway& gw, Request& req, const Caller& c
         return to_file(chunk);
       });
       if (!st) return st.error();
-      return FileBody{std::move(fd.value()), size};
+      return http::FileBody{std::move(fd.value()), size};
     });
     if (!tar) co_return error_response(req, tar.error());
     Response res = raw_response(req, "", "application/x-tar");

@@ -4,6 +4,7 @@
 #include "gateway/notebook_api.h"
 
 using namespace cellgate::gateway;
+namespace http = cellgate::http;
 using nlohmann::json;
 
 TEST_CASE("notebook-http annotations follow Kernel Gateway's regexes", "[gateway]") {

@@ -9,7 +9,7 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 
-namespace cellgate::gateway {
+namespace cellgate::http {
 
 // Every connection is one of these; the session code is a template over the two, instantiated in
 // each file that needs them (no type erasure on the per-byte path).
@@ -27,4 +27,4 @@ std::unique_ptr<boost::asio::ssl::context> make_tls_context(const std::string& c
 // The first bytes of a plain-HTTP request (a method name) sent to the TLS port.
 bool looks_like_plain_http(std::string_view first_bytes);
 
-}  // namespace cellgate::gateway
+}  // namespace cellgate::http

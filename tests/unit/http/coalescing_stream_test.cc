@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // coalescing_stream_test: a Beast WebSocket server over the adapter, a Beast client, real loopback TCP.
-#include "gateway/coalescing_stream.h"
+#include "gateway/http/coalescing_stream.h"
 
 #include "protocol/ws_frame.h"
 
@@ -54,7 +54,7 @@ struct Counted {
   template <class Buffers>
   friend size_t coalescing_write_now(Counted& s, const Buffers& b, error_code& ec) {
     ++s.counts->writes;
-    const size_t n = cellgate::gateway::coalescing_write_now(s.inner, b, ec);
+    const size_t n = cellgate::http::coalescing_write_now(s.inner, b, ec);
     s.counts->bytes += n;
     return n;
   }
@@ -64,7 +64,7 @@ struct Counted {
   }
 };
 
-using Server = websocket::stream<cellgate::gateway::CoalescingStream<Counted>>;
+using Server = websocket::stream<cellgate::http::CoalescingStream<Counted>>;
 using Client = websocket::stream<beast::tcp_stream>;
 
 // Runs handlers until done() holds; fails instead of hanging when nothing happens for 10 s.
@@ -275,8 +275,8 @@ TEST_CASE("a peer that does not read stops the writes: backpressure", "[coalesci
   // What completed but the socket did not take is at most the pending buffer.
   size_t completed_bytes = 0;
   for (size_t i = 0; i < chain.completed; ++i) completed_bytes += chain.messages[i].size() + 4;  // 16-bit length
-  CHECK(completed_bytes <= p.counts->bytes + cellgate::gateway::CoalescingStream<Counted>::kFlushAt +
-                              cellgate::gateway::CoalescingStream<Counted>::kCopyBelow);
+  CHECK(completed_bytes <= p.counts->bytes + cellgate::http::CoalescingStream<Counted>::kFlushAt +
+                              cellgate::http::CoalescingStream<Counted>::kCopyBelow);
 
   // The client reads: every message arrives, whole and in order.
   for (size_t i = 0; i < chain.messages.size(); ++i) {

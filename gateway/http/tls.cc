@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // tls: the server's OpenSSL context.
-#include "gateway/tls.h"
+#include "gateway/http/tls.h"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "gateway/config.h"
+#include "common/config_error.h"
 
-namespace cellgate::gateway {
+namespace cellgate::http {
 
 namespace ssl = boost::asio::ssl;
 
@@ -30,12 +30,12 @@ std::unique_ptr<ssl::context> make_tls_context(const std::string& certfile, cons
   ::SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION);
   boost::system::error_code ec;
   ctx->use_certificate_chain_file(certfile, ec);
-  if (ec) throw ConfigError("--certfile: cannot load a PEM certificate from " + certfile + ": " + openssl_reason(ec));
+  if (ec) throw common::ConfigError("--certfile: cannot load a PEM certificate from " + certfile + ": " + openssl_reason(ec));
   ctx->use_private_key_file(keyfile, ssl::context::pem, ec);
-  if (ec) throw ConfigError("--keyfile: cannot load a PEM private key from " + keyfile + ": " + openssl_reason(ec));
+  if (ec) throw common::ConfigError("--keyfile: cannot load a PEM private key from " + keyfile + ": " + openssl_reason(ec));
   if (::SSL_CTX_check_private_key(ctx->native_handle()) != 1) {
     ::ERR_clear_error();
-    throw ConfigError("--keyfile: " + keyfile + " is not the private key of the certificate in " + certfile);
+    throw common::ConfigError("--keyfile: " + keyfile + " is not the private key of the certificate in " + certfile);
   }
   return ctx;
 }
@@ -46,4 +46,4 @@ bool looks_like_plain_http(std::string_view b) {
   return false;
 }
 
-}  // namespace cellgate::gateway
+}  // namespace cellgate::http

@@ -2,7 +2,7 @@
 // coalescing_stream_ops: the template definitions of coalescing_stream.h (included from it only).
 #pragma once
 
-namespace cellgate::gateway {
+namespace cellgate::http {
 
 template <class Next>
 template <class Handler, class Buffers>
@@ -207,4 +207,4 @@ void async_teardown(boost::beast::role_type role, CoalescingStream<Next>& s, Tea
   });
 }
 
-}  // namespace cellgate::gateway
+}  // namespace cellgate::http

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include <catch2/catch.hpp>
 
-#include "gateway/http_types.h"
+#include "gateway/http/types.h"
 
-using namespace cellgate::gateway;
+using namespace cellgate::http;
+namespace http = cellgate::http;
 
-TEST_CASE("query parameters are found and decoded", "[gateway]") {
+TEST_CASE("query parameters are found and decoded", "[http]") {
   CHECK(query_param("/a?token=abc&session_id=x%20y", "token") == "abc");
   CHECK(query_param("/a?token=abc&session_id=x%20y", "session_id") == "x y");
   CHECK(query_param("/a?tokenx=1", "token").empty());
@@ -15,7 +16,7 @@ TEST_CASE("query parameters are found and decoded", "[gateway]") {
   CHECK(percent_decode("a+b") == "a+b");
 }
 
-TEST_CASE("errors become {reason, message} with the mapped status", "[gateway]") {
+TEST_CASE("errors become {reason, message} with the mapped status", "[http]") {
   Request req{http::verb::get, "/", 11};
   auto res = error_response(req, cellgate::common::Errc::kNotFound, "no such kernel");
   CHECK(res.result() == http::status::not_found);

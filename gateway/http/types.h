@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// http_types: the request/response types and the one place errors become HTTP responses.
+// types: the request/response types and the one place errors become HTTP responses.
 #pragma once
 
 #include <string>
@@ -10,11 +10,14 @@
 
 #include "common/result.h"
 
-namespace cellgate::gateway {
+// cellgate::http is Beast's HTTP plus our transport: every folder names status, verb and field as
+// http::status and so on, whether it speaks of Beast's types or of ours (the using-directive is
+// inside our namespace only, so nothing leaks into the global one).
+namespace cellgate::http {
 
-namespace http = boost::beast::http;
-using Request = http::request<http::string_body>;
-using Response = http::response<http::string_body>;
+using namespace boost::beast::http;  // NOLINT(google-build-using-namespace)
+using Request = request<string_body>;
+using Response = response<string_body>;
 
 // A JSON response with the request's HTTP version and keep-alive.
 Response json_response(const Request& req, http::status status, const nlohmann::json& body);
@@ -34,4 +37,4 @@ std::string_view target_path(std::string_view target);
 // Decodes %XX escapes; '+' becomes a space only in query strings.
 std::string percent_decode(std::string_view s, bool plus_is_space = false);
 
-}  // namespace cellgate::gateway
+}  // namespace cellgate::http

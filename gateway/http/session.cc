@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// http_server: the TCP listener and the HTTP/1.1 session loop.
-#include "gateway/http_server.h"
+// session: one connection's HTTP/1.1 request loop.
+#include "gateway/http/session.h"
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <type_traits>
+#include <variant>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -20,12 +21,14 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
-#include <boost/beast/websocket/rfc6455.hpp>
+#include <boost/beast/ssl.hpp>
+#include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 
 #include "common/log.h"
-#include "gateway/tls.h"
+#include "gateway/http/tls.h"
 
-namespace cellgate::gateway {
+namespace cellgate::http {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -87,63 +90,109 @@ awaitable<bool> write_file_reply(Stream& stream, Response& head, const FileBody&
   co_return true;
 }
 
+// The head, then the chunks as the source makes them, then the last chunk. False when the reply could
+// not be sent whole (the client went away): the connection then closes.
 template <class Stream>
-awaitable<void> serve_requests(Stream& stream, Gateway& gw, std::string peer) {
+awaitable<bool> write_chunked_reply(Stream& stream, Response& head, ChunkSource& chunks) {
+  boost::system::error_code ec;
+  beast::get_lowest_layer(stream).expires_never();  // the source takes as long as the work it reports
+  head.chunked(true);
+  response_serializer<string_body> sr{head};
+  co_await http::async_write_header(stream, sr, asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) co_return false;
+  for (;;) {
+    std::optional<std::string> piece = co_await chunks.next();
+    if (!piece) break;
+    // Named, not a temporary in the co_await operand: GCC 12 can destroy such temporaries twice.
+    auto chunk = make_chunk(asio::buffer(*piece));
+    co_await asio::async_write(stream, chunk, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) co_return false;
+  }
+  auto last = make_chunk_last();
+  co_await asio::async_write(stream, last, asio::redirect_error(asio::use_awaitable, ec));
+  co_return !ec;
+}
+
+// An upgrade request: the handler's refusal is written and the connection closed; an accepted one
+// becomes a WebSocket connection that serves until it ends.
+template <class Stream>
+awaitable<void> serve_upgrade(Stream stream, Request req, Handler& handler, Peer peer) {
+  Upgrade decision = co_await handler.upgrade(req, std::move(peer));
+  if (auto* refusal = std::get_if<Response>(&decision)) {
+    refusal->keep_alive(false);
+    boost::system::error_code ec;
+    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
+    co_await http::async_write(stream, *refusal, asio::redirect_error(asio::use_awaitable, ec));
+    tcp_socket(stream).shutdown(tcp::socket::shutdown_send, ec);
+    co_return;
+  }
+  WsAccept accepted = std::move(std::get<WsAccept>(decision));
+  auto connection = std::make_shared<WsConnection<Stream>>(typename WsConnection<Stream>::Ws(std::move(stream)),
+                                                           std::move(accepted.endpoint),
+                                                           std::move(accepted.session_id), accepted.protocol,
+                                                           accepted.limits);
+  co_await connection->run(std::move(req));
+  // accepted.lease goes now, when the connection's read loop has ended.
+}
+
+template <class Stream>
+awaitable<void> serve_requests(Stream& stream, Handler& handler, Limits limits, std::string peer_ip) {
   boost::system::error_code ec;
   beast::flat_buffer buffer;
   auto& lowest = beast::get_lowest_layer(stream);
   for (;;) {
-    http::request_parser<http::string_body> parser;
-    parser.header_limit(static_cast<uint32_t>(gw.config().max_header_bytes));
-    parser.body_limit(gw.config().max_body_bytes);
+    request_parser<string_body> parser;
+    parser.header_limit(static_cast<uint32_t>(limits.max_header_bytes));
+    parser.body_limit(limits.max_body_bytes);
     lowest.expires_after(kReadTimeout);
     co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::eof) break;
+    if (ec == error::end_of_stream || ec == beast::error::timeout || ec == asio::error::eof) break;
     const bool bad_coding = !ec && unsupported_transfer_coding(parser.get());
     // RFC 9112 3.2: a server MUST answer 400 to an HTTP/1.1 request without exactly one Host field.
-    const bool bad_host = !ec && parser.get().version() == 11 && parser.get().count(http::field::host) != 1;
+    const bool bad_host = !ec && parser.get().version() == 11 && parser.get().count(field::host) != 1;
     if (ec || bad_coding || bad_host) {
       // Malformed or oversized: say so once, then close (the stream position is unknown).
-      Request bad{http::verb::get, "/", 11};
-      bool too_large = ec == http::error::body_limit || ec == http::error::header_limit;
+      Request bad{verb::get, "/", 11};
+      bool too_large = ec == error::body_limit || ec == error::header_limit;
       std::string why = bad_host                        ? "malformed HTTP request: HTTP/1.1 needs exactly one Host header"
                         : bad_coding                    ? "malformed HTTP request: Transfer-Encoding other than chunked"
-                        : ec == http::error::header_limit ? "request headers larger than --max-header"
+                        : ec == error::header_limit     ? "request headers larger than --max-header"
                         : too_large                     ? "request body larger than --max-body"
                                                         : "malformed HTTP request: " + ec.message();
       auto res = error_response(bad, too_large ? common::Errc::kTooLarge : common::Errc::kBadRequest, why);
-      if (ec == http::error::header_limit) res.result(http::status::request_header_fields_too_large);
+      if (ec == error::header_limit) res.result(status::request_header_fields_too_large);
       res.keep_alive(false);
       lowest.expires_after(std::chrono::seconds(5));
       co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
       break;
     }
     Request req = parser.release();
+    Peer peer{peer_ip, lowest.socket().native_handle()};
+    lowest.expires_never();  // handlers may wait for a kernel to start
     if (beast::websocket::is_upgrade(req)) {
-      lowest.expires_never();
-      co_await gw.handle_upgrade(std::move(stream), std::move(req), std::move(peer));
+      co_await serve_upgrade(std::move(stream), std::move(req), handler, std::move(peer));
       co_return;
     }
-    lowest.expires_never();  // handlers may wait for a kernel to start
-    if (gw.is_stream_request(req)) {
-      bool keep = req.keep_alive();
-      co_await gw.handle_stream(stream, std::move(req), peer);
-      if (!keep) break;
-      continue;
-    }
-    const bool head = req.method() == http::verb::head;
-    Response res = co_await gw.handle(std::move(req), peer, lowest.socket().native_handle());
-    std::optional<FileBody> file = gw.file_replies().take(res);
+    const bool head = req.method() == verb::head;
+    Reply reply = co_await handler.handle(std::move(req), std::move(peer));
+    Response& res = reply.res;
     if (head) {
       // A response to HEAD ends with its headers (RFC 9110 9.3.2): a body here would be read as the
       // start of the next response on this connection. Content-Length stays that of the GET.
       res.body().clear();
-      file.reset();
+      reply.file.reset();
+      reply.chunks.reset();
     }
     bool keep = res.keep_alive();
-    if (file) {
-      keep = co_await write_file_reply(stream, res, *file) && keep;
-      file.reset();  // the staged file goes now, not when the connection's next request arrives
+    if (reply.chunks) {
+      keep = co_await write_chunked_reply(stream, res, *reply.chunks) && keep;
+      reply.chunks.reset();
+      if (!keep) break;
+      continue;
+    }
+    if (reply.file) {
+      keep = co_await write_file_reply(stream, res, *reply.file) && keep;
+      reply.file.reset();  // the staged file goes now, not when the connection's next request arrives
       if (!keep) break;
       continue;
     }
@@ -165,16 +214,18 @@ std::string peer_of(tcp::socket& socket) {
   return ec ? std::string() : ep.address().to_string();
 }
 
-awaitable<void> plain_session(tcp::socket socket, Gateway& gw) {
+}  // namespace
+
+awaitable<void> plain_session(tcp::socket socket, Handler& handler, Limits limits) {
   PlainStream stream(std::move(socket));
   boost::system::error_code ec;
   // Nagle adds ~40 ms to small request/response pairs (measured against jupyter_server).
   stream.socket().set_option(tcp::no_delay(true), ec);
   std::string peer = peer_of(stream.socket());
-  co_await serve_requests(stream, gw, std::move(peer));
+  co_await serve_requests(stream, handler, limits, std::move(peer));
 }
 
-awaitable<void> tls_session(tcp::socket socket, Gateway& gw, asio::ssl::context& ctx) {
+awaitable<void> tls_session(tcp::socket socket, Handler& handler, Limits limits, asio::ssl::context& ctx) {
   TlsStream stream(std::move(socket), ctx);
   boost::system::error_code ec;
   auto& raw = stream.next_layer();
@@ -187,10 +238,10 @@ awaitable<void> tls_session(tcp::socket socket, Gateway& gw, asio::ssl::context&
   size_t n = co_await raw.async_read_some(asio::buffer(first), asio::redirect_error(asio::use_awaitable, ec));
   if (ec) co_return;
   if (looks_like_plain_http(std::string_view(first.data(), n))) {
-    Request bad{http::verb::get, "/", 11};
+    Request bad{verb::get, "/", 11};
     auto res = error_response(bad, common::Errc::kBadRequest, "this port speaks HTTPS; use https:// (and wss://)");
     res.keep_alive(false);
-    res.set(http::field::server, "cellgate");
+    res.set(field::server, "cellgate");
     co_await http::async_write(raw, res, asio::redirect_error(asio::use_awaitable, ec));
     raw.socket().shutdown(tcp::socket::shutdown_both, ec);
     co_return;
@@ -201,55 +252,10 @@ awaitable<void> tls_session(tcp::socket socket, Gateway& gw, asio::ssl::context&
     common::log_debug("ip={} msg=\"TLS handshake failed\" error=\"{}\"", peer, ec.message());
     co_return;
   }
-  co_await serve_requests(stream, gw, std::move(peer));
+  co_await serve_requests(stream, handler, limits, std::move(peer));
 }
 
-void log_session_end(std::exception_ptr e) {
-  if (!e) return;
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& ex) {
-    common::log_error("msg=\"connection ended by an exception\" error=\"{}\"", ex.what());
-  }
-}
-
-}  // namespace
-
-tcp::acceptor make_acceptor(asio::io_context& io, const std::string& ip, int port) {
-  boost::system::error_code ec;
-  auto address = asio::ip::make_address(ip, ec);
-  if (ec) throw ConfigError("--ip: not an IP address: '" + ip + "'");
-  tcp::endpoint ep(address, static_cast<unsigned short>(port));
-  tcp::acceptor acceptor(io);
-  acceptor.open(ep.protocol(), ec);
-  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) acceptor.bind(ep, ec);
-  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) throw ConfigError("cannot listen on " + ip + ":" + std::to_string(port) + ": " + ec.message());
-  return acceptor;
-}
-
-awaitable<void> accept_loop(tcp::acceptor& acceptor, Gateway& gw, asio::ssl::context* tls) {
-  for (;;) {
-    boost::system::error_code ec;
-    tcp::socket socket = co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
-    if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
-    if (ec) {
-      // EMFILE and friends: back off briefly instead of spinning.
-      common::log_warn("msg=\"accept failed\" error=\"{}\"", ec.message());
-      asio::steady_timer t(acceptor.get_executor());
-      t.expires_after(std::chrono::milliseconds(50));
-      co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-      continue;
-    }
-    if (tls)
-      asio::co_spawn(acceptor.get_executor(), tls_session(std::move(socket), gw, *tls), log_session_end);
-    else
-      asio::co_spawn(acceptor.get_executor(), plain_session(std::move(socket), gw), log_session_end);
-  }
-}
-
-bool client_gone(int fd) {
+bool Peer::gone() const {
   if (fd < 0) return false;
   char byte;
   ssize_t n;
@@ -258,4 +264,4 @@ bool client_gone(int fd) {
   return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
-}  // namespace cellgate::gateway
+}  // namespace cellgate::http

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// http_types: the request/response types and the one place errors become HTTP responses.
-#include "gateway/http_types.h"
+// types: the request/response types and the one place errors become HTTP responses.
+#include "gateway/http/types.h"
 
-namespace cellgate::gateway {
+namespace cellgate::http {
 
 using common::Errc;
 
@@ -96,4 +96,4 @@ std::string query_param(std::string_view target, std::string_view name) {
   return "";
 }
 
-}  // namespace cellgate::gateway
+}  // namespace cellgate::http

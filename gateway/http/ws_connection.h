@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// ws_session: one client's kernel channels WebSocket (/api/kernels/{id}/channels).
+// ws_connection: one client's kernel channels WebSocket (/api/kernels/{id}/channels): reads its frames
+// into the endpoint it serves, writes that endpoint's messages from a bounded queue.
 #pragma once
 
 #include <deque>
@@ -10,16 +11,14 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/websocket.hpp>
 
-#include "gateway/coalescing_stream.h"
-#include "gateway/http_types.h"
-#include "gateway/outgoing.h"
-#include "gateway/tls.h"
+#include "gateway/http/coalescing_stream.h"
+#include "gateway/http/outgoing.h"
+#include "gateway/http/tls.h"
+#include "gateway/http/types.h"
 #include "protocol/ws_codec.h"
 #include "protocol/ws_frame.h"
 
-namespace cellgate::gateway {
-
-class KernelHub;
+namespace cellgate::http {
 
 struct WsLimits {
   uint64_t max_message_bytes;
@@ -27,7 +26,7 @@ struct WsLimits {
   int ping_interval_s;
 };
 
-// One client connection as the hub sees it, whatever stream it runs over. Io thread only.
+// One client connection as its endpoint sees it, whatever stream it runs over. Io thread only.
 class WsSession : public std::enable_shared_from_this<WsSession> {
  public:
   explicit WsSession(std::string session_id) : session_id_(std::move(session_id)) {}
@@ -46,22 +45,36 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   std::string session_id_;
 };
 
-// Io thread only. Reads client frames into the hub; writes hub messages from a bounded queue. What the
-// hub delivers in one turn of the io loop leaves together at its end: the frames (built here, RFC 6455
+// What a WebSocket connection serves (a kernel's fan-out, KernelHub). Io thread only.
+class WsEndpoint {
+ public:
+  virtual ~WsEndpoint() = default;
+  // The handshake is done: messages for the session may be delivered from now on.
+  virtual void attach(const std::shared_ptr<WsSession>& session) = 0;
+  // The connection ended (or was closed as too slow); unsent: what it had not written, in order.
+  virtual void detach(WsSession* session, std::vector<OutgoingPtr> unsent) = 0;
+  // A message from the client, decoded (channel "shell", "control" or "stdin"; others are dropped).
+  virtual void from_client(WsSession& session, const std::string& channel, protocol::Message&& message) = 0;
+  // Names the endpoint in log lines (the kernel id).
+  virtual const std::string& log_id() const = 0;
+};
+
+// Io thread only. Reads client frames into the endpoint; writes its messages from a bounded queue. What the
+// endpoint delivers in one turn of the io loop leaves together at its end: the frames (built here, RFC 6455
 // 5.2) go to the socket in one sendmsg when it takes them, with no Beast write operation per message;
 // Beast still reads, and writes the control frames (coalescing_stream.h keeps the two writers' frames
 // whole and in order).
 // Slow-client policy: when more than queue_bytes are waiting, the connection is closed with 1008
-// and what it had not been sent goes to its session's replay buffer, so a reconnect with the same
+// and what it had not been sent goes back to the endpoint (the session's replay buffer), so a reconnect with the same
 // session_id gets it: memory stays bounded and nothing is dropped silently.
-// Stream is PlainStream or TlsStream (both instantiated in ws_session.cc).
+// Stream is PlainStream or TlsStream (both instantiated in ws_connection.cc).
 template <class Stream>
 class WsConnection final : public WsSession {
  public:
   // Under Beast, CoalescingStream orders our data frames and Beast's control frames (coalescing_stream.h).
   using Ws = boost::beast::websocket::stream<CoalescingStream<Stream>>;
 
-  WsConnection(Ws ws, std::shared_ptr<KernelHub> hub, std::string session_id, protocol::WsProtocol protocol,
+  WsConnection(Ws ws, std::shared_ptr<WsEndpoint> endpoint, std::string session_id, protocol::WsProtocol protocol,
                WsLimits limits);
 
   // Completes the handshake for req and serves until the connection ends.
@@ -79,7 +92,7 @@ class WsConnection final : public WsSession {
   std::shared_ptr<WsConnection> shared() { return std::static_pointer_cast<WsConnection>(shared_from_this()); }
 
   Ws ws_;
-  std::shared_ptr<KernelHub> hub_;
+  std::shared_ptr<WsEndpoint> endpoint_;
   protocol::WsProtocol protocol_;
   WsLimits limits_;
   std::deque<OutgoingPtr> queue_;
@@ -95,4 +108,4 @@ class WsConnection final : public WsSession {
   boost::beast::websocket::close_reason close_reason_;
 };
 
-}  // namespace cellgate::gateway
+}  // namespace cellgate::http

@@ -12,7 +12,7 @@
 #include "protocol/message.h"
 #include "protocol/ws_codec.h"
 
-namespace cellgate::gateway {
+namespace cellgate::http {
 
 // Buffers an Outgoing keeps, as a ConstBufferSequence that copies without allocating (Beast's and
 // asio's write operations copy the sequence several times per message).
@@ -82,4 +82,4 @@ class Outgoing {
 
 using OutgoingPtr = std::shared_ptr<const Outgoing>;
 
-}  // namespace cellgate::gateway
+}  // namespace cellgate::http

@@ -24,14 +24,14 @@
 
 #include "common/assert.h"
 
-namespace cellgate::gateway {
+namespace cellgate::http {
 
 // An AsyncStream over Next (a connected tcp_stream or ssl_stream), made for the next layer of a
 // websocket::stream. A write of fewer than kCopyBelow bytes is copied into a pending buffer and completes
 // at once (posted); the pending bytes go to Next in ONE write right after a completion handler that
 // started no further write, so writes made back to back (each started by the previous one's
 // completion, as Beast's are) cost one sendmsg, with no timer and no added latency. Every async_write_some writes ALL its bytes, after those of every earlier write and before
-// those of any later one, so two writers can share the stream frame by frame: ws_session writes its own
+// those of any later one, so two writers can share the stream frame by frame: ws_connection writes its own
 // data frames while Beast writes its control frames (pong, ping, close). Backpressure is Next's: while a
 // write to Next is in flight, later writes wait for it in order, and at kFlushAt pending bytes the write
 // starts at once. A larger write goes to Next directly, after what is pending, so big outputs are not
@@ -132,6 +132,6 @@ size_t coalescing_write_now(boost::beast::tcp_stream& s, const ConstBuffers& b, 
 template <class Next, class TeardownHandler>
 void async_teardown(boost::beast::role_type role, CoalescingStream<Next>& s, TeardownHandler&& handler);
 
-}  // namespace cellgate::gateway
+}  // namespace cellgate::http
 
-#include "gateway/coalescing_stream_ops.h"
+#include "gateway/http/coalescing_stream_ops.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// ws_session: one client's kernel channels WebSocket.
-#include "gateway/ws_session.h"
+// ws_connection: one client's kernel channels WebSocket.
+#include "gateway/http/ws_connection.h"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -12,18 +12,17 @@
 
 #include "common/assert.h"
 #include "common/log.h"
-#include "gateway/kernel_hub.h"
 
-namespace cellgate::gateway {
+namespace cellgate::http {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace websocket = beast::websocket;
 
 template <class Stream>
-WsConnection<Stream>::WsConnection(Ws ws, std::shared_ptr<KernelHub> hub, std::string session_id,
+WsConnection<Stream>::WsConnection(Ws ws, std::shared_ptr<WsEndpoint> endpoint, std::string session_id,
                                    protocol::WsProtocol protocol, WsLimits limits)
-    : WsSession(std::move(session_id)), ws_(std::move(ws)), hub_(std::move(hub)), protocol_(protocol),
+    : WsSession(std::move(session_id)), ws_(std::move(ws)), endpoint_(std::move(endpoint)), protocol_(protocol),
       limits_(limits) {}
 
 template <class Stream>
@@ -61,8 +60,7 @@ asio::awaitable<void> WsConnection<Stream>::run(Request req) {
     common::log_debug("msg=\"websocket handshake failed\" error=\"{}\"", ec.message());
     co_return;
   }
-  hub_->attach(me);
-  hub_->kernel().touch();
+  endpoint_->attach(me);
   beast::flat_buffer buffer;
   while (!closed_) {
     buffer.clear();
@@ -71,14 +69,14 @@ asio::awaitable<void> WsConnection<Stream>::run(Request req) {
     std::string_view data(static_cast<const char*>(buffer.data().data()), buffer.size());
     auto decoded = protocol::decode_ws(protocol_, data, ws_.got_binary());
     if (!decoded) {
-      common::log_warn("kernel={} session={} msg=\"dropped client frame\" error=\"{}\"", hub_->kernel().id(),
+      common::log_warn("kernel={} session={} msg=\"dropped client frame\" error=\"{}\"", endpoint_->log_id(),
                        session_id(), decoded.error().message);
       continue;
     }
-    hub_->from_client(*this, decoded->channel, std::move(decoded->message));
+    endpoint_->from_client(*this, decoded->channel, std::move(decoded->message));
   }
   closed_ = true;
-  hub_->detach(this, take_unsent());
+  endpoint_->detach(this, take_unsent());
 }
 
 template <class Stream>
@@ -100,7 +98,7 @@ void WsConnection<Stream>::deliver(const OutgoingPtr& m) {
   queued_bytes_ += m->bytes();
   // Over the bound with a message waiting behind those being written (one message alone may be larger).
   if (queued_bytes_ > limits_.queue_bytes && queue_.size() > std::max<size_t>(writing_count_, 1)) {
-    common::log_warn("kernel={} session={} msg=\"client too slow; closing\" queued_bytes={}", hub_->kernel().id(),
+    common::log_warn("kernel={} session={} msg=\"client too slow; closing\" queued_bytes={}", endpoint_->log_id(),
                      session_id(), queued_bytes_);
     // Keep the messages being written; the rest waits in the replay buffer for a reconnect.
     std::vector<OutgoingPtr> rest(queue_.begin() + writing_count_, queue_.end());
@@ -109,7 +107,7 @@ void WsConnection<Stream>::deliver(const OutgoingPtr& m) {
     queued_bytes_ = 0;
     for (size_t i = replayed_left_; i < queue_.size(); ++i) queued_bytes_ += queue_[i]->bytes();
     auto keep = shared();
-    hub_->detach(this, std::move(rest));
+    endpoint_->detach(this, std::move(rest));
     close("write queue limit exceeded; reconnect with the same session_id to resume", 1008);
     return;
   }
@@ -148,7 +146,7 @@ void WsConnection<Stream>::do_write() {
   if (closed_ || writing_) return;
   while (!queue_.empty()) {
     // Beast has sent or received a close frame: no data frame may follow (RFC 6455 5.5.1). The read
-    // loop ends next and hands what is queued back to the hub.
+    // loop ends next and hands what is queued back to the endpoint.
     if (!ws_.is_open()) return;
     const size_t bytes = build_batch();
     const size_t sent = ws_.next_layer().write_now(FrameBuffers(buffers_.data(), buffers_.data() + buffers_.size()));
@@ -222,4 +220,4 @@ void WsConnection<Stream>::written(size_t count) {
 template class WsConnection<PlainStream>;
 template class WsConnection<TlsStream>;
 
-}  // namespace cellgate::gateway
+}  // namespace cellgate::http
