@@ -8,12 +8,13 @@ export DEBIAN_FRONTEND=noninteractive
 
 BUILD=(build-essential cmake pkg-config git
   libboost-dev libssl-dev libzmq3-dev cppzmq-dev nlohmann-json3-dev libfmt-dev
-  libseccomp-dev libcap-dev libsqlite3-dev catch2
+  libseccomp-dev libcap-dev libsqlite3-dev catch2 prometheus-cpp-dev
   xeus-dev xeus-python-dev libxeus-python0 python3-dev pybind11-dev)
 KERNELS=(python3-ipykernel python3-xeus-python-shell python3-numpy python3-scipy python3-pandas python3-matplotlib
   fonts-dejavu-core fontconfig tree)
 TESTS=(python3-jupyter-client python3-websocket python3-jupyter-server python3-jupyter-kernel-test
-  python3-nbformat python3-requests python3-pytest curl openssl acl iproute2 procps)
+  python3-nbformat python3-requests python3-pytest curl openssl acl iproute2 procps
+  prometheus chromium)
 
 if [ "${CELLGATE_DEPS_SKIP_UPDATE:-0}" != 1 ]; then $SUDO apt-get update -qq; fi
 pkgs=("${BUILD[@]}" "${KERNELS[@]}")
