@@ -16,6 +16,7 @@
 #include <boost/asio/signal_set.hpp>
 
 #include "common/log.h"
+#include "common/progress.h"
 #include "gateway/config.h"
 #include "gateway/gateway.h"
 #include "gateway/heap_policy.h"
@@ -59,7 +60,9 @@ int gc_main(const std::string& data_dir) {
     std::fprintf(stderr, "cellgate: cannot open the store in %s: %s\n", data_dir.c_str(), store.error().message.c_str());
     return 2;
   }
-  auto r = cellgate::workspace::collect_garbage(store.value(), data_dir);
+  std::optional<cellgate::common::TerminalProgress> meter(std::in_place, "gc");  // stderr, a terminal only
+  auto r = cellgate::workspace::collect_garbage(store.value(), data_dir, meter->fn());
+  meter.reset();
   if (!r) {
     std::fprintf(stderr, "cellgate: gc failed: %s\n", r.error().message.c_str());
     return 1;

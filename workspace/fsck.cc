@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <optional>
 #include <ostream>
 
 #include <fmt/core.h>
@@ -18,15 +19,19 @@ namespace cellgate::workspace {
 
 using common::Errc;
 
-common::Result<FsckReport> fsck(const ObjectStore& store, const std::string& data_dir) {
+common::Result<FsckReport> fsck(const ObjectStore& store, const std::string& data_dir,
+                                const common::ProgressFn& progress) {
   auto lock = store.lock(FileLock::Mode::kShared);
   if (!lock) return lock.error();
   FsckReport report;
   std::vector<std::pair<std::string, uint64_t>> objects;
   auto st = store.for_each_object([&](const std::string& hash, uint64_t size) { objects.emplace_back(hash, size); });
   if (!st) return st.error();
+  uint64_t bytes = 0;
   for (const auto& [hash, size] : objects) {
     ++report.objects_checked;
+    bytes += size;
+    if (progress) progress({"objects", report.objects_checked, objects.size(), bytes});
     if (!is_sha256_hex(hash)) {
       report.problems.push_back(fmt::format("stray file in object store: {:?}", hash));
       continue;
@@ -45,6 +50,7 @@ common::Result<FsckReport> fsck(const ObjectStore& store, const std::string& dat
     auto text = read_file_at(AT_FDCWD, where, uint64_t{1} << 30);
     if (!text && text.error().code == Errc::kNotFound) continue;
     ++report.manifests_checked;
+    if (progress) progress({"manifests", report.manifests_checked, refs->size(), 0});
     if (!text) {
       report.problems.push_back(fmt::format("manifest {} unreadable: {}", where, text.error().message));
       continue;
@@ -81,7 +87,9 @@ int fsck_main(const std::string& data_dir, std::ostream& out) {
     out << "fsck: " << store.error().message << "\n";
     return 2;
   }
-  auto report = fsck(*store, data_dir);
+  std::optional<common::TerminalProgress> meter(std::in_place, "fsck");  // stderr, a terminal only
+  auto report = fsck(*store, data_dir, meter->fn());
+  meter.reset();  // the line is erased before the results are printed
   if (!report) {
     out << "fsck: " << report.error().message << "\n";
     return 2;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/progress.h"
 #include "common/result.h"
 #include "workspace/object_store.h"
 
@@ -20,11 +21,14 @@ struct FsckReport {
 };
 
 // Read-only; holds the store lock shared so GC cannot run meanwhile. Errors only when the
-// check itself cannot run (kInternal); damage is reported in problems. Thread-safe.
-common::Result<FsckReport> fsck(const ObjectStore& store, const std::string& data_dir);
+// check itself cannot run (kInternal); damage is reported in problems. Thread-safe. progress, if
+// set, hears each object ("objects", bytes read) and each manifest ("manifests").
+common::Result<FsckReport> fsck(const ObjectStore& store, const std::string& data_dir,
+                                const common::ProgressFn& progress = {});
 
 // `cellgate fsck <data_dir>`: prints a summary and each problem; returns 0 clean, 1 damaged,
-// 2 when the store cannot be opened or read.
+// 2 when the store cannot be opened or read. Objects checked are shown on stderr while it runs,
+// when stderr is a terminal.
 int fsck_main(const std::string& data_dir, std::ostream& out);
 
 }  // namespace cellgate::workspace

@@ -18,13 +18,16 @@ namespace cellgate::workspace {
 using common::Errc;
 using common::make_error;
 
-common::Result<GcResult> collect_garbage(ObjectStore& store, const std::string& data_dir) {
+common::Result<GcResult> collect_garbage(ObjectStore& store, const std::string& data_dir,
+                                         const common::ProgressFn& progress) {
   auto lock = store.lock(FileLock::Mode::kExclusive);
   if (!lock) return lock.error();
   auto refs = enumerate_manifests(data_dir);
   if (!refs) return refs.error();
   std::unordered_set<std::string> live;
+  uint64_t read = 0;
   for (const auto& r : *refs) {
+    if (progress) progress({"manifests", ++read, refs->size(), 0});
     auto text = read_file_at(AT_FDCWD, r.workspace_dir + "/snapshots/" + r.id, uint64_t{1} << 30);
     if (!text && text.error().code == Errc::kNotFound) continue;  // retention removed it meanwhile
     if (!text) return make_error(Errc::kInternal, "gc aborted: " + text.error().message);
@@ -36,7 +39,9 @@ common::Result<GcResult> collect_garbage(ObjectStore& store, const std::string& 
   }
   GcResult result;
   std::vector<std::pair<std::string, uint64_t>> dead;
+  uint64_t seen = 0;
   auto st = store.for_each_object([&](const std::string& hash, uint64_t size) {
+    if (progress) progress({"objects", ++seen, 0, 0});
     if (live.count(hash) != 0) {
       ++result.objects_kept;
     } else {
@@ -48,6 +53,7 @@ common::Result<GcResult> collect_garbage(ObjectStore& store, const std::string& 
     if (auto rs = store.remove_object(hash); !rs) return rs.error();
     ++result.objects_removed;
     result.bytes_freed += size;
+    if (progress) progress({"removing", result.objects_removed, dead.size(), result.bytes_freed});
   }
   // With the lock held exclusively no batch is in flight: every temp is a crash leftover.
   auto temps = store.remove_temps();

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/progress.h"
 #include "common/result.h"
 #include "workspace/object_store.h"
 
@@ -18,7 +19,9 @@ struct GcResult {
 };
 
 // Holds the store lock exclusively (snapshots and restores wait). Refuses to delete anything
-// (kInternal) if any manifest cannot be read or parsed. Thread-safe.
-common::Result<GcResult> collect_garbage(ObjectStore& store, const std::string& data_dir);
+// (kInternal) if any manifest cannot be read or parsed. Thread-safe. progress, if set, hears each
+// manifest read ("manifests"), each object looked at ("objects") and each removed ("removing").
+common::Result<GcResult> collect_garbage(ObjectStore& store, const std::string& data_dir,
+                                         const common::ProgressFn& progress = {});
 
 }  // namespace cellgate::workspace

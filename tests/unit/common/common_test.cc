@@ -4,7 +4,12 @@
 #include <regex>
 #include <set>
 
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
 #include "common/log.h"
+#include "common/progress.h"
 #include "common/random.h"
 #include "common/result.h"
 #include "common/time_format.h"
@@ -63,4 +68,48 @@ TEST_CASE("one_line escapes control bytes so client text cannot forge log lines"
   CHECK(one_line("session=abc msg=\"dropped\"") == "session=abc msg=\"dropped\"");
   CHECK(one_line("a\n2026-01-01T00:00:00Z error forged") == "a\\n2026-01-01T00:00:00Z error forged");
   CHECK(one_line(std::string("\r\t\x00\x1b[31m\x7f\xc3\xa9", 11)) == "\\r\\t\\x00\\x1b[31m\\x7f\xc3\xa9");
+}
+
+TEST_CASE("progress: the meter's text, and no output where stderr is not a terminal", "[common]") {
+  CHECK(format_progress("fsck", ProgressTick{"objects", 1204, 8000, 0}, 3.44) == "fsck: objects 1204/8000 (15%) 3.4s");
+  CHECK(format_progress("gc", ProgressTick{"removing", 3, 3, 3u << 30}, 0.05) == "gc: removing 3/3 (100%) 3.0 GiB 0.1s");
+  CHECK(format_progress("gc", ProgressTick{"objects", 7, 0, 0}, 1) == "gc: objects 7 1.0s");
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  {
+    TerminalProgress meter("fsck", fds[1]);
+    CHECK_FALSE(meter.enabled());
+    CHECK_FALSE(meter.fn());  // workers skip an empty function
+    meter.update(ProgressTick{"objects", 1, 2, 0});
+  }
+  ::close(fds[1]);
+  char buf[16];
+  CHECK(::read(fds[0], buf, sizeof buf) == 0);  // nothing was written to the pipe
+  ::close(fds[0]);
+}
+
+TEST_CASE("progress: on a terminal the meter draws in place and erases itself", "[common]") {
+  int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+  REQUIRE(master >= 0);
+  REQUIRE(::grantpt(master) == 0);
+  REQUIRE(::unlockpt(master) == 0);
+  int slave = ::open(::ptsname(master), O_RDWR | O_NOCTTY);
+  REQUIRE(slave >= 0);
+  ::setenv("TERM", "xterm", 1);
+  {
+    TerminalProgress meter("fsck", slave);
+    REQUIRE(meter.enabled());
+    auto fn = meter.fn();
+    fn(ProgressTick{"objects", 1, 2, 0});
+    fn(ProgressTick{"objects", 2, 2, 0});  // the last step is drawn even within 100 ms
+  }
+  std::string out(4096, '\0');
+  ssize_t n = ::read(master, out.data(), out.size());
+  REQUIRE(n > 0);
+  out.resize(static_cast<size_t>(n));
+  CHECK(out.rfind("\r\033[Kfsck: objects 1/2 (50%)", 0) == 0);
+  CHECK(out.find("\r\033[Kfsck: objects 2/2 (100%)") != std::string::npos);
+  CHECK(out.substr(out.size() - 4) == "\r\033[K");
+  ::close(slave);
+  ::close(master);
 }
