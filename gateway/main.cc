@@ -29,6 +29,7 @@
 #include "workspace/gc.h"
 #include "workspace/layout.h"
 #include "workspace/object_store.h"
+#include "workspace/restore_command.h"
 
 namespace {
 
@@ -40,7 +41,8 @@ constexpr const char* kUsage =
     "  user     manage users and their tokens (cellgate user --help)\n"
     "  mcp      an MCP server over stdio for a running gateway: cellgate mcp --url URL --token T\n"
     "  fsck     verify every snapshot object and manifest: cellgate fsck [--data-dir DIR]\n"
-    "  gc       remove snapshot objects no snapshot references: cellgate gc [--data-dir DIR]\n";
+    "  gc       remove snapshot objects no snapshot references: cellgate gc [--data-dir DIR]\n"
+    "  restore  put a workspace back to a snapshot: cellgate restore [--data-dir DIR] [--owner U] WS SNAPSHOT\n";
 
 // `cellgate fsck|gc [--data-dir DIR]`: DIR defaults to $CELLGATE_DATA_DIR, then ./data.
 std::string data_dir_arg(int argc, char** argv) {
@@ -168,6 +170,7 @@ int main(int argc, char** argv) {
     if (command == "mcp") return cellgate::mcp::mcp_main(argc - 2, argv + 2);
     if (command == "fsck") return cellgate::workspace::fsck_main(data_dir_arg(argc - 2, argv + 2), std::cout);
     if (command == "gc") return gc_main(data_dir_arg(argc - 2, argv + 2));
+    if (command == "restore") return cellgate::workspace::restore_main(argc - 2, argv + 2);
   } catch (const cellgate::common::ConfigError& e) {
     std::fprintf(stderr, "cellgate: %s\n", e.what());
     return 2;

@@ -140,7 +140,7 @@ bool same_meta(const Entry& a, const Entry& b, bool as_root) {
 
 common::Result<RestoreStats> restore_tree(const ObjectStore& store, int root_fd,
                                           const std::vector<Entry>& target, const StatIndex& index,
-                                          uint64_t max_live_entries) {
+                                          uint64_t max_live_entries, const common::ProgressFn& progress) {
   std::unordered_map<std::string, const Entry*> wanted;
   for (const Entry& e : target) {
     if (e.type == EntryType::kFile && !store.contains(e.hash)) {
@@ -193,7 +193,9 @@ common::Result<RestoreStats> restore_tree(const ObjectStore& store, int root_fd,
     if (auto st = ap.remove(p); !st) return st.error();
   }
   // Creations parent-first (bytewise order puts "a" before "a/…").
+  uint64_t placed = 0, bytes_written = 0;
   for (const Entry& e : target) {
+    if (progress) progress({"entries", ++placed, target.size(), bytes_written});
     auto it = current.find(e.path);
     const Entry* now = it == current.end() ? nullptr : it->second;
     common::Status st = common::ok();
@@ -201,6 +203,7 @@ common::Result<RestoreStats> restore_tree(const ObjectStore& store, int root_fd,
       if (now == nullptr) st = ap.make_dir(e);
     } else if (now == nullptr || !same_data(*now, e)) {
       st = ap.write_entry(e);
+      if (e.type == EntryType::kFile) bytes_written += e.size;
     } else if (e.type == EntryType::kFile && !same_meta(*now, e, ap.as_root)) {
       st = ap.set_meta(e);
     }

@@ -258,7 +258,7 @@ common::Status Workspace::delete_snapshot(const std::string& id) {
   return common::ok();
 }
 
-common::Result<RestoreResult> Workspace::restore_locked(const Manifest& target) {
+common::Result<RestoreResult> Workspace::restore_locked(const Manifest& target, const common::ProgressFn& progress) {
   auto tree = open_dir(tree_path());
   if (!tree) return tree.error();
   StatIndex index;
@@ -266,7 +266,7 @@ common::Result<RestoreResult> Workspace::restore_locked(const Manifest& target) 
     if (auto parsed = parse_index(*text); parsed) index = std::move(parsed.value());
   }
   uint64_t max_live = std::max<uint64_t>(config_.max_files * 2, 1'000'000);
-  auto stats = restore_tree(*store_, tree->get(), target.entries, index, max_live);
+  auto stats = restore_tree(*store_, tree->get(), target.entries, index, max_live, progress);
   if (!stats) return stats.error();
   auto dir = open_dir(dir_);
   if (!dir) return dir.error();
@@ -275,12 +275,12 @@ common::Result<RestoreResult> Workspace::restore_locked(const Manifest& target) 
   return RestoreResult{std::move(stats->applied), stats->files_written};
 }
 
-common::Result<RestoreResult> Workspace::restore(const std::string& id) {
+common::Result<RestoreResult> Workspace::restore(const std::string& id, const common::ProgressFn& progress) {
   auto locks = lock_both(dir_, *store_, FileLock::Mode::kExclusive);
   if (!locks) return locks.error();
   auto m = load_snapshot(id);
   if (!m) return m.error();
-  return restore_locked(*m);
+  return restore_locked(*m, progress);
 }
 
 common::Result<RestoreResult> Workspace::adopt(const Manifest& manifest) {

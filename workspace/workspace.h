@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/progress.h"
 #include "common/result.h"
 #include "workspace/manifest.h"
 #include "workspace/object_store.h"
@@ -83,7 +84,8 @@ class Workspace {
   common::Result<Manifest> load_snapshot(const std::string& id) const;
   common::Result<Diff> diff(const std::string& from_id, const std::string& to_id) const;
   // Makes tree/ equal to the snapshot, file by file (rename into place), keeping tree/'s inode.
-  common::Result<RestoreResult> restore(const std::string& id);
+  // progress: see restore_tree.
+  common::Result<RestoreResult> restore(const std::string& id, const common::ProgressFn& progress = {});
   common::Status delete_snapshot(const std::string& id);
   // Deletes automatic, unlabelled snapshots beyond the newest keep_auto (never the head).
   common::Result<std::vector<std::string>> apply_retention();
@@ -97,7 +99,7 @@ class Workspace {
 
  private:
   common::Result<std::vector<std::string>> retention_locked();
-  common::Result<RestoreResult> restore_locked(const Manifest& target);
+  common::Result<RestoreResult> restore_locked(const Manifest& target, const common::ProgressFn& progress = {});
 
   ObjectStore* store_;
   std::string dir_;
