@@ -68,3 +68,16 @@ TEST_CASE("kernel states: paused wins, unknown states are dead", "[metrics]") {
   CHECK(kernel_state_from("dead", false) == KernelState::kDead);
   CHECK(kernel_state_from("???", false) == KernelState::kDead);
 }
+
+TEST_CASE("a single-writer counter adds, and readers on other threads see its value", "[metrics]") {
+  SingleWriterCounter c;
+  std::thread writer([&] { for (int i = 0; i < 100000; ++i) c.add(2); });
+  uint64_t seen = 0;
+  while (seen < 200000) {
+    const uint64_t now = c.value();
+    CHECK(now >= seen);  // never goes back
+    seen = now;
+  }
+  writer.join();
+  CHECK(c.value() == 200000);
+}
