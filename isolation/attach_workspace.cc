@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "common/unique_fd.h"
+#include "isolation/etc_secrets.h"
 #include "isolation/host_dirs.h"
 #include "isolation/join_target.h"
 #include "isolation/mount_plan.h"
@@ -54,6 +55,8 @@ int attach_workspace(const std::string& status_file, const std::string& workspac
   // already has its workspace.
   if (!placeholder(("/proc/" + std::to_string(init) + "/root/workspace").c_str()))
     return failed("/workspace in the jail is not the placeholder");
+  if (std::string_view secret = overlapping_secret(workspace); !secret.empty())
+    return failed(workspace + " would bring " + std::string(secret) + " into the jail: host secrets are never bound");
   common::UniqueFd dir = open_dir_no_symlinks(workspace);
   if (!dir && errno == ELOOP) return failed(workspace + " passes through a symlink (refused)");
   if (!dir) return failed("open " + workspace, errno);

@@ -18,9 +18,11 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "isolation/etc_secrets.h"
 #include "isolation/host_dirs.h"
 #include "isolation/jail.h"
 #include "isolation/seccomp_policy.h"
+#include "isolation/usr_etc_links.h"
 
 namespace cellgate::isolation {
 namespace {
@@ -129,6 +131,10 @@ std::optional<SetupFailure> Jail::prepare() {
   in.hostname = options_.hostname.value_or(policy_.hostname);
   in.tmp_size = limits_.tmp_size;
   auto add_rw = [&](const std::string& path, bool entries) -> std::optional<SetupFailure> {
+    // Before anything is opened or handed over: a secret's dir must never be chowned to the sandbox.
+    if (std::string_view secret = overlapping_secret(path); !secret.empty())
+      return SetupFailure{"options", 0, path + " would bring " + std::string(secret) +
+                                            " into the jail: host secrets are never bound", 125};
     common::UniqueFd dir = open_dir_no_symlinks(path);
     if (!dir && errno == ELOOP)
       return SetupFailure{"workspace", ELOOP, "workspace: " + path + " passes through a symlink (refused)"};
@@ -156,6 +162,9 @@ std::optional<SetupFailure> Jail::prepare() {
   in.ro_binds = policy_.ro_binds;
   in.ro_binds.insert(in.ro_binds.end(), options_.ro_binds.begin(), options_.ro_binds.end());
   in.etc_binds = policy_.etc_binds;
+  if (policy_.usr_etc_links) {
+    for (auto& b : etc_binds_for_links(usr_etc_link_targets(kRunDir), policy_.etc_binds)) in.etc_binds.push_back(std::move(b));
+  }
   in.cache_binds = policy_.cache_binds;
   in.mpl_files = mpl_seed_files();
   auto plan = JailPlan::build(options_, policy_, in, std::move(filter.value()));

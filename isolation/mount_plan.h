@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -24,6 +25,7 @@ struct HostEntry {
   enum class Kind { kMissing, kDir, kFile, kSymlink } kind = Kind::kMissing;
   std::string link_target;
   bool target_is_dir = false;  // for symlinks: what the link resolves to
+  std::string real_path;       // realpath(3) of the path (what a bind would mount); empty if unknown
 };
 using HostProbe = std::function<HostEntry(const std::string& path)>;
 HostEntry probe_host_path(const std::string& path);  // the real one (lstat + readlink)
@@ -69,5 +71,7 @@ class MountPlan {
 
 // The generated /etc files (passwd, group, hosts, hostname, nsswitch.conf, resolv.conf).
 std::vector<std::pair<std::string, std::string>> generated_etc_files(const std::string& hostname);
+// True for "/etc/<one of them>": a bind must not put the host's copy (its accounts, its network) over them.
+bool is_generated_etc_file(std::string_view path);
 
 }  // namespace cellgate::isolation

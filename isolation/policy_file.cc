@@ -132,6 +132,9 @@ common::Result<Policy> layer_policy(Policy p, std::string_view text) {
         if (item[0] != '/') { err = bad(key + " entry \"" + item + "\" is not absolute"); break; }
         list.push_back(std::move(item));
       }
+    } else if (key == "usr_etc_links") {
+      if (!v.is_boolean()) err = bad("usr_etc_links must be true or false");
+      else p.usr_etc_links = v.get<bool>();
     } else if (key == "mpl_cache_dir") {
       if (!v.is_string()) err = bad("mpl_cache_dir must be a string");
       else p.mpl_cache_dir = v.get<std::string>();

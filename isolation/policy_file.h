@@ -24,6 +24,7 @@ struct Policy {
   std::vector<std::pair<std::string, std::string>> env;
   std::vector<BindSpec> ro_binds;
   std::vector<std::string> etc_binds;     // bound read-only at the same path when present
+  bool usr_etc_links = true;              // also bind the /etc entries symlinks under /usr lead to
   std::vector<std::string> cache_binds;   // same, for caches (fontconfig)
   std::string mpl_cache_dir;              // fontlist-*.json copied into MPLCONFIGDIR
 };

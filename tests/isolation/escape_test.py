@@ -2,7 +2,9 @@
 # escape_test: one case per escape attempt; each runs a probe in every jail variant and requires
 # exit 77 (held). With --no-jail the same probes run bare on the host, where every case must FAIL.
 import ctypes
+import json
 import os
+import re
 import resource
 import secrets
 import signal
@@ -448,6 +450,58 @@ def case_cross_jail(ctx):
     check(rc == harness.HELD, f"kernel B reached nothing of kernel A (exit {rc})")
 
 
+def secret_paths(ctx):
+    """The pinned list of host secrets, as isolation/etc_secrets.cc has it (tests/unit pins it too)."""
+    with open(os.path.join(ctx.src, "..", "..", "isolation", "etc_secrets.cc")) as f:
+        text = f.read()
+    table = text[text.index("kSecretPaths[]"):]
+    return re.findall(r'^\s+"(/[^"]+)",', table[:table.index("};")], re.M)
+
+
+def case_etc_secrets(ctx):
+    """No host secret (shadow, ssh, ssl/private, machine-id, ...) enters a jail: not with the default
+    policy, whose /usr link rule binds e.g. /etc/R and /etc/ssl/certs, and not when a policy or an
+    option asks for one: those are refused (exit 125) before anything on the host is touched."""
+    secrets_list = secret_paths(ctx)
+    check(len(secrets_list) >= 30 and "/etc/shadow" in secrets_list and "/etc/ssl/private" in secrets_list,
+          f"{len(secrets_list)} secret paths read from isolation/etc_secrets.cc")
+    present = [p for p in secrets_list if os.path.lexists(p)]
+    log(f"secret paths present on this host: {present}")
+    # Targets of /usr symlinks into /etc that this host has (R's, if installed; ssl's always).
+    linked = [t for t in ("/etc/ssl/certs", "/etc/ssl/openssl.cnf", "/etc/R/Renviron", "/etc/octaverc")
+              if os.path.exists(t)]
+    expect_held(ctx, [PY, "/pyprobes/etc_secrets_probe.py", *secrets_list, "--", *linked])
+    if ctx.nojail:
+        return
+    before = {p: os.lstat(p) for p in present}
+    policy = os.path.join(ctx.mkdir("secret-policy"), "policy.json")
+    refused = [
+        ("policy etc_binds /etc/ssh", {"etc_binds": ["/etc/ssh"]}, []),
+        ("policy etc_binds /etc/ssl", {"etc_binds": ["/etc/ssl"]}, []),
+        ("policy ro_binds /etc", {"ro_binds": ["/etc:/mnt/hostetc"]}, []),
+        ("policy cache_binds /etc/shadow", {"cache_binds": ["/etc/shadow"]}, []),
+        ("--ro-bind /etc/ssl/private", None, ["--ro-bind", "/etc/ssl/private:/mnt/k"]),
+        ("--ro-bind /", None, ["--ro-bind", "/:/mnt/host"]),
+        ("--bind-same /etc/ssh", None, ["--bind-same", "/etc/ssh"]),
+        ("--workspace /etc/ssl/private", None, ["--workspace", "/etc/ssl/private"]),
+    ]
+    for what, doc, opts in refused:
+        if doc is not None:
+            with open(policy, "w") as f:
+                json.dump(doc, f)
+            opts = ["--policy", policy]
+        run = harness.Run(ctx, ["/usr/bin/true"], opts=opts, tag="secret")
+        rc = run.wait(60)
+        out = run.output()
+        log(out.rstrip())
+        harness.expect_clean(run)
+        check(rc == 125 and "host secrets are never bound" in out, f"{what}: refused with 125 (exit {rc})")
+    for p, st in before.items():
+        now = os.lstat(p)
+        check((now.st_uid, now.st_gid, now.st_mode) == (st.st_uid, st.st_gid, st.st_mode),
+              f"{p} kept its owner and mode")
+
+
 def case_workspace_symlink(ctx):
     """--workspace / --bind-same paths that pass through a symlink (as a kernel can plant in its own
     workspace) must not make the root helper chown or bind the host dir the symlink points to."""
@@ -501,6 +555,7 @@ def case_workspace_shared_dir(ctx):
 
 
 CASES = {
+    "etc_secrets": case_etc_secrets,
     "workspace_shared_dir": case_workspace_shared_dir,
     "workspace_symlink": case_workspace_symlink,
     "vsock": simple("vsock_probe"),
