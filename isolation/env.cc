@@ -13,7 +13,7 @@ std::vector<std::string> build_env(const EnvList& policy_env, const EnvList& opt
       {"PATH", "/usr/local/bin:/usr/bin:/bin"},
       {"HOME", "/workspace"},
       {"LANG", "C.UTF-8"},
-      {"TERM", "xterm-256color"},
+      {"TERM", "dumb"},  // no terminal: readline would wrap a kernel's output in escapes
       {"USER", "sandbox"},
       {"LOGNAME", "sandbox"},
       {"SHELL", "/bin/bash"},

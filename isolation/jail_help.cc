@@ -24,7 +24,7 @@ Options (VALUE may also be given as --option=VALUE):
   --ro-bind SRC[:DST]     extra read-only bind (repeatable); DST not under /usr, /proc, /dev,
                           /workspace, nor /, /etc or /tmp itself
   --env K=V               kernel environment entry (repeatable). Nothing is inherited; defaults
-                          PATH, HOME=/workspace, LANG=C.UTF-8, TERM=xterm-256color, USER and
+                          PATH, HOME=/workspace, LANG=C.UTF-8, TERM=dumb, USER and
                           LOGNAME=sandbox, SHELL=/bin/bash, MPLBACKEND=Agg, IPYTHONDIR=/tmp/.ipython,
                           XDG_CACHE_HOME=/tmp/.cache, MPLCONFIGDIR=/tmp/.config/matplotlib are
                           added when absent (policy env, then --env, win)

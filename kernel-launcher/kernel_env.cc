@@ -67,7 +67,9 @@ std::map<std::string, std::string> build_kernel_env(const KernelSpec& spec,
   std::map<std::string, std::string> env = {
       {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
       {"LANG", "C.UTF-8"},
-      {"TERM", "xterm-256color"},
+      // A kernel is no terminal. With a terminal's TERM, readline-driven kernels (the Octave kernel
+      // runs octave-cli on a pty) wrap every output in bracketed-paste escapes; ipykernel sets its own.
+      {"TERM", "dumb"},
       {"PYTHONUNBUFFERED", "1"},
       // ipykernel defaults to the inline backend only when MPLBACKEND is unset; say so explicitly so a
       // jail default (Agg) cannot hide plots from notebooks.

@@ -165,6 +165,7 @@ std::vector<std::string> substitute_argv(const std::vector<std::string>& argv, c
       a.replace(pos, kToken.size(), connection_file);
     out.push_back(std::move(a));
   }
+  if (!out.empty() && (out[0] == "python" || out[0] == "python3")) out[0] = kKernelPython;
   return out;
 }
 

@@ -46,7 +46,13 @@ bool valid_kernelspec_name(std::string_view name);
 // `<base_url>kernelspecs/<name>/<file>`: clients rewrite everything after the last /kernelspecs/.
 nlohmann::json kernelspec_model(const KernelSpec& spec, const std::string& base_url);
 
-// Replaces {connection_file} in every argv element.
+// Replaces {connection_file} in every argv element, and a bare `python` or `python3` argv[0] with
+// kKernelPython: jupyter_client runs those as its own sys.executable, and Debian ships kernelspecs
+// that rely on it (python3-octave-kernel's argv is ["python", "-m", "octave_kernel", ...]), while
+// Debian 12 has no /usr/bin/python.
 std::vector<std::string> substitute_argv(const std::vector<std::string>& argv, const std::string& connection_file);
+
+// The Python that kernelspecs saying `python` get, and that the fork server serves.
+inline constexpr const char* kKernelPython = "/usr/bin/python3";
 
 }  // namespace cellgate::launcher

@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "kernel-launcher/jail_args.h"
+#include "kernel-launcher/kernelspec.h"
 #include "kernel-launcher/spawn_util.h"
 #include "kernel-launcher/spawner.h"
 #include "kernel-launcher/zygote_client.h"
@@ -13,7 +14,6 @@ namespace cellgate::launcher {
 namespace {
 
 constexpr auto kRequestTimeout = std::chrono::milliseconds(2000);
-constexpr const char* kServedPython = "/usr/bin/python3";
 
 // The argv the fork server runs (python3 resolved the way the helper would, on the host's same /usr),
 // or empty when this request must start cold: another program, other arguments, or PYTHON*
@@ -24,7 +24,7 @@ std::vector<std::string> zygote_argv(const SpawnRequest& req) {
   if (a.size() != 5 || a[1] != "-m" || a[2] != "ipykernel_launcher" || a[3] != "-f") return {};
   std::string program = resolve_program(a[0], req.env);
   char* real = ::realpath(program.c_str(), nullptr);
-  char* served = ::realpath(kServedPython, nullptr);
+  char* served = ::realpath(kKernelPython, nullptr);
   bool same = real != nullptr && served != nullptr && std::string(real) == served;
   std::free(real);
   std::free(served);
@@ -33,7 +33,7 @@ std::vector<std::string> zygote_argv(const SpawnRequest& req) {
     if (k.starts_with("PYTHON") && k != "PYTHONUNBUFFERED" && k != "PYTHONDONTWRITEBYTECODE") return {};
   }
   std::vector<std::string> argv = a;
-  argv[0] = kServedPython;
+  argv[0] = kKernelPython;
   return argv;
 }
 

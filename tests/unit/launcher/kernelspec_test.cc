@@ -42,6 +42,17 @@ TEST_CASE("a valid kernel.json parses with resources", "[launcher]") {
   CHECK(substitute_argv(s.argv, "/c.json")[2] == "/c.json");
 }
 
+TEST_CASE("a bare python argv[0] is the kernel Python, as jupyter_client makes it sys.executable", "[launcher]") {
+  using V = std::vector<std::string>;
+  CHECK(substitute_argv({"python", "-m", "octave_kernel", "-f", "{connection_file}"}, "/c.json") ==
+        V{"/usr/bin/python3", "-m", "octave_kernel", "-f", "/c.json"});
+  CHECK(substitute_argv({"python3", "-m", "ipykernel_launcher"}, "/c")[0] == "/usr/bin/python3");
+  CHECK(substitute_argv({"python3.11", "x"}, "/c")[0] == "python3.11");  // a version: found on PATH
+  CHECK(substitute_argv({"R", "--slave", "-e", "IRkernel::main()", "--args", "{connection_file}"}, "/c") ==
+        V{"R", "--slave", "-e", "IRkernel::main()", "--args", "/c"});
+  CHECK(substitute_argv({"/opt/python"}, "/c")[0] == "/opt/python");
+}
+
 TEST_CASE("broken kernelspecs are skipped, not fatal", "[launcher]") {
   TempDir d;
   d.write("notjson/kernel.json", "{oops");
