@@ -212,8 +212,9 @@ class Run:
     def _bare_path(self, a):
         if a.startswith("/probes/"):
             return os.path.join(self.ctx.probes, a[len("/probes/"):])
-        if a.startswith("/pyprobes/"):
-            return os.path.join(self.ctx.src, "pyprobes", a[len("/pyprobes/"):])
+        for inside in ("pyprobes", "langprobes"):
+            if a.startswith(f"/{inside}/"):
+                return os.path.join(self.ctx.src, inside, a[len(inside) + 2:])
         return a
 
     def _read_ready(self, rfd, timeout=60):

@@ -15,6 +15,33 @@ from jupyter_client.manager import KernelManager
 
 SKIP_RC = 4
 KERNEL_NAME = "cellgate-jailed-python3"
+IPYKERNEL_ARGV = ["/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+DEBIAN_KERNELS = "/usr/share/jupyter/kernels"
+
+
+def debian_kernelspec(name):
+    """Debian's kernel.json for `name` (ir, octave, ...), or None when the package is not installed.
+    A bare `python`/`python3` argv[0] becomes /usr/bin/python3, as cellgate's launcher (and
+    jupyter_client) make it: python3-octave-kernel ships argv ["python", "-m", "octave_kernel", ...]."""
+    path = os.path.join(DEBIAN_KERNELS, name, "kernel.json")
+    try:
+        with open(path) as f:
+            spec = json.load(f)
+    except FileNotFoundError:
+        return None
+    if spec["argv"][0] in ("python", "python3"):
+        spec["argv"][0] = "/usr/bin/python3"
+    return spec
+
+
+def require_kernel(name):
+    """Debian's kernelspec `name`; exits with SKIP_RC when its package is missing. CI installs every
+    one (scripts/install-deps.sh), so there a skip shows as a skip, never as a pass."""
+    spec = debian_kernelspec(name)
+    if spec is None:
+        print(f"SKIP: kernelspec {name} is not installed ({DEBIAN_KERNELS}/{name})", flush=True)
+        sys.exit(SKIP_RC)
+    return spec
 
 
 def require_or_skip():
@@ -33,21 +60,29 @@ def require_or_skip():
     return jail
 
 
-class JailedKernel:
-    """Owns a temp JUPYTER_PATH with the kernelspec and a short runtime dir (ipc paths <= 107 bytes)."""
+def require_module(name):
+    """Exits with SKIP_RC when Debian's python3 cannot import `name` (its package is missing)."""
+    if subprocess.run(["/usr/bin/python3", "-c", f"import {name}"], capture_output=True).returncode != 0:
+        print(f"SKIP: python module {name} is not installed", flush=True)
+        sys.exit(SKIP_RC)
 
-    def __init__(self, jail):
+
+class JailedKernel:
+    """Owns a temp JUPYTER_PATH with the kernelspec and a short runtime dir (ipc paths <= 107 bytes).
+    `spec` is a kernel.json (default: ipykernel) whose argv runs inside cellgate-jail, with the
+    default policy and nothing else: what a new user gets."""
+
+    def __init__(self, jail, spec=None, name=KERNEL_NAME, jail_args=()):
+        spec = dict(spec or {"argv": IPYKERNEL_ARGV, "display_name": "Python 3", "language": "python",
+                             "interrupt_mode": "signal"})
+        self.name = name
         self.spec_dir = tempfile.mkdtemp(prefix="cg-kspec-")
-        kdir = os.path.join(self.spec_dir, "kernels", KERNEL_NAME)
+        kdir = os.path.join(self.spec_dir, "kernels", name)
         os.makedirs(kdir)
+        spec["argv"] = [jail, "--connection-file", "{connection_file}", *jail_args, "--", *spec["argv"]]
+        spec["display_name"] = spec.get("display_name", name) + " (cellgate jail)"
         with open(os.path.join(kdir, "kernel.json"), "w") as f:
-            json.dump({
-                "argv": [jail, "--connection-file", "{connection_file}", "--",
-                         "/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                "display_name": "Python 3 (cellgate jail)",
-                "language": "python",
-                "interrupt_mode": "signal",
-            }, f)
+            json.dump(spec, f)
         os.makedirs("/run/cellgate", exist_ok=True)
         self.runtime = tempfile.mkdtemp(prefix="t-", dir="/run/cellgate")
         os.environ["JUPYTER_PATH"] = self.spec_dir
@@ -58,7 +93,7 @@ class JailedKernel:
     def start(self, timeout=120):
         ksm = KernelSpecManager()
         ksm.kernel_dirs = [os.path.join(self.spec_dir, "kernels")]
-        self.km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=ksm, transport="ipc")
+        self.km = KernelManager(kernel_name=self.name, kernel_spec_manager=ksm, transport="ipc")
         self.km.connection_file = os.path.join(self.runtime, "k.json")
         self.km.ip = os.path.join(self.runtime, "k")
         self.km.start_kernel()
