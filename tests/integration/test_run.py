@@ -116,6 +116,20 @@ def check_data_analysis(nb):
     assert "best region: north" in text_of(cells[3])
 
 
+def check_data_analysis_r(nb):
+    """The same analysis in R (IRkernel): IRkernel shows a value as display_data (text/html table)."""
+    cells = code_cells(nb)
+    assert "36 rows, 3 regions, 12 months" in text_of(cells[0])
+    assert any("text/html" in o.get("data", {}) for o in cells[0].outputs), "head(sales) renders as a table"
+    assert "total units: 4140" in text_of(cells[1]) and "total revenue: 21154.50" in text_of(cells[1])
+    assert any("text/html" in o.get("data", {}) for o in cells[1].outputs), "the by-region table"
+    pngs = [o.data["image/png"] for c in cells for o in c.outputs
+            if o.output_type == "display_data" and "image/png" in o.data]
+    assert len(pngs) == 1, "one figure (ggplot2)"
+    assert base64.b64decode(pngs[0]).startswith(b"\x89PNG\r\n\x1a\n")
+    assert "best region: north (7474.50)" in text_of(cells[3])
+
+
 def check_workspace_history(nb):
     cells = code_cells(nb)
     assert "wrote notes/plan.md and config.json" in text_of(cells[0])
@@ -143,6 +157,7 @@ def check_agent_session(nb):
 CHECKS = {
     "sandbox-tour.ipynb": check_sandbox_tour,
     "data-analysis.ipynb": check_data_analysis,
+    "data-analysis-r.ipynb": check_data_analysis_r,
     "workspace-history.ipynb": check_workspace_history,
     "agent-session.ipynb": check_agent_session,
 }
@@ -157,13 +172,16 @@ def test_notebook_runs_embedded(name, tmp):
     src = os.path.join(NOTEBOOK_DIR, name)
     out = os.path.join(tmp, "out-" + name)
     before = open(src, "rb").read()
+    kernel = read_valid(src).metadata.kernelspec
+    if not os.path.exists("/usr/share/jupyter/kernels/%s/kernel.json" % kernel.name) and kernel.name != "python3":
+        pytest.skip("kernelspec %s is not installed (scripts/install-deps.sh installs it)" % kernel.name)
     p = cellgate_run([src, "--output", out, *embedded(tmp)])
     assert p.returncode == 0, p.stderr
     assert open(src, "rb").read() == before, "--output leaves the input alone"
     nb = read_valid(out)
     for c in code_cells(nb):
         assert c.execution_count is not None, c.source[:40]
-    assert nb.metadata.language_info.name == "python"
+    assert nb.metadata.language_info.name.lower() == kernel.language.lower()
     if name in CHECKS:
         CHECKS[name](nb)
 
