@@ -21,6 +21,7 @@ namespace {
 constexpr int kMaxDepth = 64;
 constexpr size_t kMaxCacheBytes = 1 << 20;
 constexpr size_t kMaxEntries = 2'000'000;
+// Bump the number whenever scan_usr_links() changes what it collects: an older list is then scanned again.
 constexpr const char* kCacheHeader = "cellgate usr-etc-links 1";
 
 // `target` read from a link in `dir`, made absolute and normalised lexically ("a/../b" -> "b").

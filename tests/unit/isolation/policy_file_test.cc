@@ -52,6 +52,15 @@ TEST_CASE("a policy layers over the default: lists add, allow un-denies, scalars
   CHECK(p->umask == 07);
 }
 
+TEST_CASE("usr_etc_links is on by default and a policy may turn it off", "[isolation]") {
+  auto base = default_policy();
+  REQUIRE(base);
+  CHECK(base->usr_etc_links);
+  auto off = layer_policy(base.value(), R"({"usr_etc_links": false})");
+  REQUIRE(off);
+  CHECK_FALSE(off->usr_etc_links);
+}
+
 TEST_CASE("within one document deny wins over allow", "[isolation]") {
   auto p = layer_policy(Policy{}, R"({"seccomp": {"allow": ["mremap"], "deny": ["mremap"]}})");
   REQUIRE(p);
@@ -62,7 +71,8 @@ TEST_CASE("invalid policies are refused, never thrown", "[isolation]") {
   for (const char* text : {"", "[]", "{", R"({"unknown": 1})", R"({"version": 2})", R"({"limits": {"memory": "x"}})",
                            R"({"limits": {"bogus": 1}})", R"({"seccomp": {"deny": "ptrace"}})",
                            R"({"seccomp": {"base": "none"}})", R"({"ro_binds": ["relative"]})",
-                           R"({"umask": "999"})", R"({"env": {"A": 1}})", R"({"etc_binds": ["etc"]})"}) {
+                           R"({"umask": "999"})", R"({"env": {"A": 1}})", R"({"etc_binds": ["etc"]})",
+                           R"({"usr_etc_links": "yes"})", R"({"usr_etc_links": 1})"}) {
     INFO(text);
     CHECK_FALSE(layer_policy(Policy{}, text));
   }
