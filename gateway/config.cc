@@ -73,6 +73,10 @@ const std::vector<Option>& options() {
        [](Config& c, const std::string& v) { c.token = v; }},
       {"data-dir", "DIR", false, "workspaces and gateway state (default ./data)",
        [](Config& c, const std::string& v) { c.data_dir = v; }},
+      {"database", "URL", false,
+       "state database: postgresql://USER@HOST/DB (libpq URI; put the password in ~/.pgpass or PGPASSWORD, "
+       "not here) or sqlite:///PATH (default: <data-dir>/cellgate.db)",
+       [](Config& c, const std::string& v) { c.database = v; }},
       {"runtime-dir", "DIR", false, "short dir for kernels' ipc sockets (default /run/cellgate as root)",
        [](Config& c, const std::string& v) { c.runtime_dir = v; }},
       {"ipc-tmpfs", "auto|on|off", false,

@@ -22,6 +22,7 @@ struct Config {
   std::string token;                         // empty before load(): generated if not given
   bool token_generated = false;
   std::string data_dir = "./data";           // made absolute
+  std::string database;                      // "" = SQLite in data_dir; postgresql://… (docs/cluster.md)
   std::string runtime_dir;                   // default /run/cellgate (root) or /tmp/cellgate-<uid>
   bool runtime_dir_default = false;          // set by finish(): no --runtime-dir was given
   std::string ipc_tmpfs = "auto";            // auto | on | off: tmpfs on <runtime_dir>/k and /s (memory_dir.h)

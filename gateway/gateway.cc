@@ -70,7 +70,12 @@ Gateway::Gateway(asio::io_context& io, Config config)
   }
   kernelspec_path_ = launcher::kernelspec_search_path(config_.kernelspec_dirs);
   make_dirs(config_.data_dir, 0700);
-  auto db = state::Database::open(config_.data_dir);
+  // One node per PostgreSQL database until cluster membership lands (docs/cluster.md); a database that
+  // starts after the gateway (a Kubernetes rollout) is waited for.
+  state::DatabaseOptions db_options;
+  db_options.single_node = true;
+  db_options.connect_wait = std::chrono::seconds(30);
+  auto db = state::Database::connect(config_.database, config_.data_dir, db_options);
   if (!db) throw ConfigError("cannot open the state database: " + db.error().message);
   db_ = std::make_unique<state::Database>(std::move(db.value()));
   users_ = std::make_unique<state::UserStore>(*db_);
@@ -186,14 +191,22 @@ std::optional<Caller> Gateway::authenticate(const Request& req, const http::Peer
   const std::string& ip = peer.ip;
   std::string storage;
   const std::string_view token = presented_token(req, storage);
+  // The database could not say whose token it is (PostgreSQL unreachable): 503, and no failure is
+  // counted against the client, whose token may well be good.
+  auto lookup = users_->authenticate(token);
+  if (!lookup) {
+    refusal = error_response(req, lookup.error().code == Errc::kUnavailable ? Errc::kUnavailable : Errc::kInternal,
+                             "cannot check the token: " + lookup.error().message);
+    return std::nullopt;
+  }
+  auto& user = lookup.value();
   if (int wait = limiter_.retry_after(ip); wait > 0) {
     // The block is there to stop online guessing, and a token the gateway generated (256 bits: every
     // `cellgate user add` token, and --token when not given) cannot be guessed online: a valid one
     // still gets in, so that on a shared address (a JupyterHub node, a NAT) one client's failures do
     // not lock everyone else out. A hand-picked --token, however long, may be a guessable phrase: it
     // stays behind the block.
-    if (auto user = users_->authenticate(token); user && (config_.token_generated || token != config_.token))
-      return Caller{std::move(*user), peer};
+    if (user && (config_.token_generated || token != config_.token)) return Caller{std::move(*user), peer};
     refusal = error_response(req, Errc::kUnauthorized, "too many failed authentications; retry later");
     refusal.result(http::status::too_many_requests);
     refusal.body() = nlohmann::json{{"reason", "Too Many Requests"},
@@ -202,7 +215,6 @@ std::optional<Caller> Gateway::authenticate(const Request& req, const http::Peer
     refusal.prepare_payload();
     return std::nullopt;
   }
-  auto user = users_->authenticate(token);
   if (!user) {
     if (limiter_.record_failure(ip)) common::log_warn("ip={} msg=\"authentication failures; blocking\"", ip);
     refusal = error_response(req, Errc::kUnauthorized, "missing or invalid token");

@@ -8,7 +8,7 @@ export DEBIAN_FRONTEND=noninteractive
 
 BUILD=(build-essential cmake pkg-config git
   libboost-dev libssl-dev libzmq3-dev cppzmq-dev nlohmann-json3-dev libfmt-dev
-  libseccomp-dev libcap-dev libsqlite3-dev catch2 prometheus-cpp-dev
+  libseccomp-dev libcap-dev libsqlite3-dev libpq-dev catch2 prometheus-cpp-dev
   xeus-dev xeus-python-dev libxeus-python0 python3-dev pybind11-dev)
 KERNELS=(python3-ipykernel python3-xeus-python-shell python3-numpy python3-scipy python3-pandas python3-matplotlib
   fonts-dejavu-core fontconfig tree)
@@ -20,7 +20,7 @@ LANG_KERNELS=(r-cran-irkernel r-cran-ggplot2 octave python3-octave-kernel python
   gnuplot-nox ghostscript fonts-freefont-otf)
 TESTS=(python3-jupyter-client python3-websocket python3-jupyter-server python3-jupyter-kernel-test
   python3-nbformat python3-requests python3-pytest curl openssl acl iproute2 procps
-  prometheus chromium)
+  prometheus chromium postgresql-15 python3-psycopg2)
 
 if [ "${CELLGATE_DEPS_SKIP_UPDATE:-0}" != 1 ]; then $SUDO apt-get update -qq; fi
 pkgs=("${BUILD[@]}" "${KERNELS[@]}" "${LANG_KERNELS[@]}")

@@ -13,6 +13,7 @@
 #include <fmt/core.h>
 
 #include "common/time_format.h"
+#include "state/rows.h"
 
 namespace cellgate::state {
 
@@ -50,6 +51,15 @@ json redact(const json& value) {
 // Replace, not throw, on invalid UTF-8: names and ids come from clients.
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
+// Names and ids come from clients: stored as text every backend takes, the same as the JSON line
+// shows them (invalid UTF-8 and NUL become U+FFFD).
+std::string storable(const std::string& text) {
+  std::string out = json::parse(dump(json(text))).get<std::string>();
+  for (size_t pos = out.find('\0'); pos != std::string::npos; pos = out.find('\0', pos))
+    out.replace(pos, 1, "\xEF\xBF\xBD");
+  return out;
+}
+
 }  // namespace
 
 json sanitize_audit_detail(const json& detail) {
@@ -74,16 +84,17 @@ Status AuditLog::record(const AuditEvent& event) {
   const json detail = sanitize_audit_detail(event.detail);
   const std::string detail_text = dump(detail);
   const char* result = event.ok ? "ok" : "error";
+  const std::string user = storable(event.user), action = storable(event.action),
+                    kind = storable(event.object_kind), id = storable(event.object_id);
   auto st = db_->prepare(
-      "INSERT INTO audit_log (time, user, action, object_kind, object_id, detail, result) VALUES (?, ?, ?, ?, ?, ?, ?)");
+      "INSERT INTO audit_log (time, \"user\", action, object_kind, object_id, detail, result) VALUES (?, ?, ?, ?, ?, ?, ?)");
   if (!st) return st.error();
-  st->bind(1, time).bind(2, event.user).bind(3, event.action).bind(4, event.object_kind).bind(5, event.object_id);
+  st->bind(1, time).bind(2, user).bind(3, action).bind(4, kind).bind(5, id);
   st->bind(6, detail_text).bind(7, result);
   if (auto s = st->run(); !s) return s;
 
-  json line = {{"time", time},           {"user", event.user},         {"action", event.action},
-               {"object_kind", event.object_kind}, {"object_id", event.object_id}, {"detail", detail},
-               {"result", result}};
+  json line = {{"time", time},       {"user", user},    {"action", action}, {"object_kind", kind},
+               {"object_id", id},     {"detail", detail}, {"result", result}};
   std::string text = dump(line) + "\n";
   // O_APPEND makes each write(2) seek to the end and write as one step (open(2)), so lines from
   // several writers interleave whole rather than overwrite each other. No user-space buffer: each line
@@ -103,25 +114,21 @@ Status AuditLog::record(const AuditEvent& event) {
 
 Result<std::vector<AuditRecord>> AuditLog::recent(size_t limit) {
   auto st = db_->prepare(
-      "SELECT seq, time, user, action, object_kind, object_id, detail, result FROM audit_log ORDER BY seq DESC LIMIT ?");
+      "SELECT seq, time, \"user\", action, object_kind, object_id, detail, result FROM audit_log ORDER BY seq DESC LIMIT ?");
   if (!st) return st.error();
   st->bind(1, static_cast<int64_t>(std::min<size_t>(limit, INT64_MAX)));
-  std::vector<AuditRecord> rows;
-  for (;;) {
-    auto more = st->step();
-    if (!more) return more.error();
-    if (!more.value()) return rows;
+  return collect<AuditRecord>(*st, [](const Statement& row) {
     AuditRecord r;
-    r.seq = st->column_int(0);
-    r.time = st->column_text(1);
-    r.event.user = st->column_text(2);
-    r.event.action = st->column_text(3);
-    r.event.object_kind = st->column_text(4);
-    r.event.object_id = st->column_text(5);
-    r.event.detail = json::parse(st->column_text(6), nullptr, false);
-    r.event.ok = st->column_text(7) == "ok";
-    rows.push_back(std::move(r));
-  }
+    r.seq = row.column_int(0);
+    r.time = row.column_text(1);
+    r.event.user = row.column_text(2);
+    r.event.action = row.column_text(3);
+    r.event.object_kind = row.column_text(4);
+    r.event.object_id = row.column_text(5);
+    r.event.detail = json::parse(row.column_text(6), nullptr, false);
+    r.event.ok = row.column_text(7) == "ok";
+    return r;
+  });
 }
 
 }  // namespace cellgate::state

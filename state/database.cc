@@ -1,23 +1,19 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// database: the gateway's SQLite state file, its pragmas and migrations, and RAII statement helpers.
+// database: the gateway's state database (SQLite file or PostgreSQL), its migrations, and statements.
 #include "state/database.h"
 
-#include <fcntl.h>
-#include <sqlite3.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <chrono>
-#include <cstring>
 #include <filesystem>
-#include <thread>
 #include <utility>
 
 #include <fmt/core.h>
 
 #include "common/time_format.h"
+#include "common/utf8.h"
+#include "state/postgres_backend.h"
 #include "state/schema.h"
+#include "state/sqlite_backend.h"
 
 namespace cellgate::state {
 
@@ -27,21 +23,28 @@ using common::make_error;
 using common::Result;
 using common::Status;
 
-namespace {
-
-// How long a writer waits for another connection's write lock before giving up with SQLITE_BUSY.
-constexpr int kBusyTimeoutMs = 5000;
-
-Errc errc_for(int rc) {
-  switch (rc & 0xff) {
-    case SQLITE_CONSTRAINT: return Errc::kConflict;
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED: return Errc::kUnavailable;
-    default: return Errc::kInternal;
-  }
+bool Database::is_postgres_spec(std::string_view spec) {
+  return spec.starts_with("postgresql://") || spec.starts_with("postgres://");
 }
 
-}  // namespace
+Result<Database> Database::connect(const std::string& spec, const std::string& data_dir,
+                                   const DatabaseOptions& options) {
+  if (spec.empty()) return open(data_dir);
+  if (spec.starts_with("sqlite://")) {
+    const std::string path = spec.substr(9);
+    if (!path.starts_with("/"))
+      return make_error(Errc::kBadRequest, "--database: a sqlite:// URL needs an absolute path (sqlite:///dir/file.db)");
+    return open_file(path);
+  }
+  if (!is_postgres_spec(spec))
+    return make_error(Errc::kBadRequest,
+                      "--database: expected postgresql://… or sqlite:///path, got '" + redact_url(spec) + "'");
+  auto backend = PostgresBackend::connect(spec, options);
+  if (!backend) return backend.error();
+  Database db(std::move(backend.value()));
+  if (auto s = db.migrate(); !s) return s.error();
+  return db;
+}
 
 Result<Database> Database::open(const std::string& data_dir) {
   std::error_code ec;
@@ -54,81 +57,22 @@ Result<Database> Database::open(const std::string& data_dir) {
 }
 
 Result<Database> Database::open_file(const std::string& path) {
-  // Pre-create the file 0600: the token hashes are nobody else's business. SQLite gives the -wal and
-  // -shm files the database file's permissions (os_unix.c findCreateFileMode).
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    int err = errno;
-    return make_error(Errc::kInternal, fmt::format("{}: cannot open: {}", path, std::strerror(err)), err);
-  }
-  ::close(fd);
-  sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, nullptr);
-  Database db(raw, path);  // owns raw even when the open failed (sqlite3_open_v2 still allocates it)
-  if (rc != SQLITE_OK) return db.error("cannot open the state database");
-  if (auto s = db.configure(); !s) return s.error();
+  auto backend = SqliteBackend::open(path);
+  if (!backend) return backend.error();
+  Database db(std::move(backend.value()));
   if (auto s = db.migrate(); !s) return s.error();
   return db;
 }
 
-Database::Database(Database&& other) noexcept
-    : db_(std::exchange(other.db_, nullptr)), path_(std::move(other.path_)) {}
-
-Database& Database::operator=(Database&& other) noexcept {
-  if (this != &other) {
-    if (db_) sqlite3_close_v2(db_);
-    db_ = std::exchange(other.db_, nullptr);
-    path_ = std::move(other.path_);
-  }
-  return *this;
-}
-
-Database::~Database() {
-  if (db_) sqlite3_close_v2(db_);
-}
-
-Error Database::error(std::string_view what) const {
-  int rc = db_ ? sqlite3_errcode(db_) : SQLITE_NOMEM;
-  const char* msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
-  return make_error(errc_for(rc), fmt::format("{}: {}: {}", path_, what, msg));
-}
-
-Status Database::configure() {
-  sqlite3_busy_timeout(db_, kBusyTimeoutMs);
-  // journal_mode is the first statement that reads the file, so a corrupt or foreign file fails here
-  // with "file is not a database".
-  {
-    auto unusable = [&](const Error& e) {
-      return make_error(e.code, fmt::format("{}: cannot read the state database ({}); restore it from a backup or "
-                                            "move it away",
-                                            path_, sqlite3_errmsg(db_)));
-    };
-    // Switching a fresh file to WAL needs its exclusive lock, and SQLite answers SQLITE_BUSY at once,
-    // without the busy handler, when another connection is opening the same file (its deadlock
-    // avoidance): a gateway starting while `cellgate user add` runs. Retried within the busy timeout.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
-    for (;;) {
-      auto stmt = prepare("PRAGMA journal_mode=WAL");
-      auto row = stmt ? stmt->step() : Result<bool>(stmt.error());
-      const int rc = sqlite3_errcode(db_);
-      if (!row && (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        continue;
-      }
-      if (!row) return unusable(row.error());
-      if (!row.value() || stmt->column_text(0) != "wal")
-        return make_error(Errc::kInternal, path_ + ": cannot switch the state database to WAL mode");
-      break;
-    }
-  }
-  // NORMAL is durable across application crashes in WAL mode; only power loss can drop the last
-  // transactions (sqlite.org/pragma.html#pragma_synchronous).
-  return exec("PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL;");
-}
+Database::Database(Database&& other) noexcept = default;
+Database& Database::operator=(Database&& other) noexcept = default;
+Database::~Database() = default;
 
 Status Database::migrate() {
   auto tx = Transaction::begin(*this);
   if (!tx) return tx.error();
+  // Nodes that start together migrate one after the other; the second finds nothing to do.
+  if (auto s = tx->lock("cellgate.schema"); !s) return s;
   if (auto s = exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied TEXT NOT NULL)");
       !s)
     return s;
@@ -137,10 +81,10 @@ Status Database::migrate() {
   const int latest = latest_schema_version();
   if (current.value() > latest)
     return make_error(Errc::kInternal, fmt::format("{}: schema version {} is newer than this cellgate supports ({})",
-                                                   path_, current.value(), latest));
+                                                   path(), current.value(), latest));
   for (const auto& m : migrations()) {
     if (m.version <= current.value()) continue;
-    if (auto s = exec(m.sql); !s)
+    if (auto s = exec(m.sql(kind())); !s)
       return make_error(s.error().code, fmt::format("migration {}: {}", m.version, s.error().message));
     auto ins = prepare("INSERT INTO schema_version (version, applied) VALUES (?, ?)");
     if (!ins) return ins.error();
@@ -154,63 +98,46 @@ Result<int> Database::schema_version() {
   if (!stmt) return stmt.error();
   auto row = stmt->step();
   if (!row) return row.error();
+  if (!row.value()) return make_error(Errc::kInternal, path() + ": schema_version returned no row");
   return static_cast<int>(stmt->column_int(0));
 }
 
-Status Database::exec(std::string_view sql) {
-  std::string text(sql);
-  char* msg = nullptr;
-  int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &msg);
-  if (rc == SQLITE_OK) return common::ok();
-  std::string message = msg ? msg : sqlite3_errstr(rc);
-  sqlite3_free(msg);
-  return make_error(errc_for(rc), fmt::format("{}: {}", path_, message));
-}
+Status Database::exec(std::string_view sql) { return backend_->exec(sql); }
 
 Result<Statement> Database::prepare(std::string_view sql) {
-  sqlite3_stmt* stmt = nullptr;
-  int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr);
-  if (rc != SQLITE_OK) return error("cannot prepare statement");
-  return Statement(stmt, db_);
+  auto cursor = backend_->prepare(sql);
+  if (!cursor) return cursor.error();
+  return Statement(std::move(cursor.value()));
 }
-
-int64_t Database::changes() const { return sqlite3_changes64(db_); }
 
 // --- Statement ---
 
-Statement::Statement(Statement&& other) noexcept
-    : stmt_(std::exchange(other.stmt_, nullptr)), db_(other.db_), bind_rc_(other.bind_rc_) {}
-
-Statement& Statement::operator=(Statement&& other) noexcept {
-  if (this != &other) {
-    if (stmt_) sqlite3_finalize(stmt_);
-    stmt_ = std::exchange(other.stmt_, nullptr);
-    db_ = other.db_;
-    bind_rc_ = other.bind_rc_;
-  }
-  return *this;
-}
-
-Statement::~Statement() {
-  if (stmt_) sqlite3_finalize(stmt_);
-}
-
-void Statement::note_bind(int rc) {
-  if (rc != SQLITE_OK && bind_rc_ == 0) bind_rc_ = rc;
+void Statement::note(Status s) {
+  if (!s && !bind_error_) bind_error_ = s.error();
 }
 
 Statement& Statement::bind(int index, int64_t value) {
-  note_bind(sqlite3_bind_int64(stmt_, index, value));
+  note(cursor_->bind_int(index, value));
   return *this;
 }
 
 Statement& Statement::bind(int index, double value) {
-  note_bind(sqlite3_bind_double(stmt_, index, value));
+  note(cursor_->bind_double(index, value));
   return *this;
 }
 
 Statement& Statement::bind(int index, std::string_view value) {
-  note_bind(sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8));
+  // SQLite would keep a NUL or invalid UTF-8 and PostgreSQL refuses both: refused by both, as bad input,
+  // so that a request behaves the same on either backend.
+  if (value.find('\0') != std::string_view::npos) {
+    note(make_error(Errc::kBadRequest, "text contains a NUL byte"));
+    return *this;
+  }
+  if (!common::valid_utf8(value)) {
+    note(make_error(Errc::kBadRequest, "text is not valid UTF-8"));
+    return *this;
+  }
+  note(cursor_->bind_text(index, value));
   return *this;
 }
 
@@ -223,46 +150,30 @@ Statement& Statement::bind(int index, std::optional<double> value) {
 }
 
 Statement& Statement::bind_null(int index) {
-  note_bind(sqlite3_bind_null(stmt_, index));
+  note(cursor_->bind_null(index));
   return *this;
 }
 
 Result<bool> Statement::step() {
-  if (bind_rc_ != 0)
-    return make_error(Errc::kInternal, fmt::format("cannot bind a parameter: {}", sqlite3_errstr(bind_rc_)));
-  int rc = sqlite3_step(stmt_);
-  if (rc == SQLITE_ROW) return true;
-  if (rc == SQLITE_DONE) return false;
-  // sqlite3_errmsg names the violated constraint or the I/O failure; sqlite3_errstr(rc) is the fallback.
-  std::string message = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
-  sqlite3_reset(stmt_);
-  return make_error(errc_for(rc), message);
+  if (bind_error_) {
+    Error e = *bind_error_;
+    if (e.code != Errc::kBadRequest) e.message = "cannot bind a parameter: " + e.message;
+    return e;
+  }
+  return cursor_->step();
 }
 
 Status Statement::run() {
   for (;;) {
     auto row = step();
     if (!row) return row.error();
-    if (!row.value()) break;
+    if (!row.value()) return common::ok();
   }
-  sqlite3_reset(stmt_);
-  return common::ok();
 }
 
 void Statement::reset() {
-  sqlite3_reset(stmt_);
-  sqlite3_clear_bindings(stmt_);
-  bind_rc_ = 0;
-}
-
-bool Statement::column_is_null(int index) const { return sqlite3_column_type(stmt_, index) == SQLITE_NULL; }
-int64_t Statement::column_int(int index) const { return sqlite3_column_int64(stmt_, index); }
-double Statement::column_double(int index) const { return sqlite3_column_double(stmt_, index); }
-
-std::string Statement::column_text(int index) const {
-  const auto* text = sqlite3_column_text(stmt_, index);
-  if (!text) return {};
-  return std::string(reinterpret_cast<const char*>(text), static_cast<size_t>(sqlite3_column_bytes(stmt_, index)));
+  cursor_->reset();
+  bind_error_.reset();
 }
 
 std::optional<int64_t> Statement::column_opt_int(int index) const {
@@ -278,17 +189,24 @@ std::optional<double> Statement::column_opt_double(int index) const {
 // --- Transaction ---
 
 Result<Transaction> Transaction::begin(Database& db) {
-  if (auto s = db.exec("BEGIN IMMEDIATE"); !s) return s.error();
+  if (auto s = db.backend().begin(); !s) return s.error();
   return Transaction(&db);
 }
 
 Transaction::~Transaction() {
-  if (db_) (void)db_->exec("ROLLBACK");
+  if (db_) db_->backend().rollback();
+}
+
+Status Transaction::lock(std::string_view key) {
+  CELLGATE_ASSERT(db_ != nullptr);
+  return db_->backend().lock(key);
 }
 
 Status Transaction::commit() {
   CELLGATE_ASSERT(db_ != nullptr);
-  auto s = db_->exec("COMMIT");
+  auto s = db_->backend().commit();
+  // A failed COMMIT has ended the transaction too (PostgreSQL rolls back; SQLite's is rolled back by
+  // the destructor's ROLLBACK, which is harmless when there is nothing left to roll back).
   if (s) db_ = nullptr;
   return s;
 }

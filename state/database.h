@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// database: the gateway's SQLite state file, its pragmas and migrations, and RAII statement helpers.
+// database: the gateway's state database (SQLite file or PostgreSQL), its migrations, and statements.
 #pragma once
 
 #include <cstdint>
@@ -9,58 +9,61 @@
 #include <string_view>
 
 #include "common/result.h"
-
-struct sqlite3;
-struct sqlite3_stmt;
+#include "state/backend.h"
 
 namespace cellgate::state {
 
 class Statement;
 
-// One connection to <data_dir>/cellgate.db. Not thread-safe: use it from one thread at a time (the
-// gateway's io thread, or a CLI). Several Database objects (threads or processes) may share one file:
-// WAL mode plus busy_timeout serialise their writers. Errors come back as Result, never as exceptions.
+// One connection to the state database. Not thread-safe: one thread at a time (the gateway's io
+// thread, or a CLI). Several Database objects (threads, processes, nodes) may share one database.
+// Errors come back as Result, never as exceptions.
 class Database {
  public:
   static constexpr const char* kFileName = "cellgate.db";
 
-  // Creates data_dir (0700) if missing, then opens <data_dir>/cellgate.db (created 0600) and migrates it.
+  // spec: "" → SQLite <data_dir>/cellgate.db (data_dir is created 0700); "sqlite:///abs/path";
+  // "postgresql://…" or "postgres://…" (libpq's URI). Anything else is kBadRequest, one line.
+  static common::Result<Database> connect(const std::string& spec, const std::string& data_dir,
+                                          const DatabaseOptions& options = {});
+  // SQLite in <data_dir>/cellgate.db, and an explicit SQLite file (tests, tools).
   static common::Result<Database> open(const std::string& data_dir);
-  // Same, for an explicit file path (tests, tools).
   static common::Result<Database> open_file(const std::string& path);
+  // Whether spec names PostgreSQL (the CLI checks a SQLite file exists before opening it).
+  static bool is_postgres_spec(std::string_view spec);
 
   Database(Database&&) noexcept;
   Database& operator=(Database&&) noexcept;
   ~Database();
 
-  const std::string& path() const { return path_; }
-  // The version the file is at after open (== latest_schema_version()).
+  BackendKind kind() const { return backend_->kind(); }
+  // The SQLite file, or the PostgreSQL URL without its password.
+  const std::string& path() const { return backend_->name(); }
+  // The version the database is at after open (== latest_schema_version()).
   common::Result<int> schema_version();
   // Runs one or more statements that return no rows we need (DDL, pragmas).
   common::Status exec(std::string_view sql);
-  // Compiles one statement; the Statement must not outlive this Database.
+  // Compiles one statement with `?` placeholders; the Statement must not outlive this Database.
   common::Result<Statement> prepare(std::string_view sql);
   // Rows changed by the last INSERT/UPDATE/DELETE on this connection.
-  int64_t changes() const;
-  sqlite3* handle() const { return db_; }
+  int64_t changes() const { return backend_->changes(); }
+  Backend& backend() { return *backend_; }
 
  private:
-  Database(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
-  common::Status configure();
+  explicit Database(std::unique_ptr<Backend> backend) : backend_(std::move(backend)) {}
   common::Status migrate();
-  common::Error error(std::string_view what) const;
 
-  sqlite3* db_ = nullptr;
-  std::string path_;
+  std::unique_ptr<Backend> backend_;
 };
 
 // A compiled statement. Bind with 1-based indexes, then step() for rows or run() to completion.
-// A bind failure is remembered and reported by the next step()/run().
+// A bind failure (a bad index; text with a NUL byte or invalid UTF-8, which the engines do not store
+// alike: kBadRequest) is remembered and reported by the next step()/run().
 class Statement {
  public:
-  Statement(Statement&&) noexcept;
-  Statement& operator=(Statement&&) noexcept;
-  ~Statement();
+  Statement(Statement&&) noexcept = default;
+  Statement& operator=(Statement&&) noexcept = default;
+  ~Statement() = default;
 
   Statement& bind(int index, int64_t value);
   Statement& bind(int index, double value);
@@ -79,31 +82,33 @@ class Statement {
   // Rewinds for another execution and clears the bindings.
   void reset();
 
-  bool column_is_null(int index) const;
-  int64_t column_int(int index) const;
-  double column_double(int index) const;
-  std::string column_text(int index) const;
+  bool column_is_null(int index) const { return cursor_->is_null(index); }
+  int64_t column_int(int index) const { return cursor_->get_int(index); }
+  double column_double(int index) const { return cursor_->get_double(index); }
+  std::string column_text(int index) const { return cursor_->get_text(index); }
   std::optional<int64_t> column_opt_int(int index) const;
   std::optional<double> column_opt_double(int index) const;
 
  private:
   friend class Database;
-  Statement(sqlite3_stmt* stmt, sqlite3* db) : stmt_(stmt), db_(db) {}
-  void note_bind(int rc);
+  explicit Statement(std::unique_ptr<Cursor> cursor) : cursor_(std::move(cursor)) {}
+  void note(common::Status s);
 
-  sqlite3_stmt* stmt_ = nullptr;
-  sqlite3* db_ = nullptr;
-  int bind_rc_ = 0;  // first failing sqlite3_bind_* code, 0 if none
+  std::unique_ptr<Cursor> cursor_;
+  std::optional<common::Error> bind_error_;
 };
 
-// BEGIN IMMEDIATE on construction (takes the write lock up front, so no upgrade deadlock), ROLLBACK in
-// the destructor unless commit() succeeded.
+// Begins on construction (SQLite: BEGIN IMMEDIATE, so no upgrade deadlock; PostgreSQL: BEGIN, READ
+// COMMITTED), rolls back in the destructor unless commit() succeeded.
 class Transaction {
  public:
   static common::Result<Transaction> begin(Database& db);
   Transaction(Transaction&& other) noexcept : db_(other.db_) { other.db_ = nullptr; }
   Transaction& operator=(Transaction&&) = delete;
   ~Transaction();
+  // Serialises this transaction with every other one that locks the same key, on any connection or
+  // node, until commit or rollback (Backend::lock).
+  common::Status lock(std::string_view key);
   common::Status commit();
 
  private:

@@ -2,23 +2,23 @@
 // kernel_records: the kernels and sessions tables, kept so a restarted gateway can re-adopt its kernels.
 #include "state/kernel_records.h"
 
+#include "state/rows.h"
+
 namespace cellgate::state {
 
-using common::Errc;
-using common::make_error;
 using common::Result;
 using common::Status;
 
 namespace {
 
 constexpr const char* kKernelColumns =
-    "id, owner, kernelspec, workspace, runtime_dir, helper_pid, jail_status_file, created, state";
+    "id, owner, kernelspec, workspace, runtime_dir, helper_pid, jail_status_file, created, state, node";
 constexpr const char* kSessionColumns = "id, owner, path, name, type, kernel_id";
 
 KernelRecord read_kernel(const Statement& st) {
   return KernelRecord{st.column_text(0), st.column_text(1), st.column_text(2),
                       st.column_text(3), st.column_text(4), st.column_int(5),
-                      st.column_text(6), st.column_text(7), st.column_text(8)};
+                      st.column_text(6), st.column_text(7), st.column_text(8), st.column_text(9)};
 }
 
 SessionRow read_session(const Statement& st) {
@@ -26,41 +26,21 @@ SessionRow read_session(const Statement& st) {
                     st.column_text(3), st.column_text(4), st.column_text(5)};
 }
 
-// Runs a bound UPDATE/DELETE and turns "no row changed" into kNotFound.
-Status run_one(Database& db, Statement& st, const std::string& what) {
-  if (auto s = st.run(); !s) return s;
-  if (db.changes() == 0) return make_error(Errc::kNotFound, "no such " + what);
-  return common::ok();
-}
-
-template <typename Row, typename Read>
-Result<std::vector<Row>> collect(Statement& st, Read read) {
-  std::vector<Row> rows;
-  for (;;) {
-    auto more = st.step();
-    if (!more) return more.error();
-    if (!more.value()) return rows;
-    rows.push_back(read(st));
-  }
-}
-
 }  // namespace
 
 Status insert_kernel(Database& db, const KernelRecord& k) {
-  auto st = db.prepare(std::string("INSERT INTO kernels (") + kKernelColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  auto st = db.prepare(std::string("INSERT INTO kernels (") + kKernelColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!st) return st.error();
   st->bind(1, k.id).bind(2, k.owner).bind(3, k.kernelspec).bind(4, k.workspace).bind(5, k.runtime_dir);
-  st->bind(6, k.helper_pid).bind(7, k.jail_status_file).bind(8, k.created).bind(9, k.state);
+  st->bind(6, k.helper_pid).bind(7, k.jail_status_file).bind(8, k.created).bind(9, k.state).bind(10, k.node);
   return st->run();
 }
 
 Result<KernelRecord> get_kernel(Database& db, const std::string& id) {
   auto st = db.prepare(std::string("SELECT ") + kKernelColumns + " FROM kernels WHERE id = ?");
   if (!st) return st.error();
-  auto row = st->bind(1, id).step();
-  if (!row) return row.error();
-  if (!row.value()) return make_error(Errc::kNotFound, "no such kernel " + id);
-  return read_kernel(*st);
+  st->bind(1, id);
+  return first<KernelRecord>(*st, read_kernel, "no such kernel " + id);
 }
 
 Result<std::vector<KernelRecord>> list_kernels(Database& db, const std::optional<std::string>& owner) {
@@ -75,21 +55,21 @@ Status set_kernel_state(Database& db, const std::string& id, const std::string& 
   auto st = db.prepare("UPDATE kernels SET state = ? WHERE id = ?");
   if (!st) return st.error();
   st->bind(1, state).bind(2, id);
-  return run_one(db, *st, "kernel " + id);
+  return change_one(db, *st, "no such kernel " + id);
 }
 
 Status set_kernel_helper(Database& db, const std::string& id, int64_t helper_pid, const std::string& jail_status_file) {
   auto st = db.prepare("UPDATE kernels SET helper_pid = ?, jail_status_file = ? WHERE id = ?");
   if (!st) return st.error();
   st->bind(1, helper_pid).bind(2, jail_status_file).bind(3, id);
-  return run_one(db, *st, "kernel " + id);
+  return change_one(db, *st, "no such kernel " + id);
 }
 
 Status delete_kernel(Database& db, const std::string& id) {
   auto st = db.prepare("DELETE FROM kernels WHERE id = ?");
   if (!st) return st.error();
   st->bind(1, id);
-  return run_one(db, *st, "kernel " + id);
+  return change_one(db, *st, "no such kernel " + id);
 }
 
 Status insert_session(Database& db, const SessionRow& s) {
@@ -102,10 +82,8 @@ Status insert_session(Database& db, const SessionRow& s) {
 Result<SessionRow> get_session(Database& db, const std::string& id) {
   auto st = db.prepare(std::string("SELECT ") + kSessionColumns + " FROM sessions WHERE id = ?");
   if (!st) return st.error();
-  auto row = st->bind(1, id).step();
-  if (!row) return row.error();
-  if (!row.value()) return make_error(Errc::kNotFound, "no such session " + id);
-  return read_session(*st);
+  st->bind(1, id);
+  return first<SessionRow>(*st, read_session, "no such session " + id);
 }
 
 Result<std::vector<SessionRow>> list_sessions(Database& db, const std::optional<std::string>& owner) {
@@ -120,14 +98,14 @@ Status update_session(Database& db, const SessionRow& s) {
   auto st = db.prepare("UPDATE sessions SET path = ?, name = ?, type = ?, kernel_id = ? WHERE id = ?");
   if (!st) return st.error();
   st->bind(1, s.path).bind(2, s.name).bind(3, s.type).bind(4, s.kernel_id).bind(5, s.id);
-  return run_one(db, *st, "session " + s.id);
+  return change_one(db, *st, "no such session " + s.id);
 }
 
 Status delete_session(Database& db, const std::string& id) {
   auto st = db.prepare("DELETE FROM sessions WHERE id = ?");
   if (!st) return st.error();
   st->bind(1, id);
-  return run_one(db, *st, "session " + id);
+  return change_one(db, *st, "no such session " + id);
 }
 
 }  // namespace cellgate::state

@@ -22,6 +22,7 @@ struct KernelRecord {
   std::string jail_status_file;  // where the helper reports the kernel's fate ("" = none)
   std::string created;           // iso8601
   std::string state;             // gateway's lifecycle word, e.g. starting, idle, busy, dead
+  std::string node{};            // the node it runs on ("" = the one machine's; docs/cluster.md)
 };
 
 struct SessionRow {

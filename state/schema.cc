@@ -1,11 +1,17 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// schema: the ordered list of migrations that builds cellgate.db.
+// schema: the ordered list of migrations that builds the state database, in each backend's dialect.
 #include "state/schema.h"
 
 namespace cellgate::state {
 
 // Owners are user names without a foreign key to users: the implicit single-token user "default" has no
 // row, and history (kernels, audit) must survive a user's removal. Times are iso8601 UTC text.
+//
+// PostgreSQL's words for SQLite's: BIGINT for INTEGER (SQLite's are 64-bit), DOUBLE PRECISION for REAL,
+// INTEGER for 0/1 flags, an identity column for AUTOINCREMENT, and an explicit `rowid` identity on the
+// tables listed in insertion order (SQLite has an implicit one). Every text column is COLLATE "C", so
+// that ORDER BY sorts as SQLite's binary order does whatever the server's locale. `user` is reserved
+// in PostgreSQL, so the code quotes it in both.
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> kMigrations = {
       {1, R"sql(
@@ -73,12 +79,91 @@ CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
   BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
 CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
   BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
+)sql",
+       R"sql(
+CREATE TABLE users (
+  name            TEXT COLLATE "C" PRIMARY KEY NOT NULL,
+  admin           INTEGER NOT NULL DEFAULT 0,
+  token_hash      TEXT COLLATE "C" NOT NULL UNIQUE,
+  max_kernels     BIGINT,
+  memory_bytes    BIGINT,
+  cpus            DOUBLE PRECISION,
+  pids            BIGINT,
+  workspace_bytes BIGINT,
+  workspace_files BIGINT,
+  exec_timeout_s  BIGINT,
+  created         TEXT COLLATE "C" NOT NULL
+);
+CREATE TABLE kernels (
+  rowid            BIGINT GENERATED ALWAYS AS IDENTITY,
+  id               TEXT COLLATE "C" PRIMARY KEY NOT NULL,
+  owner            TEXT COLLATE "C" NOT NULL,
+  kernelspec       TEXT COLLATE "C" NOT NULL,
+  workspace        TEXT COLLATE "C" NOT NULL,
+  runtime_dir      TEXT COLLATE "C" NOT NULL,
+  helper_pid       BIGINT NOT NULL DEFAULT 0,
+  jail_status_file TEXT COLLATE "C" NOT NULL DEFAULT '',
+  created          TEXT COLLATE "C" NOT NULL,
+  state            TEXT COLLATE "C" NOT NULL
+);
+CREATE TABLE sessions (
+  rowid     BIGINT GENERATED ALWAYS AS IDENTITY,
+  id        TEXT COLLATE "C" PRIMARY KEY NOT NULL,
+  owner     TEXT COLLATE "C" NOT NULL,
+  path      TEXT COLLATE "C" NOT NULL,
+  name      TEXT COLLATE "C" NOT NULL,
+  type      TEXT COLLATE "C" NOT NULL,
+  kernel_id TEXT COLLATE "C" NOT NULL REFERENCES kernels(id) ON DELETE CASCADE
+);
+CREATE TABLE workspaces (
+  owner     TEXT COLLATE "C" NOT NULL,
+  name      TEXT COLLATE "C" NOT NULL,
+  created   TEXT COLLATE "C" NOT NULL,
+  ephemeral INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (owner, name)
+);
+CREATE TABLE snapshots (
+  owner       TEXT COLLATE "C" NOT NULL,
+  workspace   TEXT COLLATE "C" NOT NULL,
+  snapshot_id TEXT COLLATE "C" NOT NULL,
+  label       TEXT COLLATE "C" NOT NULL DEFAULT '',
+  created     TEXT COLLATE "C" NOT NULL,
+  auto        INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (owner, workspace, snapshot_id),
+  FOREIGN KEY (owner, workspace) REFERENCES workspaces(owner, name) ON DELETE CASCADE
+);
+CREATE TABLE audit_log (
+  seq         BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  time        TEXT COLLATE "C" NOT NULL,
+  "user"      TEXT COLLATE "C" NOT NULL,
+  action      TEXT COLLATE "C" NOT NULL,
+  object_kind TEXT COLLATE "C" NOT NULL,
+  object_id   TEXT COLLATE "C" NOT NULL,
+  detail      TEXT COLLATE "C" NOT NULL,
+  result      TEXT COLLATE "C" NOT NULL
+);
+-- Append-only for the gateway's role as for anyone's (the table's owner could drop the trigger, not
+-- bypass it by mistake); TRUNCATE too, which row triggers do not see.
+CREATE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN RAISE EXCEPTION 'audit_log is append-only'; END $$;
+CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
+  FOR EACH ROW EXECUTE FUNCTION audit_log_append_only();
+CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
+  FOR EACH ROW EXECUTE FUNCTION audit_log_append_only();
+CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log
+  FOR EACH STATEMENT EXECUTE FUNCTION audit_log_append_only();
 )sql"},
       {2, R"sql(
 CREATE INDEX kernels_by_owner ON kernels(owner);
 CREATE INDEX sessions_by_owner ON sessions(owner);
 CREATE INDEX sessions_by_kernel ON sessions(kernel_id);
 CREATE INDEX audit_log_by_user ON audit_log(user, seq);
+)sql",
+       R"sql(
+CREATE INDEX kernels_by_owner ON kernels(owner);
+CREATE INDEX sessions_by_owner ON sessions(owner);
+CREATE INDEX sessions_by_kernel ON sessions(kernel_id);
+CREATE INDEX audit_log_by_user ON audit_log("user", seq);
 )sql"},
       // The snapshot index: who made each snapshot (kernel and execution, or a request), over which parent,
       // what it changed, and its size, so listings come from here rather than from every manifest.
@@ -93,6 +178,28 @@ ALTER TABLE snapshots ADD COLUMN changed INTEGER;
 ALTER TABLE snapshots ADD COLUMN removed INTEGER;
 ALTER TABLE snapshots ADD COLUMN entries INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE snapshots ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;
+)sql",
+       R"sql(
+ALTER TABLE users ADD COLUMN max_connections BIGINT;
+ALTER TABLE snapshots ADD COLUMN created_ns BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE snapshots ADD COLUMN parent TEXT COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE snapshots ADD COLUMN kernel_id TEXT COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE snapshots ADD COLUMN execution_count BIGINT;
+ALTER TABLE snapshots ADD COLUMN added BIGINT;
+ALTER TABLE snapshots ADD COLUMN changed BIGINT;
+ALTER TABLE snapshots ADD COLUMN removed BIGINT;
+ALTER TABLE snapshots ADD COLUMN entries BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE snapshots ADD COLUMN bytes BIGINT NOT NULL DEFAULT 0;
+)sql"},
+      // The node a kernel runs on (docs/cluster.md); '' for a kernel recorded before nodes existed,
+      // which is the one machine's.
+      {4, R"sql(
+ALTER TABLE kernels ADD COLUMN node TEXT NOT NULL DEFAULT '';
+CREATE INDEX kernels_by_node ON kernels(node);
+)sql",
+       R"sql(
+ALTER TABLE kernels ADD COLUMN node TEXT COLLATE "C" NOT NULL DEFAULT '';
+CREATE INDEX kernels_by_node ON kernels(node);
 )sql"},
   };
   return kMigrations;

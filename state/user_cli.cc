@@ -2,6 +2,8 @@
 // user_cli: `cellgate user add|list|remove|reset-token|set-limits`, the admin's way to manage users.
 #include "state/user_cli.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <algorithm>
@@ -34,7 +36,9 @@ constexpr const char* kUsage =
     "  remove NAME                   delete a user; its token stops working\n"
     "  reset-token NAME              replace a user's token and print the new one\n"
     "  set-limits NAME [limits]      change a user's limit overrides\n\n"
-    "Every command takes --data-dir DIR (default: env CELLGATE_DATA_DIR, then ./data) and --help.\n";
+    "Every command takes --data-dir DIR (default: env CELLGATE_DATA_DIR, then ./data), --database URL\n"
+    "(default: env CELLGATE_DATABASE, then the SQLite file in the data dir; as `cellgate serve --database`)\n"
+    "and --help.\n";
 
 constexpr const char* kLimitsHelp =
     "  --max-kernels N               kernels the user may run at once\n"
@@ -49,6 +53,7 @@ constexpr const char* kLimitsHelp =
 struct Args {
   std::vector<std::string> positional;
   std::string data_dir;
+  std::string database;  // "" = SQLite in data_dir
   bool admin = false;
   UserLimits limits;    // values given
   UserLimits clear;     // set-limits: fields given as "default" (any value here means "clear it")
@@ -123,6 +128,11 @@ Args parse_args(int argc, char** argv, bool with_admin, bool with_limits, bool a
       if (a.data_dir.empty()) throw UsageError("--data-dir: empty path");
       continue;
     }
+    if (name == "--database") {
+      a.database = take();
+      if (a.database.empty()) throw UsageError("--database: empty URL");
+      continue;
+    }
     static const std::vector<std::string> kLimitFlags = {"--max-kernels", "--memory", "--cpus", "--pids",
                                                          "--workspace-bytes", "--workspace-files", "--exec-timeout",
                                                          "--max-connections"};
@@ -145,6 +155,10 @@ Args parse_args(int argc, char** argv, bool with_admin, bool with_limits, bool a
     const char* env = std::getenv("CELLGATE_DATA_DIR");
     a.data_dir = env && *env ? env : "./data";
   }
+  if (a.database.empty()) {
+    const char* env = std::getenv("CELLGATE_DATABASE");
+    if (env) a.database = env;
+  }
   return a;
 }
 
@@ -163,13 +177,14 @@ int fail(const common::Error& e) {
 
 std::optional<Database> open_db(const Args& a, bool create, int& rc) {
   std::error_code ec;
-  if (!create && !std::filesystem::exists(std::filesystem::path(a.data_dir) / Database::kFileName, ec)) {
+  if (!create && a.database.empty() &&
+      !std::filesystem::exists(std::filesystem::path(a.data_dir) / Database::kFileName, ec)) {
     std::fprintf(stderr, "cellgate user: no user database in %s (add a user first, or pass --data-dir)\n",
                  a.data_dir.c_str());
     rc = 1;
     return std::nullopt;
   }
-  auto db = Database::open(a.data_dir);
+  auto db = Database::connect(a.database, a.data_dir);
   if (!db) {
     rc = fail(db.error());
     return std::nullopt;
@@ -204,6 +219,9 @@ nlohmann::json limits_json(const UserLimits& l) {
 
 // The action already happened; a failing audit append is reported but does not undo it.
 void audit(Database& db, const Args& a, const std::string& action, const std::string& name, nlohmann::json detail) {
+  // With PostgreSQL nothing else has made the data dir, which holds this machine's audit.log.
+  std::error_code ec;
+  if (std::filesystem::create_directories(a.data_dir, ec)) ::chmod(a.data_dir.c_str(), 0700);
   auto log = AuditLog::open(db, a.data_dir);
   common::Status s = log ? log->record({"cli", action, "user", name, std::move(detail), true}) : common::Status(log.error());
   if (!s) std::fprintf(stderr, "cellgate user: warning: audit log: %s\n", s.error().message.c_str());

@@ -5,9 +5,9 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
-#include "common/log.h"
 #include "common/random.h"
 #include "common/time_format.h"
+#include "state/rows.h"
 
 namespace cellgate::state {
 
@@ -150,63 +150,44 @@ Status UserStore::set_limits(const std::string& name, const UserLimits& limits) 
 Result<User> UserStore::get_user(const std::string& name) {
   auto st = db_.prepare(std::string("SELECT ") + kUserColumns + " FROM users WHERE name = ?");
   if (!st) return st.error();
-  auto row = st->bind(1, name).step();
-  if (!row) return row.error();
-  if (!row.value()) return make_error(Errc::kNotFound, "no such user '" + name + "'");
-  return read_user(*st);
+  st->bind(1, name);
+  return first<User>(*st, read_user, "no such user '" + name + "'");
 }
 
 Result<std::vector<User>> UserStore::list_users() {
   auto st = db_.prepare(std::string("SELECT ") + kUserColumns + " FROM users ORDER BY name");
   if (!st) return st.error();
-  std::vector<User> users;
-  for (;;) {
-    auto more = st->step();
-    if (!more) return more.error();
-    if (!more.value()) return users;
-    users.push_back(read_user(*st));
-  }
+  return collect<User>(*st, read_user);
 }
 
 Result<int64_t> UserStore::count_users() {
   auto st = db_.prepare("SELECT count(*) FROM users");
   if (!st) return st.error();
-  auto row = st->step();
-  if (!row) return row.error();
-  return st->column_int(0);
+  return first<int64_t>(*st, [](const Statement& row) { return row.column_int(0); }, "count returned no row");
 }
 
-std::optional<User> UserStore::authenticate(std::string_view token) {
-  if (token.empty() || token.size() > kMaxTokenChars) return std::nullopt;
+Result<std::optional<User>> UserStore::authenticate(std::string_view token) {
+  if (token.empty() || token.size() > kMaxTokenChars) return std::optional<User>();
   const std::string hash = hash_token(token);
   // The lookup goes through the UNIQUE index on token_hash; the equality the index found is then
   // re-checked in constant time, so the decision itself never rests on an early-exit compare.
   auto st = db_.prepare(std::string("SELECT ") + kUserColumns + ", token_hash FROM users WHERE token_hash = ?");
-  if (!st) {
-    common::log_error("msg=\"authentication lookup failed\" error=\"{}\"", st.error().message);
-    return std::nullopt;
-  }
+  if (!st) return st.error();
   auto row = st->bind(1, hash).step();
-  if (!row) {
-    common::log_error("msg=\"authentication lookup failed\" error=\"{}\"", row.error().message);
-    return std::nullopt;
-  }
+  if (!row) return row.error();
   if (row.value()) {
-    if (!same_hash(st->column_text(11), hash)) return std::nullopt;
-    return read_user(*st);
+    if (!same_hash(st->column_text(11), hash)) return std::optional<User>();
+    return std::optional<User>(read_user(*st));
   }
-  if (single_token_hash_.empty()) return std::nullopt;
+  if (single_token_hash_.empty()) return std::optional<User>();
   auto count = count_users();
-  if (!count) {
-    common::log_error("msg=\"authentication lookup failed\" error=\"{}\"", count.error().message);
-    return std::nullopt;
-  }
-  if (count.value() != 0 || !same_hash(hash, single_token_hash_)) return std::nullopt;
+  if (!count) return count.error();
+  if (count.value() != 0 || !same_hash(hash, single_token_hash_)) return std::optional<User>();
   User u;
   u.name = kDefaultUserName;
   u.admin = true;
   u.implicit = true;
-  return u;
+  return std::optional<User>(std::move(u));
 }
 
 }  // namespace cellgate::state

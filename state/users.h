@@ -42,8 +42,9 @@ bool valid_user_name(std::string_view name);
 // Lowercase hex SHA-256 of token: what the database stores in place of the token.
 std::string hash_token(std::string_view token);
 
-// Users in one Database, which must outlive the store and stay in place. Not thread-safe (as Database). Errors: kBadRequest for an invalid name or
-// limit, kConflict for an existing name, kNotFound for an unknown one, kInternal for the database.
+// Users in one Database, which must outlive the store and stay in place. Not thread-safe (as Database).
+// Errors: kBadRequest for an invalid name or limit, kConflict for an existing name, kNotFound for an
+// unknown one; kUnavailable or kInternal from the database.
 class UserStore {
  public:
   explicit UserStore(Database& db) : db_(db) {}
@@ -63,9 +64,10 @@ class UserStore {
   common::Result<std::vector<User>> list_users();
   common::Result<int64_t> count_users();
 
-  // The user the bearer token belongs to, or nullopt (also for "" and on a database error, which is
-  // logged: authentication fails closed).
-  std::optional<User> authenticate(std::string_view token);
+  // The user the bearer token belongs to, or nullopt when it belongs to nobody (also ""). An error
+  // means the database could not say (kUnavailable while PostgreSQL is unreachable): the caller
+  // refuses the request without counting it as a failed authentication.
+  common::Result<std::optional<User>> authenticate(std::string_view token);
 
  private:
   Database& db_;

@@ -2,10 +2,10 @@
 // workspace_records: the workspaces table and the index of their snapshots.
 #include "state/workspace_records.h"
 
+#include "state/rows.h"
+
 namespace cellgate::state {
 
-using common::Errc;
-using common::make_error;
 using common::Result;
 using common::Status;
 
@@ -46,35 +46,26 @@ Status insert_workspace(Database& db, const WorkspaceRow& w) {
 Result<WorkspaceRow> get_workspace(Database& db, const std::string& owner, const std::string& name) {
   auto st = db.prepare("SELECT owner, name, created, ephemeral FROM workspaces WHERE owner = ? AND name = ?");
   if (!st) return st.error();
-  auto row = st->bind(1, owner).bind(2, name).step();
-  if (!row) return row.error();
-  if (!row.value()) return make_error(Errc::kNotFound, "no such workspace " + name);
-  return read_workspace(*st);
+  st->bind(1, owner).bind(2, name);
+  return first<WorkspaceRow>(*st, read_workspace, "no such workspace " + name);
 }
 
 Result<std::vector<WorkspaceRow>> list_workspaces(Database& db, const std::string& owner) {
   auto st = db.prepare("SELECT owner, name, created, ephemeral FROM workspaces WHERE owner = ? ORDER BY name");
   if (!st) return st.error();
   st->bind(1, owner);
-  std::vector<WorkspaceRow> rows;
-  for (;;) {
-    auto more = st->step();
-    if (!more) return more.error();
-    if (!more.value()) return rows;
-    rows.push_back(read_workspace(*st));
-  }
+  return collect<WorkspaceRow>(*st, read_workspace);
 }
 
 Status delete_workspace(Database& db, const std::string& owner, const std::string& name) {
   auto st = db.prepare("DELETE FROM workspaces WHERE owner = ? AND name = ?");
   if (!st) return st.error();
-  if (auto s = st->bind(1, owner).bind(2, name).run(); !s) return s;
-  if (db.changes() == 0) return make_error(Errc::kNotFound, "no such workspace " + name);
-  return common::ok();
+  st->bind(1, owner).bind(2, name);
+  return change_one(db, *st, "no such workspace " + name);
 }
 
 Status ensure_workspace(Database& db, const WorkspaceRow& w) {
-  auto st = db.prepare("INSERT OR IGNORE INTO workspaces (owner, name, created, ephemeral) VALUES (?, ?, ?, ?)");
+  auto st = db.prepare("INSERT INTO workspaces (owner, name, created, ephemeral) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING");
   if (!st) return st.error();
   st->bind(1, w.owner).bind(2, w.name).bind(3, w.created).bind(4, w.ephemeral);
   return st->run();
@@ -83,13 +74,7 @@ Status ensure_workspace(Database& db, const WorkspaceRow& w) {
 Result<std::vector<WorkspaceRow>> list_all_workspaces(Database& db) {
   auto st = db.prepare("SELECT owner, name, created, ephemeral FROM workspaces ORDER BY owner, name");
   if (!st) return st.error();
-  std::vector<WorkspaceRow> rows;
-  for (;;) {
-    auto more = st->step();
-    if (!more) return more.error();
-    if (!more.value()) return rows;
-    rows.push_back(read_workspace(*st));
-  }
+  return collect<WorkspaceRow>(*st, read_workspace);
 }
 
 Status insert_snapshot(Database& db, const SnapshotRow& s) {
@@ -107,13 +92,7 @@ Result<std::vector<SnapshotRow>> list_snapshots(Database& db, const std::string&
                        " FROM snapshots WHERE owner = ? AND workspace = ? ORDER BY snapshot_id");
   if (!st) return st.error();
   st->bind(1, owner).bind(2, workspace);
-  std::vector<SnapshotRow> rows;
-  for (;;) {
-    auto more = st->step();
-    if (!more) return more.error();
-    if (!more.value()) return rows;
-    rows.push_back(read_snapshot(*st));
-  }
+  return collect<SnapshotRow>(*st, read_snapshot);
 }
 
 Result<SnapshotRow> get_snapshot(Database& db, const std::string& owner, const std::string& workspace,
@@ -121,19 +100,16 @@ Result<SnapshotRow> get_snapshot(Database& db, const std::string& owner, const s
   auto st = db.prepare(std::string("SELECT ") + kSnapshotColumns +
                        " FROM snapshots WHERE owner = ? AND workspace = ? AND snapshot_id = ?");
   if (!st) return st.error();
-  auto row = st->bind(1, owner).bind(2, workspace).bind(3, snapshot_id).step();
-  if (!row) return row.error();
-  if (!row.value()) return make_error(Errc::kNotFound, "no such snapshot " + snapshot_id);
-  return read_snapshot(*st);
+  st->bind(1, owner).bind(2, workspace).bind(3, snapshot_id);
+  return first<SnapshotRow>(*st, read_snapshot, "no such snapshot " + snapshot_id);
 }
 
 Status delete_snapshot(Database& db, const std::string& owner, const std::string& workspace,
                        const std::string& snapshot_id) {
   auto st = db.prepare("DELETE FROM snapshots WHERE owner = ? AND workspace = ? AND snapshot_id = ?");
   if (!st) return st.error();
-  if (auto s = st->bind(1, owner).bind(2, workspace).bind(3, snapshot_id).run(); !s) return s;
-  if (db.changes() == 0) return make_error(Errc::kNotFound, "no such snapshot " + snapshot_id);
-  return common::ok();
+  st->bind(1, owner).bind(2, workspace).bind(3, snapshot_id);
+  return change_one(db, *st, "no such snapshot " + snapshot_id);
 }
 
 }  // namespace cellgate::state

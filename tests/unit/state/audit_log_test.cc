@@ -8,10 +8,12 @@
 
 #include "state/database.h"
 #include "state_test_util.h"
+#include "test_database.h"
 
 using namespace cellgate::state;
 using cellgate::state::test::read_file;
 using cellgate::state::test::TempDir;
+using cellgate::state::test::TestDatabase;
 using nlohmann::json;
 
 namespace {
@@ -29,13 +31,13 @@ std::vector<json> json_lines(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("each event is a row and a JSON line with every field", "[state]") {
-  TempDir tmp;
-  auto db = Database::open(tmp.path());
+TEST_CASE("each event is a row and a JSON line with every field", "[state][backends]") {
+  TestDatabase tdb;
+  auto db = tdb.open();
   REQUIRE(db);
-  auto log = AuditLog::open(*db, tmp.path());
+  auto log = AuditLog::open(*db, tdb.dir());
   REQUIRE(log);
-  CHECK(log->file_path() == tmp.file("audit.log"));
+  CHECK(log->file_path() == tdb.dir() + "/audit.log");
   REQUIRE(log->record({"alice", "start", "kernel", "k-1", {{"kernelspec", "python3"}}, true}));
   REQUIRE(log->record({"bob", "delete", "workspace", "scratch", json::object(), false}));
 
@@ -64,16 +66,16 @@ TEST_CASE("each event is a row and a JSON line with every field", "[state]") {
   CHECK(log->recent(1)->size() == 1);
 }
 
-TEST_CASE("a reopened log appends to the same file", "[state]") {
-  TempDir tmp;
-  auto db = Database::open(tmp.path());
+TEST_CASE("a reopened log appends to the same file", "[state][backends]") {
+  TestDatabase tdb;
+  auto db = tdb.open();
   REQUIRE(db);
   {
-    auto log = AuditLog::open(*db, tmp.path());
+    auto log = AuditLog::open(*db, tdb.dir());
     REQUIRE(log);
     REQUIRE(log->record({"a", "start", "kernel", "1", json::object(), true}));
   }
-  auto log = AuditLog::open(*db, tmp.path());
+  auto log = AuditLog::open(*db, tdb.dir());
   REQUIRE(log);
   REQUIRE(log->record({"a", "stop", "kernel", "1", json::object(), true}));
   auto lines = json_lines(log->file_path());
@@ -81,11 +83,11 @@ TEST_CASE("a reopened log appends to the same file", "[state]") {
   CHECK(lines[1]["action"] == "stop");
 }
 
-TEST_CASE("secrets in the detail never reach the row or the file", "[state]") {
-  TempDir tmp;
-  auto db = Database::open(tmp.path());
+TEST_CASE("secrets in the detail never reach the row or the file", "[state][backends]") {
+  TestDatabase tdb;
+  auto db = tdb.open();
   REQUIRE(db);
-  auto log = AuditLog::open(*db, tmp.path());
+  auto log = AuditLog::open(*db, tdb.dir());
   REQUIRE(log);
   const std::string secret = "6f1ed002ab5595859014ebf0951522d9";
   json detail = {{"token", secret},
@@ -94,7 +96,7 @@ TEST_CASE("secrets in the detail never reach the row or the file", "[state]") {
                  {"kernelspec", "python3"}};
   REQUIRE(log->record({"alice", "start", "kernel", "k", detail, true}));
   CHECK(read_file(log->file_path()).find(secret) == std::string::npos);
-  CHECK(test::read_all_files(tmp.path()).find(secret) == std::string::npos);
+  CHECK(test::read_all_files(tdb.dir()).find(secret) == std::string::npos);
   auto line = json_lines(log->file_path()).at(0);
   CHECK(line["detail"]["token"] == "[redacted]");
   CHECK(line["detail"]["nested"]["Authorization"] == "[redacted]");
@@ -102,11 +104,11 @@ TEST_CASE("secrets in the detail never reach the row or the file", "[state]") {
   CHECK(line["detail"]["kernelspec"] == "python3");
 }
 
-TEST_CASE("details are bounded and bad UTF-8 does not throw", "[state]") {
-  TempDir tmp;
-  auto db = Database::open(tmp.path());
+TEST_CASE("details are bounded and bad UTF-8 does not throw", "[state][backends]") {
+  TestDatabase tdb;
+  auto db = tdb.open();
   REQUIRE(db);
-  auto log = AuditLog::open(*db, tmp.path());
+  auto log = AuditLog::open(*db, tdb.dir());
   REQUIRE(log);
   REQUIRE(log->record({"alice", "start", "kernel", "k", {{"blob", std::string(10000, 'x')}}, true}));
   REQUIRE(log->record({"alice", "start", "kernel", "bad\xff\xfe", {{"name", "\xc3"}}, true}));
@@ -117,28 +119,42 @@ TEST_CASE("details are bounded and bad UTF-8 does not throw", "[state]") {
   CHECK(lines[0]["detail"]["bytes"].get<size_t>() > kMaxAuditDetailBytes);
   CHECK(read_file(log->file_path()).size() < 2 * kMaxAuditDetailBytes);
   CHECK(lines[2]["detail"] == json{{"value", "not an object"}});
+  // The row holds what the line shows: the bad bytes replaced, on either backend.
+  REQUIRE(log->record({"alice", "start", "kernel", std::string("nul\0id", 6), json::object(), true}));
+  auto rows = log->recent(4);
+  REQUIRE(rows);
+  REQUIRE(rows->size() == 4);
+  CHECK(rows->at(0).event.object_id == "nul\xEF\xBF\xBDid");
+  CHECK(rows->at(2).event.object_id.rfind("bad\xEF\xBF\xBD", 0) == 0);
+  CHECK(json_lines(log->file_path()).at(1)["object_id"] == rows->at(2).event.object_id);
 }
 
-TEST_CASE("the audit table is append-only", "[state]") {
-  TempDir tmp;
-  auto db = Database::open(tmp.path());
+TEST_CASE("the audit table is append-only", "[state][backends]") {
+  TestDatabase tdb;
+  auto db = tdb.open();
   REQUIRE(db);
-  auto log = AuditLog::open(*db, tmp.path());
+  auto log = AuditLog::open(*db, tdb.dir());
   REQUIRE(log);
   REQUIRE(log->record({"alice", "delete", "workspace", "w", json::object(), true}));
-  auto upd = db->exec("UPDATE audit_log SET user = 'mallory'");
+  auto upd = db->exec("UPDATE audit_log SET \"user\" = 'mallory'");
   REQUIRE_FALSE(upd);
   CHECK_THAT(upd.error().message, Catch::Contains("append-only"));
   auto del = db->exec("DELETE FROM audit_log");
   REQUIRE_FALSE(del);
+  CHECK_THAT(del.error().message, Catch::Contains("append-only"));
+  if (db->kind() == cellgate::state::BackendKind::kPostgres) {
+    auto truncate = db->exec("TRUNCATE audit_log");
+    REQUIRE_FALSE(truncate);
+    CHECK_THAT(truncate.error().message, Catch::Contains("append-only"));
+  }
   CHECK(log->recent(10)->at(0).event.user == "alice");
 }
 
-TEST_CASE("an unwritable audit file location is an error", "[state]") {
-  TempDir tmp;
-  auto db = Database::open(tmp.path());
+TEST_CASE("an unwritable audit file location is an error", "[state][backends]") {
+  TestDatabase tdb;
+  auto db = tdb.open();
   REQUIRE(db);
-  auto log = AuditLog::open(*db, tmp.file("missing-dir"));
+  auto log = AuditLog::open(*db, tdb.dir() + "/missing-dir");
   REQUIRE_FALSE(log);
   CHECK_THAT(log.error().message, Catch::Contains("audit.log"));
 }

@@ -6,10 +6,11 @@
 #include "state/kernel_records.h"
 #include "state/workspace_records.h"
 #include "state_test_util.h"
+#include "test_database.h"
 
 using namespace cellgate::state;
 using cellgate::common::Errc;
-using cellgate::state::test::TempDir;
+using cellgate::state::test::TestDatabase;
 
 namespace {
 
@@ -20,9 +21,9 @@ KernelRecord kernel(const std::string& id, const std::string& owner) {
 
 }  // namespace
 
-TEST_CASE("kernel rows round-trip and can be re-read for re-adoption", "[state]") {
-  TempDir tmp;
-  auto db = Database::open(tmp.path());
+TEST_CASE("kernel rows round-trip and can be re-read for re-adoption", "[state][backends]") {
+  TestDatabase tdb;
+  auto db = tdb.open();
   REQUIRE(db);
   REQUIRE(insert_kernel(*db, kernel("k1", "alice")));
   REQUIRE(insert_kernel(*db, kernel("k2", "bob")));
@@ -66,9 +67,9 @@ TEST_CASE("kernel rows round-trip and can be re-read for re-adoption", "[state]"
   CHECK(delete_kernel(*db, "k2").error().code == Errc::kNotFound);
 }
 
-TEST_CASE("sessions need their kernel and go with it", "[state]") {
-  TempDir tmp;
-  auto db = Database::open(tmp.path());
+TEST_CASE("sessions need their kernel and go with it", "[state][backends]") {
+  TestDatabase tdb;
+  auto db = tdb.open();
   REQUIRE(db);
   REQUIRE(insert_kernel(*db, kernel("k1", "alice")));
   REQUIRE(insert_kernel(*db, kernel("k2", "alice")));
@@ -99,9 +100,9 @@ TEST_CASE("sessions need their kernel and go with it", "[state]") {
   CHECK(delete_session(*db, "s1").error().code == Errc::kNotFound);
 }
 
-TEST_CASE("workspaces and their snapshot index", "[state]") {
-  TempDir tmp;
-  auto db = Database::open(tmp.path());
+TEST_CASE("workspaces and their snapshot index", "[state][backends]") {
+  TestDatabase tdb;
+  auto db = tdb.open();
   REQUIRE(db);
   REQUIRE(insert_workspace(*db, WorkspaceRow{"alice", "main", "t1", false}));
   REQUIRE(insert_workspace(*db, WorkspaceRow{"alice", "scratch", "t2", true}));
@@ -138,9 +139,9 @@ TEST_CASE("workspaces and their snapshot index", "[state]") {
   CHECK(delete_workspace(*db, "alice", "main").error().code == Errc::kNotFound);
 }
 
-TEST_CASE("the snapshot index keeps who made each snapshot and what it changed", "[state]") {
-  TempDir tmp;
-  auto db = Database::open(tmp.path());
+TEST_CASE("the snapshot index keeps who made each snapshot and what it changed", "[state][backends]") {
+  TestDatabase tdb;
+  auto db = tdb.open();
   REQUIRE(db);
   REQUIRE(ensure_workspace(*db, WorkspaceRow{"alice", "main", "t1", false}));
   REQUIRE(ensure_workspace(*db, WorkspaceRow{"alice", "main", "t-later", true}));  // exists: left as it is

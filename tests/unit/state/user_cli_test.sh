@@ -113,6 +113,37 @@ data_dir_env)
   expect 0 env -u CELLGATE_DATA_DIR sh -c "cd '$dir' && exec '$cellgate' user add carol"
   [ -f "$dir/data/cellgate.db" ] || fail "the default ./data was not used"
   ;;
+bad_database)
+  expect 1 "$cellgate" user list --database mysql://x/y --data-dir "$data"
+  [ "$(lines "$dir/err")" = 1 ] || fail "bad --database: more than one line: $(cat "$dir/err")"
+  grep -q "^cellgate user: --database: expected postgresql://" "$dir/err" || fail "bad --database: $(cat "$dir/err")"
+  expect 1 env CELLGATE_DATABASE="postgresql://nobody@/nodb?host=$dir" "$cellgate" user add alice --data-dir "$data"
+  [ "$(lines "$dir/err")" = 1 ] || fail "unreachable database: more than one line: $(cat "$dir/err")"
+  grep -q "nodb" "$dir/err" || fail "unreachable database: the message does not name it: $(cat "$dir/err")"
+  [ -e "$data/cellgate.db" ] && fail "a SQLite file was made although --database named PostgreSQL"
+  ;;
+postgres)
+  # Under ctest's postgres fixture: the same commands on a database of the run's server.
+  admin=$(cat "$CELLGATE_TEST_PG_URL_FILE")
+  db="cgcli_$$"
+  psql -X -q "$admin" -c "CREATE DATABASE $db" || fail "cannot create $db"
+  url=$(printf %s "$admin" | sed "s|/postgres?|/$db?|")
+  expect 0 "$cellgate" user add alice --database "$url" --data-dir "$data"
+  is_token "$dir/out" || fail "add: stdout is not one token line: $(cat "$dir/out")"
+  token=$(cat "$dir/out")
+  expect 0 env CELLGATE_DATABASE="$url" "$cellgate" user add root --admin --memory 2G --data-dir "$data"
+  expect 0 "$cellgate" user list --database "$url" --data-dir "$data"
+  grep -Eq '^alice +no ' "$dir/out" || fail "list: alice row wrong: $(cat "$dir/out")"
+  grep -Eq '^root +yes +- +2G ' "$dir/out" || fail "list: root row wrong: $(cat "$dir/out")"
+  [ -e "$data/cellgate.db" ] && fail "a SQLite file was made although --database named PostgreSQL"
+  hash=$(printf %s "$token" | sha256sum | cut -d' ' -f1)
+  [ "$(psql -X -At "$url" -c "SELECT count(*) FROM users WHERE token_hash = '$hash'")" = 1 ] || fail "no hash row"
+  [ "$(psql -X -At "$url" -c "SELECT count(*) FROM audit_log WHERE action = 'user.add'")" = 2 ] || fail "no audit rows"
+  grep -q '"action":"user.add"' "$data/audit.log" || fail "no audit line for user.add"
+  expect 1 "$cellgate" user add alice --database "$url" --data-dir "$data"
+  grep -qx "cellgate user: user 'alice' already exists" "$dir/err" || fail "duplicate: message: $(cat "$dir/err")"
+  psql -X -q "$admin" -c "DROP DATABASE $db WITH (FORCE)" || fail "cannot drop $db"
+  ;;
 *)
   echo "unknown case $case_name" >&2
   exit 2

@@ -9,11 +9,24 @@
 
 #include "state/database.h"
 #include "state_test_util.h"
+#include "test_database.h"
 
 using namespace cellgate::state;
 using cellgate::common::Errc;
 using cellgate::state::test::read_all_files;
 using cellgate::state::test::TempDir;
+using cellgate::state::test::TestDatabase;
+
+namespace {
+
+// authenticate() where the database must answer: the user, or nullopt.
+std::optional<User> auth(UserStore& users, std::string_view token) {
+  auto r = users.authenticate(token);
+  REQUIRE(r);
+  return r.value();
+}
+
+}  // namespace
 
 TEST_CASE("user names are path-safe", "[state]") {
   for (std::string good : {std::string("alice"), std::string("A.b_c-9"), std::string("x"), std::string("..a"),
@@ -30,9 +43,9 @@ TEST_CASE("token hashes are SHA-256 hex", "[state]") {
   CHECK(hash_token("").size() == 64);
 }
 
-TEST_CASE("add, get, list and remove users", "[state]") {
-  TempDir tmp;
-  auto db = Database::open(tmp.path());
+TEST_CASE("add, get, list and remove users", "[state][backends]") {
+  TestDatabase tdb;
+  auto db = tdb.open();
   REQUIRE(db);
   UserStore users(*db);
   auto t_alice = users.add_user("alice", false, {});
@@ -60,18 +73,18 @@ TEST_CASE("add, get, list and remove users", "[state]") {
   REQUIRE(users.remove_user("alice"));
   CHECK(users.get_user("alice").error().code == Errc::kNotFound);
   CHECK(users.remove_user("alice").error().code == Errc::kNotFound);
-  CHECK_FALSE(users.authenticate(t_alice.value()));
-  CHECK(users.authenticate(t_bob.value()));
+  CHECK_FALSE(auth(users, t_alice.value()));
+  CHECK(auth(users, t_bob.value()));
 }
 
-TEST_CASE("authenticate with the right, a wrong and an empty token", "[state]") {
-  TempDir tmp;
-  auto db = Database::open(tmp.path());
+TEST_CASE("authenticate with the right, a wrong and an empty token", "[state][backends]") {
+  TestDatabase tdb;
+  auto db = tdb.open();
   REQUIRE(db);
   UserStore users(*db);
   auto token = users.add_user("alice", true, {});
   REQUIRE(token);
-  auto u = users.authenticate(token.value());
+  auto u = auth(users, token.value());
   REQUIRE(u);
   CHECK(u->name == "alice");
   CHECK(u->admin);
@@ -79,16 +92,16 @@ TEST_CASE("authenticate with the right, a wrong and an empty token", "[state]") 
 
   std::string wrong = token.value();
   wrong.back() = wrong.back() == '0' ? '1' : '0';
-  CHECK_FALSE(users.authenticate(wrong));
-  CHECK_FALSE(users.authenticate(""));
-  CHECK_FALSE(users.authenticate(token.value() + " "));
-  CHECK_FALSE(users.authenticate(hash_token(token.value())));  // the stored hash is not a credential
-  CHECK_FALSE(users.authenticate(std::string(1 << 20, 'a')));
+  CHECK_FALSE(auth(users, wrong));
+  CHECK_FALSE(auth(users, ""));
+  CHECK_FALSE(auth(users, token.value() + " "));
+  CHECK_FALSE(auth(users, hash_token(token.value())));  // the stored hash is not a credential
+  CHECK_FALSE(auth(users, std::string(1 << 20, 'a')));
 }
 
-TEST_CASE("reset_token replaces the token", "[state]") {
-  TempDir tmp;
-  auto db = Database::open(tmp.path());
+TEST_CASE("reset_token replaces the token", "[state][backends]") {
+  TestDatabase tdb;
+  auto db = tdb.open();
   REQUIRE(db);
   UserStore users(*db);
   auto old_token = users.add_user("alice", false, {});
@@ -96,9 +109,9 @@ TEST_CASE("reset_token replaces the token", "[state]") {
   auto new_token = users.reset_token("alice");
   REQUIRE(new_token);
   CHECK(new_token.value() != old_token.value());
-  CHECK_FALSE(users.authenticate(old_token.value()));
-  REQUIRE(users.authenticate(new_token.value()));
-  CHECK(users.authenticate(new_token.value())->name == "alice");
+  CHECK_FALSE(auth(users, old_token.value()));
+  REQUIRE(auth(users, new_token.value()));
+  CHECK(auth(users, new_token.value())->name == "alice");
   CHECK(users.reset_token("nobody").error().code == Errc::kNotFound);
 }
 
@@ -126,9 +139,9 @@ TEST_CASE("no file in the data dir ever contains a token, only its hash", "[stat
   CHECK(all.find(hash_token(tokens[0])) != std::string::npos);
 }
 
-TEST_CASE("limits round-trip, with unset meaning the config default", "[state]") {
-  TempDir tmp;
-  auto db = Database::open(tmp.path());
+TEST_CASE("limits round-trip, with unset meaning the config default", "[state][backends]") {
+  TestDatabase tdb;
+  auto db = tdb.open();
   REQUIRE(db);
   UserStore users(*db);
   UserLimits limits;
@@ -150,7 +163,7 @@ TEST_CASE("limits round-trip, with unset meaning the config default", "[state]")
   auto alice = users.get_user("alice");
   CHECK(alice->limits == fewer);
   CHECK_FALSE(alice->limits.memory_bytes.has_value());
-  CHECK(users.authenticate(users.reset_token("alice").value())->limits == fewer);
+  CHECK(auth(users, users.reset_token("alice").value())->limits == fewer);
 
   UserLimits bad;
   bad.memory_bytes = -1;
@@ -164,40 +177,40 @@ TEST_CASE("limits round-trip, with unset meaning the config default", "[state]")
   CHECK(users.set_limits("nobody", fewer).error().code == Errc::kNotFound);
 }
 
-TEST_CASE("single-token mode: the token is an implicit admin only while there are no users", "[state]") {
-  TempDir tmp;
-  auto db = Database::open(tmp.path());
+TEST_CASE("single-token mode: the token is an implicit admin only while there are no users", "[state][backends]") {
+  TestDatabase tdb;
+  auto db = tdb.open();
   REQUIRE(db);
   UserStore users(*db);
-  CHECK_FALSE(users.authenticate("T0ken"));  // mode off until set
+  CHECK_FALSE(auth(users, "T0ken"));  // mode off until set
   users.set_single_token("T0ken");
-  auto u = users.authenticate("T0ken");
+  auto u = auth(users, "T0ken");
   REQUIRE(u);
   CHECK(u->name == kDefaultUserName);
   CHECK(u->admin);
   CHECK(u->implicit);
-  CHECK_FALSE(users.authenticate("T0ke"));
-  CHECK_FALSE(users.authenticate(""));
+  CHECK_FALSE(auth(users, "T0ke"));
+  CHECK_FALSE(auth(users, ""));
   CHECK(users.list_users()->empty());  // never listed, never stored
 
   auto alice = users.add_user("alice", false, {});
   REQUIRE(alice);
-  CHECK_FALSE(users.authenticate("T0ken"));
-  CHECK(users.authenticate(alice.value()));
+  CHECK_FALSE(auth(users, "T0ken"));
+  CHECK(auth(users, alice.value()));
   REQUIRE(users.remove_user("alice"));
-  CHECK(users.authenticate("T0ken"));
+  CHECK(auth(users, "T0ken"));
   users.set_single_token("");
-  CHECK_FALSE(users.authenticate("T0ken"));
+  CHECK_FALSE(auth(users, "T0ken"));
 }
 
-TEST_CASE("a user added by another process authenticates on an already open connection", "[state]") {
+TEST_CASE("a user added by another process authenticates on an already open connection", "[state][backends]") {
   // The deployment case: the gateway keeps its Database open while an admin runs `cellgate user add`.
-  TempDir tmp;
-  auto db = Database::open(tmp.path());
+  TestDatabase tdb;
+  auto db = tdb.open();
   REQUIRE(db);
   UserStore users(*db);
   users.set_single_token("boot");
-  REQUIRE(users.authenticate("boot"));
+  REQUIRE(auth(users, "boot"));
 
   int fds[2];
   REQUIRE(::pipe(fds) == 0);
@@ -205,7 +218,7 @@ TEST_CASE("a user added by another process authenticates on an already open conn
   REQUIRE(pid >= 0);
   if (pid == 0) {
     ::close(fds[0]);
-    auto child_db = Database::open(tmp.path());
+    auto child_db = tdb.open();
     if (!child_db) ::_exit(1);
     auto token = UserStore(*child_db).add_user("carol", false, {});
     if (!token) ::_exit(2);
@@ -221,8 +234,8 @@ TEST_CASE("a user added by another process authenticates on an already open conn
   REQUIRE(WIFEXITED(status));
   REQUIRE(WEXITSTATUS(status) == 0);
   REQUIRE(n == 64);
-  auto u = users.authenticate(std::string(buf, static_cast<size_t>(n)));
+  auto u = auth(users, std::string(buf, static_cast<size_t>(n)));
   REQUIRE(u);
   CHECK(u->name == "carol");
-  CHECK_FALSE(users.authenticate("boot"));  // the database has a user now: single-token mode ends
+  CHECK_FALSE(auth(users, "boot"));  // the database has a user now: single-token mode ends
 }
