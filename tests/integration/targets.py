@@ -31,6 +31,41 @@ TEST_SPEC = "cgtest"
 SPEC_ENV = ("CGTEST_SPEC_ENV", "from-spec")
 
 
+# CELLGATE_TEST_DATABASE=postgres (ctest label postgres): every CellgateTarget gets a fresh database on
+# the run's PostgreSQL server (tests/postgres/pg_server.py, URL in CELLGATE_TEST_PG_URL_FILE), passed
+# to `cellgate serve` and `cellgate user` as --database, and dropped when the target stops.
+def postgres_backend():
+    return os.environ.get("CELLGATE_TEST_DATABASE") == "postgres"
+
+
+def _pg_admin(sql):
+    import psycopg2
+    with open(os.environ["CELLGATE_TEST_PG_URL_FILE"]) as f:
+        url = f.read().strip()
+    con = psycopg2.connect(url)
+    try:
+        con.autocommit = True
+        with con.cursor() as cur:
+            cur.execute(sql)
+    finally:
+        con.close()
+    return url
+
+
+def create_pg_database():
+    """A new database on the run's server (with an ICU collation, as a real server would have): its URL."""
+    name = "cgit_%d_%s" % (os.getpid(), os.urandom(4).hex())
+    url = _pg_admin("CREATE DATABASE %s TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.UTF-8' "
+                    "LOCALE_PROVIDER icu ICU_LOCALE 'en-US'" % name)
+    head, _, query = url.partition("?")
+    return head.rsplit("/", 1)[0] + "/" + name + ("?" + query if query else "")
+
+
+def drop_pg_database(url):
+    name = url.partition("?")[0].rsplit("/", 1)[1]
+    _pg_admin("DROP DATABASE IF EXISTS %s WITH (FORCE)" % name)
+
+
 def _die_with_parent():
     """preexec_fn: PR_SET_PDEATHSIG(SIGTERM) (prctl(2)); runs in the child before exec."""
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
@@ -194,6 +229,12 @@ class Target:
         self.proc = None
         if os.environ.get("CELLGATE_TEST_KEEP_TMP") != "1":
             shutil.rmtree(self.tmp, ignore_errors=True)
+            if getattr(self, "database", None):
+                try:
+                    drop_pg_database(self.database)
+                except Exception:
+                    pass  # the fixture's stop removes the whole server anyway
+                self.database = None
 
 
 # A jupyter_server_config.py that sets TCP_NODELAY on kernel WebSockets (tornado leaves Nagle on,
@@ -259,6 +300,8 @@ class CellgateTarget(Target):
         self.run_dir = os.path.join(self.tmp, "run")
         # pre_start(target) runs before the first start, e.g. `cellgate user add` on data_dir.
         self.pre_start = pre_start
+        # --database for serve and the CLI: None = SQLite in data_dir (see postgres_backend()).
+        self.database = create_pg_database() if postgres_backend() else None
 
     def _kill_leftovers(self):
         super()._kill_leftovers()
@@ -295,9 +338,31 @@ class CellgateTarget(Target):
                     pass
             time.sleep(0.05)
 
+    def database_args(self):
+        return ["--database", self.database] if self.database else []
+
+    def db_query(self, sql, *args):
+        """Runs sql (`?` parameters) on the gateway's state database, whichever backend; returns the rows."""
+        if self.database:
+            import psycopg2
+            con = psycopg2.connect(self.database)
+            try:
+                with con, con.cursor() as cur:
+                    cur.execute(sql.replace("?", "%s"), args)
+                    return cur.fetchall() if cur.description else []
+            finally:
+                con.close()
+        import sqlite3
+        con = sqlite3.connect(os.path.join(self.data_dir, "cellgate.db"), timeout=30)
+        try:
+            with con:
+                return con.execute(sql, args).fetchall()
+        finally:
+            con.close()
+
     def cli(self, *args):
-        """Run `cellgate ARGS --data-dir DATA`; returns its stdout (raises on failure)."""
-        out = subprocess.run([self.binary, *args, "--data-dir", self.data_dir],
+        """Run `cellgate ARGS --data-dir DATA [--database URL]`; returns its stdout (raises on failure)."""
+        out = subprocess.run([self.binary, *args, "--data-dir", self.data_dir, *self.database_args()],
                              capture_output=True, timeout=60, env=self.base_env())
         if out.returncode != 0:
             raise RuntimeError("cellgate %s failed (rc=%d): %s"
@@ -359,7 +424,7 @@ class CellgateTarget(Target):
         os.makedirs(run, exist_ok=True)
         cmd = [self.binary, "serve", "--port", "0", "--token", self.token, "--data-dir", data,
                "--runtime-dir", run, "--spawner", self.spawner,
-               "--kernelspec-dir", self.kernels_dir] + self.extra_args
+               "--kernelspec-dir", self.kernels_dir] + self.database_args() + self.extra_args
         self.log = open(self.log_path, "wb")
         self.proc = self._popen(cmd, stdout=subprocess.PIPE, stderr=self.log, env=env)
         got = {}

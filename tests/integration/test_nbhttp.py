@@ -5,7 +5,6 @@ import concurrent.futures
 import json
 import os
 import shutil
-import sqlite3
 import subprocess
 import tempfile
 import time
@@ -53,12 +52,8 @@ def nb():
 
 
 def pool_kernels(t):
-    """The kernels the gateway has recorded for the pool (its database, read-only)."""
-    db = sqlite3.connect("file:%s?mode=ro" % os.path.join(t.data_dir, "cellgate.db"), uri=True)
-    try:
-        return [r[0] for r in db.execute("SELECT id FROM kernels WHERE owner = 'notebook-http'")]
-    finally:
-        db.close()
+    """The kernels the gateway has recorded for the pool (its database)."""
+    return [r[0] for r in t.db_query("SELECT id FROM kernels WHERE owner = 'notebook-http'")]
 
 
 def test_pool_has_exactly_its_kernels(nb):

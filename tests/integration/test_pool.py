@@ -254,12 +254,7 @@ def test_attach_workspace_only_once_and_never_through_symlinks(pooled, tmp_path)
 
 def pool_rows(t):
     """{kernel id: helper pid} of the unclaimed pool kernels the gateway recorded."""
-    import sqlite3
-    db = sqlite3.connect("file:%s?mode=ro" % os.path.join(t.data_dir, "cellgate.db"), uri=True, timeout=10)
-    try:
-        return dict(db.execute("SELECT id, helper_pid FROM kernels WHERE owner = '@pool'").fetchall())
-    finally:
-        db.close()
+    return dict(t.db_query("SELECT id, helper_pid FROM kernels WHERE owner = '@pool'"))
 
 
 def alive(pid):

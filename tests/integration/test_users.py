@@ -445,14 +445,7 @@ def snapshot_rows(t, ws="default"):
 
 
 def db_exec(t, sql, *args):
-    import sqlite3
-    con = sqlite3.connect(os.path.join(t.data_dir, "cellgate.db"), timeout=30)
-    try:
-        with con:
-            cur = con.execute(sql, args)
-            return cur.fetchall()
-    finally:
-        con.close()
+    return t.db_query(sql, *args)
 
 
 def test_snapshot_index_survives_restart_and_is_reconciled_with_the_store():
