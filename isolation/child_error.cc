@@ -11,7 +11,7 @@ std::string stage_name(uint32_t stage) {
   static constexpr std::array kNames = {
       "none", "sync", "pdeathsig", "cgroup_ns", "mount_private", "mount", "pivot_root", "remount_root",
       "hostname", "loopback", "rlimits", "fork", "setsid", "signals", "capabilities", "setgroups", "setgid",
-      "setuid", "no_new_privs", "seccomp", "close_fds", "chdir", "exec", "init", "setns",
+      "setuid", "no_new_privs", "seccomp", "close_fds", "chdir", "exec", "init", "setns", "egress",
   };
   return stage < kNames.size() ? kNames[stage] : "unknown";
 }

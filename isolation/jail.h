@@ -69,6 +69,7 @@ class Jail {
   std::vector<StdioRelay> relays_;  // stdout/stderr when they are host files
   std::optional<JailPlan> plan_;
   common::UniqueFd pidfd_, report_, sync_, exit_, signal_fd_;
+  common::UniqueFd egress_;  // announced to cellgate-egress; the child sends its listener over it
   pid_t init_pid_ = -1;
   pid_t kernel_pid_ = -1;
   int ready_fd_ = -1;

@@ -44,6 +44,11 @@ Options (VALUE may also be given as --option=VALUE):
   --cgroup-root PATH      cgroup mount base instead of /sys/fs/cgroup; dirs are <base>/.../cellgate/<name>
   --no-cgroup             no cgroups (hosts without a writable cgroup tree; weaker: no memory,
                           pids or cpu limits, no cgroup.kill). The helper still needs root
+  --egress SOCKET         network through the egress proxy (cellgate-egress) whose control socket
+                          is SOCKET: the jail's init listens on 127.0.0.1:PORT inside the jail and
+                          hands that socket to the proxy, which already holds this jail's policy
+                          under --name. Without it the jail has loopback only
+  --egress-port PORT      the proxy's port inside the jail. Default 3128
   --join STATUS_FILE      run CMD inside that running jail instead of building one (below)
   --attach-workspace STATUS_FILE
                           with --workspace DIR and no CMD: mount DIR at /workspace in that running

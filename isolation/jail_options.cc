@@ -39,39 +39,6 @@ bool parse_uint(std::string_view text, uint64_t& out) {
   return true;
 }
 
-bool parse_size(std::string_view text, uint64_t& out) {
-  std::string_view num = text;
-  uint64_t mult = 1;
-  for (std::string_view suffix : {"iB", "B"}) {
-    if (num.size() > suffix.size() && num.ends_with(suffix)) {
-      num.remove_suffix(suffix.size());
-      break;
-    }
-  }
-  if (!num.empty()) {
-    switch (num.back()) {
-      case 'K': case 'k': mult = 1ULL << 10; break;
-      case 'M': case 'm': mult = 1ULL << 20; break;
-      case 'G': case 'g': mult = 1ULL << 30; break;
-      case 'T': case 't': mult = 1ULL << 40; break;
-      default: break;
-    }
-    if (mult != 1) num.remove_suffix(1);
-  }
-  if (num.empty() || num.size() > 24) return false;
-  std::string s(num);
-  for (char c : s) {
-    if ((c < '0' || c > '9') && c != '.') return false;
-  }
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  if (end != s.c_str() + s.size() || !std::isfinite(v)) return false;
-  double bytes = v * static_cast<double>(mult);
-  if (bytes < 1 || bytes > 9.0e18) return false;
-  out = static_cast<uint64_t>(bytes);
-  return true;
-}
-
 bool valid_name(std::string_view name) {
   if (name.empty() || name.size() > 64) return false;
   for (char c : name) {
@@ -151,6 +118,13 @@ common::Result<JailOptions> parse_options(int argc, const char* const* argv) {
       {"--cgroup-root", [&](std::string_view v) { o.cgroup_root = v; return !v.empty() && v[0] == '/'; }},
       {"--join", [&](std::string_view v) { o.join = v; return !v.empty() && v.size() <= 4096; }},
       {"--attach-workspace", [&](std::string_view v) { o.attach_workspace = v; return !v.empty() && v.size() <= 4096; }},
+      {"--egress", [&](std::string_view v) { o.egress_socket = v; return !v.empty() && v[0] == '/' && v.size() < 108; }},
+      {"--egress-port", [&](std::string_view v) {
+         uint64_t port = 0;
+         if (!parse_uint(v, port) || port == 0 || port > 65535) return false;
+         o.egress_port = static_cast<uint16_t>(port);
+         return true;
+       }},
   };
   std::string jail_only;  // the first option that builds a jail (meaningless with --join)
   int i = 1;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/size_text.h"
 
 namespace cellgate::isolation {
 
@@ -45,6 +46,8 @@ struct JailOptions {
   bool no_cgroup = false;
   std::string join;                 // --join STATUS_FILE: run the command in that running jail
   std::string attach_workspace;     // --attach-workspace STATUS_FILE: mount --workspace into that jail
+  std::string egress_socket;        // --egress SOCKET: the egress proxy's control socket; empty: no network
+  uint16_t egress_port = 3128;      // --egress-port: where the proxy listens inside the jail
   bool help = false;
   std::vector<std::string> command;
 };
@@ -54,8 +57,8 @@ common::Result<JailOptions> parse_options(int argc, const char* const* argv);
 // The --help text, documenting every option.
 std::string help_text();
 
-// "512M", "1G", "4096", "1.5G" → bytes (K/M/G/T binary suffixes, optional "iB"/"B").
-bool parse_size(std::string_view text, uint64_t& out);
+// "512M", "1G", "4096", "1.5G" → bytes (common/size_text.h).
+using common::parse_size;
 bool parse_uint(std::string_view text, uint64_t& out);
 // A jail name: [a-zA-Z0-9_-]{1,64}.
 bool valid_name(std::string_view name);

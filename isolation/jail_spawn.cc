@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "isolation/egress_attach.h"
 #include "isolation/etc_secrets.h"
 #include "isolation/host_dirs.h"
 #include "isolation/jail.h"
@@ -120,6 +121,12 @@ std::optional<SetupFailure> Jail::prepare() {
     cgroup_.emplace(std::move(cg.value()));
   }
 
+  if (!options_.egress_socket.empty()) {
+    auto egress = announce_to_egress(options_.egress_socket, options_.name, std::chrono::seconds(10));
+    if (!egress) return SetupFailure{"egress", egress.error().sys_errno, egress.error().message};
+    egress_ = std::move(egress.value());
+  }
+
   auto filter = cached_seccomp_bpf(policy_, std::string(kRunDir) + "/seccomp");
   if (!filter) return SetupFailure{"seccomp", filter.error().sys_errno, filter.error().message};
 
@@ -209,6 +216,8 @@ std::optional<SetupFailure> Jail::spawn() {
     return sys_failure("clone", errno, "SO_PASSCRED");
   child::ChildPlan cp = plan_->child_plan(sync_r.get(), report_child.get(), exit_w.get());
   cp.enter = enter_;
+  cp.egress_fd = egress_ ? egress_.get() : -1;
+  cp.egress_port = options_.egress_port;
 
   int pidfd = -1;
   clone_args args{};
@@ -247,6 +256,7 @@ std::optional<SetupFailure> Jail::spawn() {
   }
   init_pid_ = static_cast<pid_t>(pid);
   pidfd_.reset(pidfd);
+  egress_.reset();  // the child's now: the proxy sees EOF only if the child dies before sending
   if (spawned_ != nullptr) spawned_();
 
   const std::string map = "0 " + std::to_string(slot_.base) + " " + std::to_string(kSlotSize) + "\n";

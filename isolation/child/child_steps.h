@@ -19,6 +19,10 @@ int apply_remount_root_ro() noexcept;
 // Brings `lo` up (a fresh net namespace has it DOWN, so even 127.0.0.1 gives ENETUNREACH).
 int apply_loopback_up() noexcept;
 int apply_rlimits(const Rlimit* limits, size_t n) noexcept;
+// The egress proxy's endpoint: a listening socket on 127.0.0.1:plan.egress_port (the only way out
+// of the jail's network namespace), sent with a pidfd of the caller over plan.egress_fd, which is
+// then closed. The listener's fd is stored in *listen_fd (init keeps it).
+int apply_egress_listener(const ChildPlan& plan, int* listen_fd) noexcept;
 
 // Drops every capability (bounding, inheritable, ambient) and switches to uid/gid; returns the
 // failing stage through *stage.

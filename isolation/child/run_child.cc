@@ -137,15 +137,20 @@ void run_child(const ChildPlan& plan) noexcept {
   if (unshare(CLONE_NEWCGROUP) < 0) fail(plan, Stage::kCgroupNs, errno);
   if (sethostname(plan.hostname, plan.hostname_len) < 0) fail(plan, Stage::kHostname, errno);
   if (int err = apply_loopback_up()) fail(plan, Stage::kLoopback, err);
+  int egress_listener = -1;
+  if (plan.egress_fd >= 0) {
+    if (int err = apply_egress_listener(plan, &egress_listener)) fail(plan, Stage::kEgress, err);
+  }
   if (int err = apply_rlimits(plan.rlimits, plan.n_rlimits)) fail(plan, Stage::kRlimits, err);
   if (int err = install_init_signals()) fail(plan, Stage::kSignals, err);
   lock_down(plan);
   pid_t kernel = _Fork();  // no atfork handlers: we are the only thread
   if (kernel < 0) fail(plan, Stage::kFork, errno);
   if (kernel == 0) exec_kernel(plan);
-  // Closing our copy of the report socket lets the helper see EOF once the kernel has exec'd.
-  int keep[] = {plan.sync_fd, plan.exit_fd};
-  if (int err = apply_close_fds_except(keep, 2)) fail(plan, Stage::kFds, err);
+  // Closing our copy of the report socket lets the helper see EOF once the kernel has exec'd. The
+  // egress listener stays open here for the jail's life (the port stays ours, never the kernel's).
+  int keep[] = {plan.sync_fd, plan.exit_fd, egress_listener};
+  if (int err = apply_close_fds_except(keep, 3)) fail(plan, Stage::kFds, err);
   run_init_loop(plan, kernel);
 }
 

@@ -16,7 +16,7 @@ namespace cellgate::isolation::child {
 enum class Stage : uint32_t {
   kNone = 0, kSync, kPdeathsig, kCgroupNs, kMountPrivate, kMount, kPivotRoot, kRemountRoot,
   kHostname, kLoopback, kRlimits, kFork, kSetsid, kSignals, kCapabilities, kSetgroups, kSetgid,
-  kSetuid, kNoNewPrivs, kSeccomp, kFds, kChdir, kExec, kInit, kSetns,
+  kSetuid, kNoNewPrivs, kSeccomp, kFds, kChdir, kExec, kInit, kSetns, kEgress,
 };
 // Records on the report socket (SOCK_SEQPACKET, so one record per message).
 enum class ReportKind : uint32_t { kError = 1, kHello = 2 };
@@ -87,6 +87,11 @@ struct ChildPlan {
   int exit_fd;                  // write end: init writes the kernel's wait status (int)
   char* title_area;             // the helper's argv strings, which init inherits and overwrites:
   size_t title_len;             // /proc/1/cmdline is readable by all in the jail (host paths, names)
+  // The egress proxy (egress/): when egress_fd >= 0, init listens on 127.0.0.1:egress_port in the
+  // jail's network namespace and sends that socket and a pidfd of itself over egress_fd (a control
+  // connection the helper opened and announced), then keeps the listener open for the jail's life.
+  int egress_fd;
+  unsigned short egress_port;
   // The fork server (kernels/zygote): when set, the kernel process calls this instead of execve and
   // continues in the image it was forked from. Called after the whole lockdown, the hello report and
   // with the report fd closed (as execve would have closed it); must not return.
