@@ -24,22 +24,34 @@ bool named_by(const Rule& rule, const IpAddress& a) {
   return false;
 }
 
-// Why this address may not be used for this rule, or "" when it may.
-std::string address_refusal(const Rule& rule, const IpAddress& a, uint16_t port, HostAddresses& host,
-                            const std::vector<DeniedEndpoint>& denied) {
+// Why this address may not be used for this rule, or nullopt when it may: what the address is
+// ("a loopback address"), or for a denied endpoint what listens there ("the gateway").
+struct Why {
+  std::string what;
+  bool endpoint = false;
+};
+std::optional<Why> address_refusal(const Rule& rule, const IpAddress& a, uint16_t port, HostAddresses& host,
+                                   const std::vector<DeniedEndpoint>& denied) {
   AddressClass cls = classify(a);
   for (const auto& d : denied) {
     if (d.port != port) continue;
     bool any = d.address.is_unspecified();
-    if (d.address == a || (any && (cls == AddressClass::kLoopback || host.contains(a))))
-      return fmt::format("{} port {} is {}", a.to_string(), port, d.what);
+    if (d.address == a || (any && (cls == AddressClass::kLoopback || host.contains(a)))) return Why{d.what, true};
   }
-  if (cls == AddressClass::kUnspecified || cls == AddressClass::kMulticast)
-    return fmt::format("{} is {}", a.to_string(), describe(cls));
-  if (named_by(rule, a)) return "";
-  if (cls != AddressClass::kPublic) return fmt::format("{} is {}", a.to_string(), describe(cls));
-  if (host.contains(a)) return fmt::format("{} is an address of the proxy's host", a.to_string());
-  return "";
+  if (cls == AddressClass::kUnspecified || cls == AddressClass::kMulticast) return Why{describe(cls)};
+  if (named_by(rule, a)) return std::nullopt;
+  if (cls != AddressClass::kPublic) return Why{describe(cls)};
+  if (host.contains(a)) return Why{"an address of the proxy's host"};
+  return std::nullopt;
+}
+
+std::string refusal_text(const Target& target, const IpAddress& a, const Why& why) {
+  const std::string addr = a.to_string();
+  if (target.ip) {
+    return why.endpoint ? fmt::format("{} port {} is {}", addr, target.port, why.what) : fmt::format("{} is {}", addr, why.what);
+  }
+  if (why.endpoint) return fmt::format("{} resolves to {}, where port {} is {}", target.host, addr, target.port, why.what);
+  return fmt::format("{} resolves to {}, {}", target.host, addr, why.what);
 }
 
 }  // namespace
@@ -65,13 +77,12 @@ AddressChoice choose_address(const Rule& rule, const Target& target, const std::
                              HostAddresses& host, const std::vector<DeniedEndpoint>& denied) {
   std::string first_refusal;
   for (const auto& a : resolved) {
-    std::string why = address_refusal(rule, a, target.port, host, denied);
-    if (why.empty()) return {a, ""};
-    if (first_refusal.empty()) first_refusal = why;
+    auto why = address_refusal(rule, a, target.port, host, denied);
+    if (!why) return {a, ""};
+    if (first_refusal.empty()) first_refusal = refusal_text(target, a, *why);
   }
   if (first_refusal.empty()) return {std::nullopt, fmt::format("{} has no address", target.host)};
-  if (target.ip) return {std::nullopt, first_refusal};
-  return {std::nullopt, fmt::format("{} resolves to {}", target.host, first_refusal)};
+  return {std::nullopt, first_refusal};
 }
 
 }  // namespace cellgate::egress

@@ -67,7 +67,7 @@ common::Result<HostsTable> load_hosts_file(const std::string& path) {
 Resolver::Resolver(asio::any_io_executor executor, Options options)
     : executor_(executor), options_(std::move(options)) {}
 
-asio::awaitable<Resolution> Resolver::resolve(const std::string& host) {
+asio::awaitable<Resolution> Resolver::resolve(std::string host) {
   if (auto it = options_.hosts.find(host); it != options_.hosts.end()) co_return Resolution{it->second, ""};
   if (!options_.system) co_return Resolution{{}, host + " is not a known host name"};
   const auto now = std::chrono::steady_clock::now();

@@ -41,7 +41,7 @@ class Resolver {
     size_t max_cached = 4096;
   };
   Resolver(boost::asio::any_io_executor executor, Options options);
-  boost::asio::awaitable<Resolution> resolve(const std::string& host);
+  boost::asio::awaitable<Resolution> resolve(std::string host);  // by value: a coroutine outlives temporaries
 
  private:
   struct Cached {

@@ -126,3 +126,19 @@ TEST_CASE("attach mode takes a status file and --workspace, nothing else", "[iso
     CHECK_FALSE(parse(bad).has_value());
   }
 }
+
+TEST_CASE("the egress options name the proxy control socket and the port inside", "[isolation]") {
+  auto o = parse({"--name", "k1", "--egress", "/run/cellgate/egress.sock", "--egress-port", "8080", "--", "true"});
+  REQUIRE(o);
+  CHECK(o->egress_socket == "/run/cellgate/egress.sock");
+  CHECK(o->egress_port == 8080);
+  auto d = parse({"--egress=/e.sock", "--", "true"});
+  REQUIRE(d);
+  CHECK(d->egress_port == 3128);
+  CHECK_FALSE(parse({"--egress", "relative.sock", "--", "true"}));
+  CHECK_FALSE(parse({"--egress-port", "0", "--", "true"}));
+  CHECK_FALSE(parse({"--egress-port", "65536", "--", "true"}));
+  CHECK_FALSE(parse({"--join", "/s", "--egress", "/e.sock", "--", "true"}));  // a join shares the jail's
+  CHECK(help_text().find("--egress SOCKET") != std::string::npos);
+  CHECK(help_text().find("--egress-port") != std::string::npos);
+}
