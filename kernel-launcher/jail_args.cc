@@ -4,6 +4,8 @@
 
 #include <fmt/core.h>
 
+#include "kernel-launcher/egress_env.h"
+
 namespace cellgate::launcher {
 
 std::string jail_status_file(const SpawnRequest& req) { return req.private_dir + "/jail.json"; }
@@ -22,6 +24,8 @@ std::vector<std::string> jail_args(const SpawnRequest& req, const std::vector<st
   if (l.nofile) argv.insert(argv.end(), {"--nofile", std::to_string(l.nofile)});
   if (l.fsize_bytes) argv.insert(argv.end(), {"--fsize", std::to_string(l.fsize_bytes)});
   if (l.tmp_bytes) argv.insert(argv.end(), {"--tmp-size", std::to_string(l.tmp_bytes)});
+  auto egress = egress_jail_args(req.egress);
+  argv.insert(argv.end(), egress.begin(), egress.end());
   argv.insert(argv.end(), extra.begin(), extra.end());
   for (const auto& [k, v] : req.env) argv.insert(argv.end(), {"--env", k + "=" + v});
   argv.push_back("--");

@@ -10,7 +10,7 @@
 namespace cellgate::launcher {
 
 // Everything after the helper's argv[0]: --name, the kernel's runtime dir (--bind-same), the status
-// file (outside the kernel's reach), --ready-fd ready_fd, workspace, policy, limits, `extra`, the
+// file (outside the kernel's reach), --ready-fd ready_fd, workspace, policy, limits, the egress proxy, `extra`, the
 // kernel's exact environment (--env), then `--` and the kernel's argv.
 std::vector<std::string> jail_args(const SpawnRequest& req, const std::vector<std::string>& extra, int ready_fd);
 // Where the helper writes its status for this request.

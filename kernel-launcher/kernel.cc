@@ -128,7 +128,7 @@ awaitable<common::Status> Kernel::launch() {
   open_channels();
   SpawnRequest req{options_.kernel_id, substitute_argv(options_.spec.argv, conn_file), options_.env,
                    options_.runtime_dir, options_.private_dir, options_.workspace_dir, options_.policy_file,
-                   options_.limits};
+                   options_.limits, options_.egress};
   auto proc = spawner_.spawn(req);
   if (!proc) {
     close_channels();

@@ -23,6 +23,7 @@ struct KernelOptions {
   std::string transport = "ipc";           // "ipc" (default) or "tcp"
   std::string policy_file;
   Limits limits;
+  EgressEndpoint egress;                   // the kernel's network (jail spawners only); see egress_env.h
   std::chrono::milliseconds start_timeout{60000};
   std::chrono::milliseconds shutdown_grace{3000};  // per step: shutdown_request, SIGTERM, kill
   std::chrono::milliseconds heartbeat_interval{3000};

@@ -14,6 +14,7 @@
 
 #include "common/result.h"
 #include "common/unique_fd.h"
+#include "kernel-launcher/egress_env.h"
 
 namespace cellgate::launcher {
 
@@ -36,6 +37,7 @@ struct SpawnRequest {
   std::string workspace_dir;                // host dir: the kernel's cwd (/workspace in a jail)
   std::string policy_file;                  // jail policy; "" = default
   Limits limits;
+  EgressEndpoint egress;                    // jail only: the network through cellgate-egress
 };
 
 // A started kernel process (the kernel itself, or the jail helper that supervises it).
