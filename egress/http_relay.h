@@ -56,6 +56,9 @@ boost::asio::awaitable<boost::system::error_code> relay_message(In& in, boost::b
   co_await http::async_write_header(out, sr, asio::redirect_error(asio::use_awaitable, ec));
   if (ec) co_return ec;
   std::vector<char> chunk(64 * 1024);
+  // Beast reads at most the buffer's free capacity (and at least 512 bytes): a buffer the parser
+  // empties every time never grows, so without this a body moves 512 bytes per recvmsg.
+  buffer.reserve(chunk.size());
   do {
     if (!p.is_done()) {
       p.get().body().data = chunk.data();

@@ -85,6 +85,9 @@ asio::awaitable<void> KernelListener::accept_loop() {
       continue;
     }
     auto ex = acceptor_.get_executor();
+    // The proxy writes what it has when it has it: Nagle would hold a body's last partial segment
+    // back until the kernel's delayed ACK (40 ms on Linux) for every chunk relayed.
+    socket.set_option(asio::ip::tcp::no_delay(true), ec);
     if (why.empty() && kernel_->counters.open >= kernel_->limits.open)
       why = fmt::format("this kernel has {} connections open, its cap", kernel_->limits.open);
     if (!why.empty()) {

@@ -26,6 +26,7 @@ CHUNK = 64 * 1024
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are separate writes
     server_version = "cellgate-test-upstream"
 
     def log_message(self, *args):
