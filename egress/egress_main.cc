@@ -8,10 +8,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/write.hpp>
+#include <nlohmann/json.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -137,9 +141,34 @@ int run(const EgressOptions& o) {
   return 0;
 }
 
+// `cellgate-egress ask SOCKET JSON`: one control request, its answer on stdout.
+int ask(const std::string& socket_path, const std::string& request) {
+  asio::io_context io;
+  asio::local::stream_protocol::socket s(io);
+  boost::system::error_code ec;
+  s.connect(asio::local::stream_protocol::endpoint(socket_path), ec);
+  if (ec) {
+    std::fprintf(stderr, "cellgate-egress: ask: %s: %s\n", socket_path.c_str(), ec.message().c_str());
+    return 2;
+  }
+  std::string line = request;
+  line.erase(std::remove(line.begin(), line.end(), '\n'), line.end());  // one request is one line
+  asio::write(s, asio::buffer(line + "\n"), ec);
+  std::string answer;
+  if (!ec) asio::read_until(s, asio::dynamic_buffer(answer, 1 << 20), '\n', ec);
+  if (answer.empty()) {
+    std::fprintf(stderr, "cellgate-egress: ask: no answer (%s)\n", ec.message().c_str());
+    return 2;
+  }
+  std::fputs(answer.c_str(), stdout);
+  auto j = nlohmann::json::parse(answer, nullptr, false);
+  return j.is_object() && j.value("ok", false) ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 4 && std::string(argv[1]) == "ask") return ask(argv[2], argv[3]);
   auto options = parse_egress_options(argc, argv);
   if (!options) {
     std::fprintf(stderr, "cellgate-egress: %s\n", options.error().message.c_str());

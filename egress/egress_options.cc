@@ -41,6 +41,7 @@ bool parse_denied(std::string_view text, DeniedEndpoint& out) {
 
 std::string egress_help_text() {
   return R"(usage: cellgate-egress --control SOCKET [options]
+       cellgate-egress ask SOCKET JSON     one control request (see egress_server.h), its answer
 
 The egress proxy: kernels reach the network only through it, under their policy.
 

@@ -33,19 +33,9 @@ struct Parser {
   }
 
   static std::optional<PortRange> port_range(std::string_view text) {
-    auto number = [](std::string_view s) -> std::optional<uint16_t> {
-      if (s.empty() || s.size() > 5) return std::nullopt;
-      unsigned v = 0;
-      for (char c : s) {
-        if (c < '0' || c > '9') return std::nullopt;
-        v = v * 10 + static_cast<unsigned>(c - '0');
-      }
-      if (v == 0 || v > 65535) return std::nullopt;
-      return static_cast<uint16_t>(v);
-    };
     size_t dash = text.find('-');
-    auto first = number(text.substr(0, dash));
-    auto last = dash == std::string_view::npos ? first : number(text.substr(dash + 1));
+    auto first = parse_port(text.substr(0, dash));
+    auto last = dash == std::string_view::npos ? first : parse_port(text.substr(dash + 1));
     if (!first || !last || *last < *first) return std::nullopt;
     return PortRange{*first, *last};
   }

@@ -20,6 +20,8 @@ bool numeric_label(std::string_view label) {
   return std::all_of(label.begin(), label.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
+}  // namespace
+
 std::optional<uint16_t> parse_port(std::string_view text) {
   if (text.empty() || text.size() > 5) return std::nullopt;
   unsigned v = 0;
@@ -30,8 +32,6 @@ std::optional<uint16_t> parse_port(std::string_view text) {
   if (v == 0 || v > 65535) return std::nullopt;
   return static_cast<uint16_t>(v);
 }
-
-}  // namespace
 
 std::string Target::authority() const {
   if (ip && ip->is_v6()) return "[" + host + "]:" + std::to_string(port);

@@ -28,6 +28,9 @@ std::optional<std::string> canonical_host_name(std::string_view text);
 // or a canonical IP literal (parse_ip_literal). nullopt when anything is off.
 std::optional<Target> parse_authority(std::string_view text, std::optional<uint16_t> default_port);
 
+// A port number 1..65535 in decimal, nothing else.
+std::optional<uint16_t> parse_port(std::string_view text);
+
 // Whether host matches a rule's host: exactly, or for "*.suffix" any name with at least one more
 // label ending in ".suffix" (not "suffix" itself). Both sides canonical.
 bool host_matches(std::string_view pattern, std::string_view host);

@@ -19,7 +19,7 @@ KERNELS=(python3-ipykernel python3-xeus-python-shell python3-numpy python3-scipy
 LANG_KERNELS=(r-cran-irkernel r-cran-ggplot2 octave python3-octave-kernel python3-metakernel
   gnuplot-nox ghostscript fonts-freefont-otf)
 TESTS=(python3-jupyter-client python3-websocket python3-jupyter-server python3-jupyter-kernel-test
-  python3-nbformat python3-requests python3-pytest curl openssl acl iproute2 procps
+  python3-nbformat python3-requests python3-pytest python3-pip curl openssl acl iproute2 procps
   prometheus chromium postgresql-15 python3-psycopg2)
 
 if [ "${CELLGATE_DEPS_SKIP_UPDATE:-0}" != 1 ]; then $SUDO apt-get update -qq; fi

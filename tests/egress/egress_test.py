@@ -574,6 +574,11 @@ def setup_refusals(rig):
     check(bad == {"ok": False, "error": "network.allow[0].ports[0]: not a port (1-65535) or a \"first-last\" range"}, "a bad policy names the field")
     check(not rig.ctl({"op": "set", "kernel": "../x", "policy": {}})["ok"], "a bad kernel id is refused")
     check(rig.ctl({"op": "frobnicate", "kernel": "kx"})["ok"] is False, "an unknown op is refused")
+    import subprocess
+    ask = lambda req: subprocess.run([rig.egress_bin, "ask", rig.control, req], capture_output=True, text=True)
+    listed = ask('{"op": "list"}')
+    check(listed.returncode == 0 and json.loads(listed.stdout)["ok"], "cellgate-egress ask: a request and its answer")
+    check(ask('{"op": "stats", "kernel": "nobody"}').returncode == 1, "cellgate-egress ask exits 1 on a refusal")
     k = rig.kernel_name("none")
     code, out, _ = rig.jail_python(k, """
 import errno, socket
