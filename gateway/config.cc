@@ -224,8 +224,11 @@ const std::vector<Option>& options() {
        [](Config& c, const std::string& v) { c.notebook_http = v; }},
       {"notebook-http-kernel", "NAME", false, "kernelspec for notebook-http (default: the notebook's, else --default-kernel)",
        [](Config& c, const std::string& v) { c.notebook_http_kernel = v; }},
-      {"notebook-http-pool", "N", false, "kernels serving notebook-http requests, one request each at a time (default 2)",
-       [](Config& c, const std::string& v) { c.notebook_http_pool = static_cast<int>(parse_int("notebook-http-pool", v, 1, 256)); }},
+      {"notebook-http-kernels", "N", false, "kernels serving notebook-http requests, one request each at a time (default 2)",
+       [](Config& c, const std::string& v) { c.notebook_http_kernels = static_cast<int>(parse_int("notebook-http-kernels", v, 1, 256)); }},
+      // The warm pool is the only "pool"; the old name keeps existing command lines and configs working.
+      {"notebook-http-pool", "N", false, "former name of --notebook-http-kernels",
+       [](Config& c, const std::string& v) { c.notebook_http_kernels = static_cast<int>(parse_int("notebook-http-pool", v, 1, 256)); }},
       {"notebook-http-timeout", "SECONDS", false, "notebook-http: limit per request, its cells together (default 30)",
        [](Config& c, const std::string& v) { c.notebook_http_timeout_s = static_cast<int>(parse_int("notebook-http-timeout", v, 1, 86400)); }},
       {"notebook-http-max-body", "SIZE", false, "notebook-http: largest request body (default 1M)",

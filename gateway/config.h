@@ -67,7 +67,7 @@ struct Config {
   // notebook-http mode (README "notebook-http"): "" = off.
   std::string notebook_http;
   std::string notebook_http_kernel;           // "" = the notebook's kernelspec, else default_kernel
-  int notebook_http_pool = 2;                 // kernels serving the endpoints
+  int notebook_http_kernels = 2;              // kernels serving the endpoints
   int notebook_http_timeout_s = 30;           // per request, all its cells together
   uint64_t notebook_http_max_body = 1ull << 20;
   int notebook_http_queue = 64;               // requests waiting for a kernel; past it 503

@@ -3,8 +3,11 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 
+#include "gateway/execute_snapshot.h"
+
 #include "common/log.h"
-#include "gateway/gateway.h"
+#include "gateway/kernel_hub.h"
+#include "gateway/offload.h"
 #include "gateway/snapshot_index.h"
 #include "protocol/json_scan.h"
 #include "protocol/json_text.h"
@@ -61,18 +64,25 @@ bool splice_snapshot_info(protocol::Message& reply, const std::string& info_text
 
 }  // namespace
 
-void Gateway::snapshot_after_execute(const std::shared_ptr<KernelHub>& hub, protocol::Message reply,
-                                     std::function<void(protocol::Message)> deliver) {
+Snapshots::Snapshots(asio::io_context& io, workspace::WorkspaceManager& workspaces, state::Database& db, Offload& offload)
+    : io_(io), workspaces_(workspaces), db_(db), offload_(offload) {}
+
+void Snapshots::forget(const workspace::WorkspaceRef& ref) {
+  if (auto ws = workspaces_.open(ref)) change_watch_.forget(ws->tree_path());
+}
+
+void Snapshots::after_execute(const std::shared_ptr<KernelHub>& hub, protocol::Message reply,
+                              std::function<void(protocol::Message)> deliver) {
   workspace::WorkspaceRef ref{hub->owner, hub->workspace};
   // Most executes write no file: when inotify saw nothing since the last walk, the head snapshot is
   // still the tree, and the reply goes out without a walk or a trip through the thread pool. The head
   // id is read again only after inotify saw the workspace directory change (a snapshot or restore
   // replaced the head file, in this process or another; the workspace was removed).
   std::optional<std::string> head;
-  if (auto tree = workspaces_->tree_path(ref); tree && !change_watch_.maybe_changed(*tree, head)) {
+  if (auto tree = workspaces_.tree_path(ref); tree && !change_watch_.maybe_changed(*tree, head)) {
     if (!head) {
       const uint64_t token = change_watch_.watch_head(*tree);
-      if (auto ws = workspaces_->open(ref)) {
+      if (auto ws = workspaces_.open(ref)) {
         head = ws->head_id();
         change_watch_.remember_head(*tree, token, *head);
       }
@@ -85,20 +95,20 @@ void Gateway::snapshot_after_execute(const std::shared_ptr<KernelHub>& hub, prot
     deliver(std::move(reply));  // now, not posted: a turn of the io loop costs more than this whole path
     return;
   }
-  auto ws_config = workspaces_->config();
+  auto ws_config = workspaces_.config();
   if (auto cfg = hub->workspace_config) ws_config = *cfg;
   // One strand per kernel keeps its replies in order; different kernels snapshot in parallel.
-  if (!hub->snapshot_strand) hub->snapshot_strand = std::make_shared<asio::strand<asio::thread_pool::executor_type>>(pool_.get_executor());
+  if (!hub->snapshot_strand) hub->snapshot_strand = std::make_shared<asio::strand<asio::thread_pool::executor_type>>(offload_.executor());
   asio::post(*hub->snapshot_strand, [this, ref, ws_config, reply = std::move(reply), deliver = std::move(deliver),
                                      id = hub->kernel().id()]() mutable {
     json info;
     workspace::SnapshotResult taken;
-    auto ws = workspaces_->open(ref);
+    auto ws = workspaces_.open(ref);
     if (!ws) {
       info = {{"error", ws.error().message}};
     } else {
       change_watch_.begin_walk(ws->tree_path());
-      workspace::Workspace w(workspaces_->store(), ws->dir(), ws_config);
+      workspace::Workspace w(workspaces_.store(), ws->dir(), ws_config);
       auto snap = w.snapshot({});
       if (!snap) {
         change_watch_.invalidate(ws->tree_path());
@@ -119,7 +129,7 @@ void Gateway::snapshot_after_execute(const std::shared_ptr<KernelHub>& hub, prot
                      deliver = std::move(deliver)]() mutable {
       // The database is the io thread's; the index is written before the client hears of the snapshot.
       if (taken.created || !taken.pruned.empty()) {
-        if (auto st = index_snapshot(*db_, ref, taken, workspace::SnapshotOptions{}, origin); !st)
+        if (auto st = index_snapshot(db_, ref, taken, workspace::SnapshotOptions{}, origin); !st)
           common::log_error("kernel={} msg=\"cannot index snapshot\" error=\"{}\"", origin.kernel_id, st.error().message);
       }
       deliver(std::move(reply));

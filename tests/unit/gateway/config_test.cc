@@ -97,7 +97,7 @@ TEST_CASE("seed and notebook-http options", "[gateway]") {
   CHECK(c.seed_notebook.empty());
   CHECK(c.notebook_http.empty());
   CHECK(c.seed_timeout_s == 120);
-  CHECK(c.notebook_http_pool == 2);
+  CHECK(c.notebook_http_kernels == 2);
   CHECK(!c.notebook_http_public);
   CHECK(c.max_body_bytes == 64ull << 20);
 
@@ -108,7 +108,7 @@ TEST_CASE("seed and notebook-http options", "[gateway]") {
   CHECK(c.seed_notebook.front() == '/');  // made absolute
   CHECK(c.seed_notebook.ends_with("/seed.ipynb"));
   CHECK(c.notebook_http.ends_with("/api.ipynb"));
-  CHECK(c.notebook_http_pool == 3);
+  CHECK(c.notebook_http_kernels == 3);
   CHECK(c.notebook_http_public);
   CHECK(c.seed_timeout_s == 9);
   CHECK(c.max_body_bytes == 2048);  // the endpoints' bodies are the only ones read

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// channels_api: the kernel WebSocket.
+#include "gateway/api/channels_api.h"
+
+#include <fmt/core.h>
+
+#include "common/random.h"
+#include "gateway/kernel_hub.h"
+
+namespace cellgate::api {
+
+using boost::asio::awaitable;
+using common::Errc;
+
+namespace {
+
+// One open WebSocket of a user, counted until the connection ends.
+class OpenSocket {
+ public:
+  OpenSocket(std::shared_ptr<std::map<std::string, int>> counts, std::string user)
+      : counts_(std::move(counts)), user_(std::move(user)) {
+    ++(*counts_)[user_];
+  }
+  OpenSocket(const OpenSocket&) = delete;
+  OpenSocket& operator=(const OpenSocket&) = delete;
+  ~OpenSocket() {
+    if (--(*counts_)[user_] <= 0) counts_->erase(user_);
+  }
+
+ private:
+  std::shared_ptr<std::map<std::string, int>> counts_;
+  std::string user_;
+};
+
+// v1 when the client offers it among its Sec-WebSocket-Protocol values, else the legacy protocol.
+protocol::WsProtocol negotiate(const http::Request& req) {
+  std::string_view offered(req[http::field::sec_websocket_protocol].data(), req[http::field::sec_websocket_protocol].size());
+  while (!offered.empty()) {
+    auto comma = offered.find(',');
+    auto item = offered.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (item == protocol::kV1Subprotocol) return protocol::WsProtocol::kV1;
+    if (comma == std::string_view::npos) break;
+    offered.remove_prefix(comma + 1);
+  }
+  return protocol::WsProtocol::kLegacy;
+}
+
+}  // namespace
+
+awaitable<http::Upgrade> ChannelsApi::connect(Call& call) {
+  const state::User& user = call.caller.user;
+  std::string session_id = call.query("session_id");
+  if (session_id.empty()) session_id = common::random_uuid();
+  if (session_id.size() > 256) co_return http::error_response(call.req, Errc::kBadRequest, "session_id too long");
+  const int64_t cap = user.limits.max_connections ? *user.limits.max_connections : options_.max_connections_per_user;
+  if (auto it = open_->find(user.name); cap > 0 && it != open_->end() && it->second >= cap)
+    co_return http::error_response(
+        call.req, Errc::kForbidden,
+        fmt::format("quota exceeded: max_connections ({}) open WebSockets for user {}", cap, user.name));
+  auto lease = std::make_shared<OpenSocket>(open_, user.name);
+  co_return http::WsAccept{call.kernel, std::move(session_id), negotiate(call.req), options_.limits, std::move(lease)};
+}
+
+}  // namespace cellgate::api

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// channels_api: GET /api/kernels/{kernel}/channels?session_id=S, the kernel WebSocket, in the legacy
+// JSON protocol or v1.kernel.websocket.jupyter.org (the subprotocol the client offers decides).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "gateway/api/route.h"
+
+namespace cellgate::api {
+
+struct ChannelsOptions {
+  http::WsLimits limits;
+  int64_t max_connections_per_user = 64;  // 0 = none; a user's own max_connections wins
+};
+
+class ChannelsApi {
+ public:
+  explicit ChannelsApi(ChannelsOptions options) : options_(options) {}
+  // A refusal (session_id too long, the user's open WebSockets at their cap), else the connection.
+  boost::asio::awaitable<http::Upgrade> connect(Call& call);
+
+ private:
+  ChannelsOptions options_;
+  // user → open WebSockets; shared with the leases, so one outliving this is safe.
+  std::shared_ptr<std::map<std::string, int>> open_ = std::make_shared<std::map<std::string, int>>();
+};
+
+}  // namespace cellgate::api

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// handlers: the route handlers, one group per resource, each given only the services it needs.
+#pragma once
+
+#include "gateway/api/channels_api.h"
+#include "gateway/api/execute_api.h"
+#include "gateway/api/kernels_api.h"
+#include "gateway/api/kernelspecs_api.h"
+#include "gateway/api/mcp_api.h"
+#include "gateway/api/sessions_api.h"
+#include "gateway/api/snapshots_api.h"
+#include "gateway/api/status_api.h"
+#include "gateway/api/tools_api.h"
+#include "gateway/api/workspaces_api.h"
+
+namespace cellgate::gateway {
+class Gateway;
+}
+
+namespace cellgate::api {
+
+struct Handlers {
+  explicit Handlers(gateway::Gateway& gw);
+
+  McpApi mcp;  // before status, which reports on it
+  StatusApi status;
+  KernelspecsApi kernelspecs;
+  KernelsApi kernels;
+  ChannelsApi channels;
+  ExecuteApi execute;
+  ToolsApi tools;
+  SessionsApi sessions;
+  WorkspacesApi workspaces;
+  SnapshotsApi snapshots;
+};
+
+}  // namespace cellgate::api

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// routes: the API's route table, one line per route, and the handler groups it names. A new route is
+// one line here and a handler; the README's route tables list the same routes (route_table_test).
+#include "gateway/api/handlers.h"
+#include "gateway/api/router.h"
+#include "gateway/config.h"
+#include "gateway/gateway.h"
+#include "gateway/kernel_manager.h"
+#include "workspace/layout.h"
+
+namespace cellgate::api {
+
+Handlers::Handlers(gateway::Gateway& gw)
+    : mcp(gw.io(), gw.config().base_url),
+      status(gw.kernels(), gw.started(), mcp),
+      kernelspecs(gw.kernels(), gw.config().base_url, gw.config().default_kernel),
+      kernels(gw.kernels(), gw.config().base_url),
+      channels(ChannelsOptions{{gw.config().max_ws_message_bytes, gw.config().ws_queue_bytes, gw.config().ws_ping_interval_s},
+                               gw.config().max_connections_per_user}),
+      execute(gw.config().execute_output_bytes),
+      tools(gw.offload(), gw.audit(),
+            ToolsOptions{gw.config().execute_output_bytes, gw.config().spawner == "jail", gw.config().jail_helper,
+                         gw.config().jail_policy}),
+      sessions(gw.db(), gw.kernels(), gw.config().base_url),
+      workspaces(gw.workspaces(), gw.db(), gw.offload(), gw.audit(), gw.kernels(), gw.config().base_url),
+      snapshots(gw.workspaces(), gw.db(), gw.offload(), gw.audit(), gw.config().base_url,
+                workspace::data_tmp_dir(gw.config().data_dir)) {}
+
+std::vector<Route> make_routes(Handlers& h) {
+  using V = http::verb;
+  constexpr Role kUser = Role::kUser, kOwner = Role::kOwner;
+  // Patterns are below --base-url. GET routes answer HEAD too; OPTIONS is CORS preflight, everywhere.
+  return {
+      {V::get, "/api", kUser, on(h.status, &StatusApi::version)},
+      {V::get, "/api/status", kUser, on(h.status, &StatusApi::status)},
+      {V::get, "/api/me", kUser, on(h.status, &StatusApi::me)},
+      {V::get, "/api/kernelspecs", kUser, on(h.kernelspecs, &KernelspecsApi::list)},
+      {V::get, "/api/kernelspecs/{name}", kUser, on(h.kernelspecs, &KernelspecsApi::get)},
+      {V::get, "/kernelspecs/{name}/{file}", kUser, on(h.kernelspecs, &KernelspecsApi::resource)},
+      {V::get, "/api/kernels", kUser, on(h.kernels, &KernelsApi::list)},
+      {V::post, "/api/kernels", kUser, on(h.kernels, &KernelsApi::start)},
+      {V::get, "/api/kernels/{kernel}", kOwner, on(h.kernels, &KernelsApi::get)},
+      {V::delete_, "/api/kernels/{kernel}", kOwner, on(h.kernels, &KernelsApi::remove)},
+      {V::post, "/api/kernels/{kernel}/interrupt", kOwner, on(h.kernels, &KernelsApi::interrupt)},
+      {V::post, "/api/kernels/{kernel}/restart", kOwner, on(h.kernels, &KernelsApi::restart)},
+      {V::get, "/api/kernels/{kernel}/channels", kOwner, on(h.channels, &ChannelsApi::connect)},
+      {V::post, "/api/kernels/{kernel}/execute", kOwner, on(h.execute, &ExecuteApi::execute)},
+      {V::post, "/api/kernels/{kernel}/tools/read", kOwner, on(h.tools, &ToolsApi::read)},
+      {V::post, "/api/kernels/{kernel}/tools/write", kOwner, on(h.tools, &ToolsApi::write)},
+      {V::post, "/api/kernels/{kernel}/tools/edit", kOwner, on(h.tools, &ToolsApi::edit)},
+      {V::post, "/api/kernels/{kernel}/tools/exec", kOwner, on(h.tools, &ToolsApi::exec)},
+      {V::post, "/api/kernels/{kernel}/tools/process", kOwner, on(h.tools, &ToolsApi::process)},
+      {V::get, "/api/sessions", kUser, on(h.sessions, &SessionsApi::list)},
+      {V::post, "/api/sessions", kUser, on(h.sessions, &SessionsApi::create)},
+      {V::get, "/api/sessions/{session}", kOwner, on(h.sessions, &SessionsApi::get)},
+      {V::patch, "/api/sessions/{session}", kOwner, on(h.sessions, &SessionsApi::update)},
+      {V::delete_, "/api/sessions/{session}", kOwner, on(h.sessions, &SessionsApi::remove)},
+      {V::get, "/api/workspaces", kUser, on(h.workspaces, &WorkspacesApi::list)},
+      {V::post, "/api/workspaces", kUser, on(h.workspaces, &WorkspacesApi::create)},
+      {V::get, "/api/workspaces/{workspace}", kOwner, on(h.workspaces, &WorkspacesApi::get)},
+      {V::delete_, "/api/workspaces/{workspace}", kOwner, on(h.workspaces, &WorkspacesApi::remove)},
+      {V::get, "/api/workspaces/{workspace}/files/{path*}", kOwner, on(h.workspaces, &WorkspacesApi::read_file)},
+      {V::put, "/api/workspaces/{workspace}/files/{path*}", kOwner, on(h.workspaces, &WorkspacesApi::write_file)},
+      {V::delete_, "/api/workspaces/{workspace}/files/{path*}", kOwner, on(h.workspaces, &WorkspacesApi::delete_file)},
+      {V::get, "/api/workspaces/{workspace}/snapshots", kOwner, on(h.snapshots, &SnapshotsApi::list)},
+      {V::post, "/api/workspaces/{workspace}/snapshots", kOwner, on(h.snapshots, &SnapshotsApi::take)},
+      {V::get, "/api/workspaces/{workspace}/snapshots/{snapshot}", kOwner, on(h.snapshots, &SnapshotsApi::get)},
+      {V::delete_, "/api/workspaces/{workspace}/snapshots/{snapshot}", kOwner, on(h.snapshots, &SnapshotsApi::remove)},
+      {V::post, "/api/workspaces/{workspace}/snapshots/{snapshot}/restore", kOwner, on(h.snapshots, &SnapshotsApi::restore)},
+      {V::get, "/api/workspaces/{workspace}/snapshots/{snapshot}/archive", kOwner, on(h.snapshots, &SnapshotsApi::archive)},
+      {V::get, "/api/workspaces/{workspace}/diff", kOwner, on(h.snapshots, &SnapshotsApi::diff)},
+      {V::post, "/mcp", kUser, on(h.mcp, &McpApi::call)},
+      {V::get, "/mcp", kUser, on(h.mcp, &McpApi::call)},
+      {V::delete_, "/mcp", kUser, on(h.mcp, &McpApi::call)},
+  };
+}
+
+}  // namespace cellgate::api

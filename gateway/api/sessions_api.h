@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// sessions_api: /api/sessions with jupyter_server's session model, kept in the state database.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gateway/api/route.h"
+
+namespace cellgate::gateway {
+class KernelManager;
+}
+namespace cellgate::state {
+class Database;
+}
+
+namespace cellgate::api {
+
+class SessionsApi {
+ public:
+  SessionsApi(state::Database& db, gateway::KernelManager& kernels, std::string base_url)
+      : db_(db), kernels_(kernels), base_url_(std::move(base_url)) {}
+  boost::asio::awaitable<http::Reply> list(Call& call);
+  boost::asio::awaitable<http::Reply> create(Call& call);
+  boost::asio::awaitable<http::Reply> get(Call& call);
+  boost::asio::awaitable<http::Reply> update(Call& call);
+  boost::asio::awaitable<http::Reply> remove(Call& call);
+  // The caller's session with that id ({session} of the route table), else nullopt.
+  std::optional<state::SessionRow> visible(const gateway::Caller& caller, const std::string& id);
+
+ private:
+  // The caller's sessions (an admin's: everyone's); rows whose kernel is gone are dropped, as
+  // jupyter_server drops them on read.
+  std::vector<state::SessionRow> visible_sessions(const gateway::Caller& caller);
+  nlohmann::json model(const gateway::Caller& caller, const state::SessionRow& s) const;
+
+  state::Database& db_;
+  gateway::KernelManager& kernels_;
+  std::string base_url_;
+};
+
+}  // namespace cellgate::api

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// execute_snapshot: the workspace snapshot after each execute, named in the execute_reply's metadata
+// ({"cellgate": {workspace, snapshot, new_snapshot, added, changed, removed}}) and indexed.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include <boost/asio/io_context.hpp>
+
+#include "protocol/message.h"
+#include "workspace/change_watch.h"
+#include "workspace/workspace_manager.h"
+
+namespace cellgate::state {
+class Database;
+}
+
+namespace cellgate::gateway {
+
+class KernelHub;
+class Offload;
+
+// Io thread only; the walks run on the offload pool, one kernel's in order.
+class Snapshots {
+ public:
+  Snapshots(boost::asio::io_context& io, workspace::WorkspaceManager& workspaces, state::Database& db,
+            Offload& offload);
+  // KernelHub's execute-reply hook: snapshots the kernel's workspace if anything changed (most cells
+  // write no file: inotify says so, and the walk is skipped), then calls deliver with the reply.
+  void after_execute(const std::shared_ptr<KernelHub>& hub, protocol::Message reply,
+                     std::function<void(protocol::Message)> deliver);
+  // No kernel uses the workspace any more: stop watching it (inotify watches are a host-wide budget).
+  void forget(const workspace::WorkspaceRef& ref);
+
+ private:
+  boost::asio::io_context& io_;
+  workspace::WorkspaceManager& workspaces_;
+  state::Database& db_;
+  Offload& offload_;
+  // Workspaces no execute has touched since their last walk are not walked again (see change_watch.h).
+  workspace::ChangeWatch change_watch_;
+};
+
+}  // namespace cellgate::gateway

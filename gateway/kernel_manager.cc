@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// kernel_manager: the one owner of every kernel's life.
+#include "gateway/kernel_manager.h"
+
+#include <unistd.h>
+
+#include <fstream>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <fmt/core.h>
+
+#include "common/log.h"
+#include "common/random.h"
+#include "gateway/audit.h"
+#include "gateway/execute_snapshot.h"
+#include "gateway/fork_server.h"
+#include "gateway/idle_watch.h"
+#include "gateway/kernel_plan.h"
+#include "gateway/offload.h"
+#include "gateway/snapshot_index.h"
+#include "gateway/warm_pool.h"
+#include "kernel-launcher/kernel_env.h"
+#include "kernel-launcher/spawn_util.h"
+#include "state/kernel_records.h"
+#include "workspace/layout.h"
+#include "workspace/workspace_manager.h"
+
+namespace cellgate::gateway {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+using common::Errc;
+using common::make_error;
+using nlohmann::json;
+
+namespace {
+
+// True when pid is still the process we started for kernel_id (pids are reused).
+bool is_our_process(pid_t pid, const std::string& kernel_id, const std::string& private_dir) {
+  std::ifstream in(fmt::format("/proc/{}/cmdline", pid), std::ios::binary);
+  std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return !cmd.empty() && (cmd.find(kernel_id) != std::string::npos || cmd.find(private_dir) != std::string::npos);
+}
+
+// Why the jail helper says a kernel died ("" when it says nothing).
+std::string status_reason(const std::string& status_file) {
+  std::ifstream in(status_file);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto j = json::parse(text, nullptr, false);
+  if (j.is_object() && j.contains("reason") && j["reason"].is_string() && !j["reason"].get<std::string>().empty())
+    return j["reason"];
+  return "";
+}
+
+}  // namespace
+
+bool visible_to(const KernelHub& hub, const state::User& user) { return user.admin || hub.owner == user.name; }
+
+workspace::WorkspaceConfig workspace_config_for(const workspace::WorkspaceConfig& base, const state::User& user) {
+  auto wc = base;
+  if (user.limits.workspace_bytes) wc.max_bytes = static_cast<uint64_t>(*user.limits.workspace_bytes);
+  if (user.limits.workspace_files) wc.max_files = static_cast<uint64_t>(*user.limits.workspace_files);
+  return wc;
+}
+
+KernelManager::KernelManager(asio::io_context& io, const Config& config, Services services,
+                             std::unique_ptr<launcher::Spawner> spawner)
+    : io_(io), config_(config), services_(services),
+      kernelspec_path_(launcher::kernelspec_search_path(config.kernelspec_dirs)),
+      read_budget_(std::make_shared<launcher::ReadBudget>(config.kernel_read_budget)) {
+  if (spawner) {
+    spawner_ = std::move(spawner);
+  } else if (config_.spawner == "plain") {
+    spawner_ = launcher::make_plain_spawner();
+  } else {
+    if (::access(config_.jail_helper.c_str(), X_OK) != 0)
+      throw ConfigError("jail helper not found at " + config_.jail_helper + " (use --jail-helper or --spawner plain)");
+    auto jail = launcher::make_jail_spawner(config_.jail_helper, {});
+    if (config_.fork_server) {
+      fork_server_ = std::make_unique<ForkServer>(io_, config_.zygote_binary, config_.runtime_dir);
+      if (!fork_server_->start()) fork_server_.reset();
+    }
+    spawner_ = fork_server_ ? launcher::make_zygote_spawner(fork_server_->socket(), std::move(jail), {}) : std::move(jail);
+  }
+  if (!config_.seed_notebook.empty()) {
+    auto seed = load_seed(config_.seed_notebook);
+    if (!seed) throw ConfigError("--seed-notebook: " + seed.error().message);
+    if (seed.value()->language.empty() && seed.value()->kernel_name.empty())
+      throw ConfigError("--seed-notebook: " + config_.seed_notebook +
+                        " declares no language (metadata.kernelspec.language or metadata.language_info.name)");
+    global_seed_ = seed.value();
+  }
+  const auto specs = kernelspecs();
+  if (specs.count(config_.default_kernel) == 0)
+    common::log_warn("msg=\"default kernelspec not found\" name={}", config_.default_kernel);
+  if (!config_.pool.empty()) {
+    if (config_.spawner != "jail")
+      throw ConfigError("--pool needs --spawner jail (a claim mounts the owner's workspace into the kernel's jail)");
+    for (const auto& [name, n] : config_.pool) {
+      auto s = specs.find(name);
+      if (s == specs.end()) throw ConfigError("--pool: no kernelspec named " + name);
+      // A claim sets the owner's env and cwd with a silent Python execute.
+      if (s->second.language != "python") throw ConfigError("--pool: " + name + " is not a Python kernel");
+    }
+    WarmPoolOptions po{config_.pool, config_.pool_max_memory, config_.pool_concurrency};
+    pool_ = std::make_unique<WarmPool>(io_, po, config_.jail_helper,
+                                       [this](const std::string& spec) { return make_pool_kernel(spec); });
+    // Recorded as nobody's: start_services() shuts down whatever a crashed gateway left in its pool.
+    pool_->set_on_ready([this](const std::shared_ptr<KernelHub>& hub) { record_pool_kernel(*hub); });
+  }
+  IdleOptions idle{config_.cull_idle_timeout_s, config_.cull_interval_s, config_.cull_busy, config_.cull_connected,
+                   config_.pause_after_s};
+  idle_ = std::make_unique<IdleWatch>(io_, idle, kernels_, [this](const std::string& id) {
+    asio::co_spawn(io_, remove(id, "culler"), asio::detached);
+  });
+  idle_->start();
+}
+
+KernelManager::~KernelManager() = default;
+
+std::map<std::string, launcher::KernelSpec> KernelManager::kernelspecs() const {
+  return launcher::discover_kernelspecs(kernelspec_path_);
+}
+
+std::shared_ptr<KernelHub> KernelManager::make_hub(launcher::KernelOptions options, const std::string& owner,
+                                                   const std::string& workspace, const state::User* user, bool listed) {
+  apply_liveness(config_, options);
+  const int pause_after = pause_after_for(config_, options.spec);
+  auto kernel = std::make_shared<launcher::Kernel>(io_, *spawner_, std::move(options));
+  auto hub = std::make_shared<KernelHub>(kernel, config_.replay_bytes);
+  hub->owner = owner;
+  hub->workspace = workspace;
+  hub->pause_after_s = pause_after;
+  kernel->set_observer(hub.get());
+  hub->set_execute_limit(std::chrono::seconds(execute_limit_for(config_, user)));
+  if (Snapshots* snapshots = services_.snapshots) {
+    std::weak_ptr<KernelHub> weak = hub;
+    hub->set_execute_reply_hook([snapshots, weak](protocol::Message reply, std::function<void(protocol::Message)> deliver) {
+      if (auto h = weak.lock()) snapshots->after_execute(h, std::move(reply), std::move(deliver));
+    });
+  }
+  if (listed) kernels_[kernel->id()] = hub;
+  return hub;
+}
+
+awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const state::User& user,
+                                                                          StartOptions options) {
+  std::string name = options.name.empty() ? config_.default_kernel : options.name;
+  if (!launcher::valid_kernelspec_name(name)) co_return make_error(Errc::kBadRequest, "invalid kernel name");
+  auto specs = kernelspecs();
+  auto spec = specs.find(name);
+  if (spec == specs.end()) co_return make_error(Errc::kNotFound, "No such kernel named " + name);
+  int owned = starting_[user.name];
+  for (const auto& [id, hub] : kernels_) owned += hub->owner == user.name ? 1 : 0;
+  int64_t max_user = user.limits.max_kernels ? *user.limits.max_kernels : config_.max_kernels_per_user;
+  if (max_user > 0 && owned >= max_user)
+    co_return make_error(Errc::kForbidden, fmt::format("quota exceeded: max_kernels ({}) for user {}", max_user, user.name));
+  int total = static_cast<int>(kernels_.size());
+  for (const auto& [u, n] : starting_) total += n;
+  if (config_.max_kernels > 0 && total >= config_.max_kernels)
+    co_return make_error(Errc::kForbidden, fmt::format("Resource Limit: max_kernels ({}) reached", config_.max_kernels));
+  auto client_env = launcher::filter_client_env(options.env, config_.allow_env);
+  if (!client_env) co_return client_env.error();
+  std::shared_ptr<const Seed> seed = options.seed;
+  if (!seed) {
+    auto found = seed_for(spec->second, global_seed_);
+    if (!found) co_return found.error();
+    seed = found.value();
+  }
+
+  const std::string id = common::random_uuid();
+  std::string ws_name = options.workspace;
+  if (ws_name.empty() && client_env->count("KERNEL_WORKSPACE")) ws_name = client_env->at("KERNEL_WORKSPACE");
+  if (options.ephemeral) ws_name = "tmp-" + id.substr(0, 8);
+  if (ws_name.empty()) ws_name = "default";
+  if (auto st = workspace::validate_name(ws_name); !st) co_return make_error(Errc::kBadRequest, "workspace: " + st.error().message);
+  workspace::WorkspaceRef ref{user.name, ws_name};
+  auto& workspaces = services_.workspaces;
+  auto ws = co_await services_.offload.run([&] { return workspaces.ensure(ref); });
+  if (!ws) co_return ws.error();
+  auto ko = cold_start_plan(config_, read_budget_, id, spec->second, user, ws_name, ws->tree_path(), client_env.value());
+
+  if (pool_) {
+    // A warm kernel when one fits; anything else (none ready, env it cannot take) starts cold.
+    ++starting_[user.name];
+    auto claimed = co_await pool_->claim(ko, user.name);
+    --starting_[user.name];
+    if (claimed) {
+      auto& kernel = claimed->kernel();
+      claimed->owner = user.name;
+      claimed->workspace = ws_name;
+      claimed->ephemeral = options.ephemeral;
+      claimed->workspace_config = workspace_config_for(workspaces.config(), user);
+      claimed->set_execute_limit(std::chrono::seconds(execute_limit_for(config_, &user)));
+      kernels_[kernel.id()] = claimed;
+      state::KernelRecord rec{kernel.id(), user.name, name, ws_name, kernel.options().runtime_dir, kernel.process().pid,
+                              kernel.process().status_file, common::iso8601_now(), "running"};
+      (void)state::delete_kernel(services_.db, kernel.id());  // its record as a pool kernel
+      if (auto st = state::insert_kernel(services_.db, rec); !st)
+        common::log_error("kernel={} msg=\"cannot record kernel\" error=\"{}\"", kernel.id(), st.error().message);
+      audit(user.name, "start", kernel.id(), {{"kernelspec", name}, {"workspace", ws_name}, {"pool", true}});
+      common::log_info("kernel={} name={} owner={} msg=\"pooled kernel claimed\"", kernel.id(), name, user.name);
+      co_return claimed;
+    }
+  }
+  auto hub = make_hub(std::move(ko), user.name, ws_name, &user);
+  hub->ephemeral = options.ephemeral;
+  hub->workspace_config = workspace_config_for(workspaces.config(), user);
+  if (!options.snapshots) hub->set_execute_reply_hook(nullptr);
+  auto& kernel = hub->kernel();
+  if (seed && !seed->cells.empty()) {
+    // On every launch of this kernel (restarts too), before it is declared ready.
+    std::weak_ptr<KernelHub> weak = hub;
+    auto timeout = std::chrono::seconds(config_.seed_timeout_s);
+    auto failure = options.seed_failure;
+    kernel.set_ready_hook([weak, seed, timeout, failure]() { return run_seed(weak, seed, timeout, failure); });
+  }
+  state::KernelRecord rec{id, user.name, name, ws_name, kernel.options().runtime_dir, 0, "",
+                          common::iso8601_now(), "starting"};
+  if (auto st = state::insert_kernel(services_.db, rec); !st)
+    common::log_error("kernel={} msg=\"cannot record kernel\" error=\"{}\"", id, st.error().message);
+  ++starting_[user.name];
+  auto st = co_await kernel.start();
+  --starting_[user.name];
+  if (!st) {
+    kernels_.erase(id);
+    co_await kernel.shutdown();  // the process is gone already; this removes its runtime dirs
+    forget_workspace_if_unused(*hub);
+    (void)state::delete_kernel(services_.db, id);
+    if (options.ephemeral) {
+      co_await services_.offload.run([&] { return workspaces.remove(ref); });
+      (void)unindex_workspace(services_.db, ref);
+    }
+    audit(user.name, "start", id, {{"kernelspec", name}, {"error", st.error().message}}, false);
+    common::log_error("kernel={} msg=\"kernel failed to start\" error=\"{}\"", id, st.error().message);
+    co_return make_error(st.error().code == Errc::kTimeout ? Errc::kTimeout : Errc::kInternal,
+                         "kernel failed to start: " + st.error().message);
+  }
+  (void)state::set_kernel_helper(services_.db, id, kernel.process().pid, kernel.process().status_file);
+  (void)state::set_kernel_state(services_.db, id, "running");
+  audit(user.name, "start", id, {{"kernelspec", name}, {"workspace", ws_name}});
+  common::log_info("kernel={} name={} owner={} msg=\"kernel started\"", id, name, user.name);
+  co_return hub;
+}
+
+awaitable<common::Status> KernelManager::restart(std::shared_ptr<KernelHub> hub, std::string who) {
+  auto st = co_await hub->kernel().restart();
+  audit(who, "restart", hub->kernel().id(), json::object(), st.has_value());
+  co_return st;
+}
+
+void KernelManager::forget_workspace_if_unused(const KernelHub& gone) {
+  // inotify watches come from a host-wide budget (fs.inotify.max_user_watches): a workspace no
+  // kernel uses any more is not watched.
+  for (const auto& [id, hub] : kernels_)
+    if (hub->owner == gone.owner && hub->workspace == gone.workspace) return;
+  if (services_.snapshots) services_.snapshots->forget(workspace::WorkspaceRef{gone.owner, gone.workspace});
+}
+
+awaitable<void> KernelManager::remove(std::string id, std::string who) {
+  auto it = kernels_.find(id);
+  if (it == kernels_.end()) co_return;
+  auto hub = it->second;
+  kernels_.erase(it);
+  (void)state::delete_kernel(services_.db, id);  // its sessions go with it (foreign key)
+  hub->close_all("kernel deleted");
+  co_await hub->kernel().shutdown();
+  forget_workspace_if_unused(*hub);
+  if (hub->ephemeral) {
+    workspace::WorkspaceRef ref{hub->owner, hub->workspace};
+    auto& workspaces = services_.workspaces;
+    co_await services_.offload.run([&] { return workspaces.remove(ref); });
+    (void)unindex_workspace(services_.db, ref);
+  }
+  audit(who, "stop", id, {{"owner", hub->owner}});
+  common::log_info("kernel={} by={} msg=\"kernel deleted\"", id, who);
+}
+
+std::shared_ptr<KernelHub> KernelManager::find(const std::string& id, const state::User& user) const {
+  auto it = kernels_.find(id);
+  if (it == kernels_.end() || !visible_to(*it->second, user)) return nullptr;
+  return it->second;
+}
+
+json KernelManager::model(const KernelHub& hub) const {
+  auto& k = const_cast<KernelHub&>(hub).kernel();
+  json m = {{"id", k.id()},
+            {"name", k.name()},
+            {"last_activity", common::iso8601(k.last_activity())},
+            {"execution_state", launcher::to_string(k.state())},
+            {"paused", k.paused()},
+            {"connections", hub.connections()},
+            {"owner", hub.owner},
+            {"workspace", hub.workspace}};
+  if (!k.reason().empty() && k.reason() != "shutdown") m["reason"] = k.reason();
+  return m;
+}
+
+json KernelManager::pool_status() const { return pool_ ? pool_->status() : json(); }
+
+awaitable<void> KernelManager::adopt() {
+  auto records = state::list_kernels(services_.db);
+  if (!records) {
+    common::log_error("msg=\"cannot list kernels to re-adopt\" error=\"{}\"", records.error().message);
+    co_return;
+  }
+  auto specs = kernelspecs();
+  for (const auto& rec : records.value()) {
+    auto user = services_.users.get_user(rec.owner);
+    auto hub = make_hub(adoption_plan(config_, read_budget_, rec, specs), rec.owner, rec.workspace,
+                        user ? &user.value() : nullptr);
+    if (user) hub->workspace_config = workspace_config_for(services_.workspaces.config(), user.value());
+    auto& kernel = hub->kernel();
+    pid_t pid = static_cast<pid_t>(rec.helper_pid);
+    launcher::ProcessHandle proc;
+    proc.pid = pid;
+    proc.is_child = false;
+    proc.status_file = rec.jail_status_file;
+    if (pid > 0 && is_our_process(pid, rec.id, kernel.options().private_dir)) proc.pidfd = launcher::open_pidfd(pid);
+    if (!proc.pidfd) {
+      std::string why = status_reason(rec.jail_status_file);
+      kernel.mark_dead("the kernel died while the gateway was down" + (why.empty() ? "" : ": " + why), proc);
+      common::log_warn("kernel={} msg=\"kernel found dead at start\" reason=\"{}\"", rec.id, kernel.reason());
+      continue;
+    }
+    auto st = co_await kernel.adopt(std::move(proc));
+    if (!st) {
+      kernel.mark_dead("could not re-adopt the kernel: " + st.error().message, launcher::ProcessHandle{});
+      common::log_warn("kernel={} msg=\"re-adoption failed\" error=\"{}\"", rec.id, st.error().message);
+      continue;
+    }
+    common::log_info("kernel={} owner={} msg=\"kernel re-adopted\"", rec.id, rec.owner);
+  }
+}
+
+awaitable<void> KernelManager::start_services() {
+  co_await adopt();
+  // A crashed gateway leaves its warm pool's and notebook-http's kernels behind; they are nobody's.
+  std::vector<std::pair<std::string, std::string>> stale;
+  for (const auto& [id, hub] : kernels_)
+    if (hub->owner == kPoolOwner || hub->owner == kNotebookHttpOwner) stale.emplace_back(id, hub->owner);
+  for (const auto& [id, owner] : stale) co_await remove(id, owner);
+  // Only now: a new pool kernel recorded before that sweep would have been taken for a stale one.
+  if (pool_) pool_->start();
+}
+
+awaitable<void> KernelManager::stop() {
+  idle_->stop();
+  if (fork_server_) fork_server_->stop();  // kernels do not depend on it; stopped first, it is not restarted
+  if (pool_) co_await pool_->stop();
+  if (config_.shutdown_kernels_on_exit) {
+    std::vector<std::string> ids;
+    for (const auto& [id, hub] : kernels_) ids.push_back(id);
+    for (const auto& id : ids) co_await remove(id, "gateway");
+  } else {
+    // Kernels keep running in their jails; the next start re-adopts them from the database. Their ZMQ
+    // sockets are closed now: the ZMQ context cannot terminate while any is open.
+    for (const auto& [id, hub] : kernels_) {
+      hub->close_all("gateway restarting; reconnect with the same session_id");
+      hub->kernel().detach();
+    }
+  }
+}
+
+std::shared_ptr<KernelHub> KernelManager::make_pool_kernel(const std::string& name) {
+  auto specs = kernelspecs();
+  auto spec = specs.find(name);
+  if (spec == specs.end()) {
+    common::log_error("spec={} msg=\"pool kernelspec is gone\"", name);
+    return nullptr;
+  }
+  return make_hub(pool_plan(config_, read_budget_, common::random_uuid(), spec->second), "", "", nullptr, false);
+}
+
+void KernelManager::record_pool_kernel(const KernelHub& hub) {
+  auto& k = const_cast<KernelHub&>(hub).kernel();
+  state::KernelRecord rec{k.id(), kPoolOwner, k.options().spec.name, "", k.options().runtime_dir,
+                          k.process().pid, k.process().status_file, common::iso8601_now(), "pool"};
+  if (auto st = state::insert_kernel(services_.db, rec); !st)
+    common::log_error("kernel={} msg=\"cannot record pool kernel\" error=\"{}\"", k.id(), st.error().message);
+}
+
+void KernelManager::audit(const std::string& user, const std::string& action, const std::string& id, json detail,
+                          bool ok) {
+  services_.audit.record(user, action, "kernel", id, std::move(detail), ok);
+}
+
+}  // namespace cellgate::gateway

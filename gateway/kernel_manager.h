@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// kernel_manager: the one owner of every kernel's life: start (cold, or claimed from the warm pool),
+// seeds, restart, delete, culling, pausing, the fork server, and re-adoption after a gateway restart.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+#include "gateway/config.h"
+#include "gateway/kernel_hub.h"
+#include "gateway/seed.h"
+#include "kernel-launcher/kernelspec.h"
+#include "kernel-launcher/read_budget.h"
+#include "kernel-launcher/spawner.h"
+#include "state/users.h"
+#include "workspace/workspace.h"
+
+namespace cellgate::state {
+class Database;
+}
+namespace cellgate::workspace {
+class WorkspaceManager;
+}
+
+namespace cellgate::gateway {
+
+class Audit;
+class ForkServer;
+class IdleWatch;
+class Offload;
+class Snapshots;
+class WarmPool;
+
+// Whether user may see and use the kernel: its owner, or an admin.
+bool visible_to(const KernelHub& hub, const state::User& user);
+// The workspace limits with the user's own caps applied.
+workspace::WorkspaceConfig workspace_config_for(const workspace::WorkspaceConfig& base, const state::User& user);
+
+// Io thread only. Kernels are listed by id; a kernel in the warm pool is in no list until claimed.
+class KernelManager {
+ public:
+  // Owners of kernels no user owns: the warm pool's, and notebook-http's. A crashed gateway leaves
+  // theirs behind (they are in the database); start() shuts them down.
+  static constexpr const char* kPoolOwner = "@pool";
+  static constexpr const char* kNotebookHttpOwner = "notebook-http";
+
+  struct Services {
+    state::Database& db;
+    state::UserStore& users;
+    workspace::WorkspaceManager& workspaces;
+    Offload& offload;
+    Audit& audit;
+    Snapshots* snapshots;  // after-execute snapshots; null = none (tests)
+  };
+  // spawner null: the config's (plain; or jail, behind the fork server when it is on). Throws
+  // ConfigError for a configuration it cannot run (a missing jail helper, a bad --pool or seed).
+  KernelManager(boost::asio::io_context& io, const Config& config, Services services,
+                std::unique_ptr<launcher::Spawner> spawner = nullptr);
+  ~KernelManager();
+  KernelManager(const KernelManager&) = delete;
+  KernelManager& operator=(const KernelManager&) = delete;
+
+  struct StartOptions {
+    std::string name;                               // kernelspec ("" = default)
+    nlohmann::json env = nlohmann::json::object();  // the client's variables (filtered)
+    std::string workspace;                          // "" = KERNEL_WORKSPACE or "default"
+    bool ephemeral = false;                         // a workspace of its own, deleted with it
+    std::shared_ptr<const Seed> seed;               // instead of the kernelspec's or --seed-notebook's
+    bool snapshots = true;                          // snapshot the workspace after every execute
+    std::shared_ptr<SeedFailure> seed_failure;      // filled when the seed fails, if set
+  };
+  // A kernel for user: claimed from the warm pool when one fits, else started cold (and seeded).
+  // Errors: kBadRequest, kNotFound (kernelspec), kForbidden (quota), kTimeout, kInternal.
+  boost::asio::awaitable<common::Result<std::shared_ptr<KernelHub>>> start(const state::User& user,
+                                                                          StartOptions options);
+  // By value: callers co_spawn them, and a reference would dangle by the time they resume.
+  boost::asio::awaitable<common::Status> restart(std::shared_ptr<KernelHub> hub, std::string who);
+  boost::asio::awaitable<void> remove(std::string id, std::string who);
+  // The kernel if it exists and user may see it, else null (404, never 403: ids are no oracle).
+  std::shared_ptr<KernelHub> find(const std::string& id, const state::User& user) const;
+  const std::map<std::string, std::shared_ptr<KernelHub>>& kernels() const { return kernels_; }
+  // Jupyter's kernel model, plus paused, connections, owner and workspace.
+  nlohmann::json model(const KernelHub& hub) const;
+  std::map<std::string, launcher::KernelSpec> kernelspecs() const;
+  // {spec: {size, ready, starting}}; null without a warm pool.
+  nlohmann::json pool_status() const;
+
+  // Re-adopts the kernels the database says are running, shuts down what a crashed gateway left of
+  // the pool's and notebook-http's, then starts filling the warm pool.
+  boost::asio::awaitable<void> start_services();
+  // Stops the pool, the fork server and the timers; shuts kernels down (shutdown_kernels_on_exit) or
+  // lets them run on, to be re-adopted by the next start.
+  boost::asio::awaitable<void> stop();
+
+ private:
+  boost::asio::awaitable<void> adopt();
+  // listed = false: a pool kernel, in nobody's list until it is claimed.
+  std::shared_ptr<KernelHub> make_hub(launcher::KernelOptions options, const std::string& owner,
+                                      const std::string& workspace, const state::User* user, bool listed = true);
+  std::shared_ptr<KernelHub> make_pool_kernel(const std::string& spec);
+  boost::asio::awaitable<std::shared_ptr<KernelHub>> claim_pooled(state::User user, launcher::KernelOptions cold,
+                                                                  std::string ws_name, bool ephemeral);
+  void record_pool_kernel(const KernelHub& hub);
+  // Stops watching a deleted kernel's workspace unless another kernel uses it.
+  void forget_workspace_if_unused(const KernelHub& gone);
+  void audit(const std::string& user, const std::string& action, const std::string& id, nlohmann::json detail,
+             bool ok = true);
+
+  boost::asio::io_context& io_;
+  const Config& config_;
+  Services services_;
+  std::vector<std::string> kernelspec_path_;
+  std::shared_ptr<launcher::ReadBudget> read_budget_;  // every kernel's large incoming messages
+  std::unique_ptr<ForkServer> fork_server_;            // before spawner_, which connects to it
+  std::unique_ptr<launcher::Spawner> spawner_;
+  std::shared_ptr<const Seed> global_seed_;            // --seed-notebook
+  std::map<std::string, std::shared_ptr<KernelHub>> kernels_;
+  std::map<std::string, int> starting_;  // owner → kernels being started
+  std::unique_ptr<WarmPool> pool_;
+  std::unique_ptr<IdleWatch> idle_;
+};
+
+}  // namespace cellgate::gateway
