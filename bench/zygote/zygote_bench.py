@@ -9,20 +9,26 @@ prints:
   - start: request -> kernel_info_reply on shell, sequential starts (median and p90); and through a
     real `cellgate serve` (--fork-server off / on): POST /api/kernels -> 201, which the gateway
     answers once the kernel has answered kernel_info;
+  - per phase, per process (helper: the fork and its jail setup; init: its setup; kernel: adoption until
+    it answered; then its first execute, `1+1`): CPU and minor page faults. Fault counts do not move
+    with the machine's load and carry over to hosts where a fault costs far more (issue 26: a PVM
+    guest); wall times do neither;
   - parallel: N kernels requested at once -> the last kernel_info_reply (the median of --parallel-runs
     batches: one batch moves by ~15% between runs on this 2-core VM);
-  - CPU per start: what the jail's processes (helper, init, kernel) spent until the reply, a figure the
-    machine's load does not inflate (wall times do: the load average is printed);
-  - PSS of an idle kernel: the sum of Pss over its jail's processes with the parallel batch alive, and
-    the zygote's own PSS spread over that batch; USS: their private memory, what one more kernel costs.
-Targets (issue 8): start <= 150 ms, 20 in parallel <= 0.5 s, <= 20 MiB PSS per idle kernel.
+  - memory of an idle kernel with the parallel batch alive: the sum of Pss and of USS over its jail's
+    processes, their page tables (VmPTE) and mappings (host memory smaps does not show), and the
+    zygote's own PSS spread over the batch.
+Targets (issue 26, ratios to the cold jail measured in the same run): CPU per start <= 0.1x, 20 in
+parallel <= 0.15x, PSS per idle kernel <= 0.2x; start <= 150 ms (issue 8).
 
 usage: zygote_bench.py --bin BUILD/bin [--runs N] [--parallel N] [--parallel-runs N] [--short] [--zygote-only]
-                      [--json FILE]
+                      [--compare-args ARGS] [--json FILE]
        zygote_bench.py --jsonl --cellgate BUILD/bin/cellgate [--quick]     (for bench/run.py)
 --jsonl prints one JSON line per figure instead of the table: the fork server as backend "cellgate"
 (with the issue's targets), cold jailed starts as the reference backend "cold_jail"; group "fork server".
 --zygote-only skips the cold starts and the gateway (a lighter run to compare two zygotes).
+--compare-args '--shed-image off' adds a second zygote with those arguments, its starts and batches
+interleaved with the first's: an A/B of two settings under the same load, in one run.
 (exits 1 when a figure is malformed, 4 when it cannot run here)
 """
 import argparse
@@ -44,6 +50,9 @@ import uuid
 import zmq
 from jupyter_client.connect import write_connection_file
 from jupyter_client.session import Session
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import run as bench_run  # noqa: E402  (bench/run.py: the host line)
 
 RUN = "/run/cellgate"
 KERNEL_CMD = ["/usr/bin/python3", "-m", "ipykernel_launcher", "-f"]
@@ -117,23 +126,32 @@ class Kernel:
         if self.status.get("state") != "running":
             raise RuntimeError(f"jail failed: {self.status}")
 
-    def kernel_info(self, ctx, deadline):
-        """Sends kernel_info_request at once (ZeroMQ queues it until the kernel binds); returns at the reply."""
+    def shell_request(self, ctx, msg_type, content, deadline):
+        """Sends one shell request at once (ZeroMQ queues it until the kernel binds); True at its reply."""
         session = Session(key=self.info["key"].encode(), signature_scheme=self.info["signature_scheme"])
         sock = ctx.socket(zmq.DEALER)
         sock.setsockopt(zmq.RECONNECT_IVL, 5)
         sock.setsockopt(zmq.LINGER, 0)
         sock.connect(f"ipc://{self.info['ip']}-{self.info['shell_port']}")
-        session.send(sock, "kernel_info_request", {})
+        session.send(sock, msg_type, content)
+        reply = msg_type.replace("_request", "_reply")
         try:
             while time.monotonic() < deadline:
                 if sock.poll(int(max(1, (deadline - time.monotonic()) * 1000))):
                     _, msg = session.recv(sock)
-                    if msg and msg["msg_type"] == "kernel_info_reply":
+                    if msg and msg["msg_type"] == reply:
                         return True
             return False
         finally:
             sock.close()
+
+    def kernel_info(self, ctx, deadline):
+        return self.shell_request(ctx, "kernel_info_request", {}, deadline)
+
+    def execute(self, ctx, code, deadline):
+        return self.shell_request(ctx, "execute_request", {
+            "code": code, "silent": False, "store_history": True, "user_expressions": {},
+            "allow_stdin": False, "stop_on_error": True}, deadline)
 
     def pids(self):
         return [self.status[k] for k in ("helper_pid", "init_pid", "kernel_pid")]
@@ -173,11 +191,12 @@ def uss_kib(pid):
     return rollup_kib(pid, "Private_Clean", "Private_Dirty")
 
 
-def start(kernel, mode, bins, sock):
-    if mode == "zygote":
-        kernel.start_zygote(sock)
-    else:
+def start(kernel, mode, bins, socks):
+    """Starts `kernel` cold (mode "cold") or from the zygote serving socks[mode]."""
+    if mode == "cold":
         kernel.start_cold(bins + "/cellgate-jail")
+    else:
+        kernel.start_zygote(socks[mode])
 
 
 def cpu_ms(pid):
@@ -205,30 +224,59 @@ def minor_faults(pid):
         return 0
 
 
-def one_start(mode, bins, sock, ctx):
-    """(wall seconds to kernel_info_reply, CPU ms its jail's processes spent until then, the kernel's minor
-    page faults until then)."""
+def vm_pte_kib(pid):
+    """Page tables of a process (KiB, VmPTE): host memory that no smaps figure shows."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next((int(l.split()[1]) for l in f if l.startswith("VmPTE:")), 0)
+    except OSError:
+        return 0
+
+
+def mappings(pid):
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return sum(1 for _ in f)
+    except OSError:
+        return 0
+
+
+ROLES = ("helper", "init", "kernel")
+
+
+def one_start(mode, bins, socks, ctx):
+    """One start, counted per phase: {"wall": seconds to kernel_info_reply, "cpu": ms the jail's processes
+    spent until then, "cpu_<role>", "minflt_<role>": each process's CPU and minor page faults until then
+    (helper: the fork and its jail setup; init: its setup; kernel: adoption, i.e. everything until it
+    answered), "minflt_exec"/"cpu_exec": the kernel's first execute (`1+1`, first reply)}."""
     k = Kernel()
     t0 = time.monotonic()
-    start(k, mode, bins, sock)
+    start(k, mode, bins, socks)
     ok = k.kernel_info(ctx, t0 + 30)
     elapsed = time.monotonic() - t0
     k.wait_ready_line()
-    cpu = sum(cpu_ms(p) for p in k.pids())
-    faults = minor_faults(k.pids()[2])
+    out = {"wall": elapsed}
+    for role, pid in zip(ROLES, k.pids()):
+        out[f"cpu_{role}"] = cpu_ms(pid)
+        out[f"minflt_{role}"] = minor_faults(pid)
+    out["cpu"] = sum(out[f"cpu_{r}"] for r in ROLES)
+    kernel = k.pids()[2]
+    executed = ok and k.execute(ctx, "1+1", time.monotonic() + 30)
+    out["minflt_exec"] = minor_faults(kernel) - out["minflt_kernel"]
+    out["cpu_exec"] = cpu_ms(kernel) - out["cpu_kernel"]
     k.stop()
-    if not ok:
-        raise RuntimeError(f"{mode}: no kernel_info_reply within 30 s")
-    return elapsed, cpu, faults
+    if not ok or not executed:
+        raise RuntimeError(f"{mode}: no kernel_info_reply or execute_reply within 30 s")
+    return out
 
 
-def parallel(mode, n, bins, sock, ctx):
+def parallel(mode, n, bins, socks, ctx):
     kernels = [Kernel() for _ in range(n)]
     done = [None] * n
     t0 = time.monotonic()
 
     def run(i):
-        start(kernels[i], mode, bins, sock)
+        start(kernels[i], mode, bins, socks)
         if kernels[i].kernel_info(ctx, t0 + 60):
             done[i] = time.monotonic() - t0
 
@@ -269,7 +317,7 @@ def gateway_starts(bins, fork_server, runs):
         t.stop()
 
 
-def start_zygote(bins, sock):
+def start_zygote(bins, sock, args=()):
     # A zygote that was killed leaves its socket file behind; waiting for the path to exist would then return
     # before the new one binds (ECONNREFUSED in CI). Remove it, and call the zygote up when a connect succeeds.
     try:
@@ -277,7 +325,7 @@ def start_zygote(bins, sock):
     except FileNotFoundError:
         pass
     log = open(f"{RUN}/zygote-bench.log", "ab")
-    proc = subprocess.Popen([bins + "/cellgate-zygote", "--socket", sock], stdin=subprocess.DEVNULL, stdout=log,
+    proc = subprocess.Popen([bins + "/cellgate-zygote", "--socket", sock, *args], stdin=subprocess.DEVNULL, stdout=log,
                             stderr=log, start_new_session=True, env={"PATH": "/usr/bin:/bin"})
     t0 = time.monotonic()
     while not accepts(sock):
@@ -299,49 +347,66 @@ def accepts(sock_path):
 
 
 def figure_rows(n):
-    """(figure, unit, cold key, zygote key, target for the zygote); the table and --jsonl share them."""
+    """(figure, unit, key, target for the zygote, with cold); mode M's value is fig[f"{M}_{key}"]. The table
+    and --jsonl share them. Fault counts are per process and phase: they do not depend on the machine's
+    load, and they carry over to hosts where a fault costs far more (a PVM guest: issue 26)."""
     return [
-        ("ipykernel start -> kernel_info_reply p50", "ms", "cold_start_p50_ms", "zygote_start_p50_ms", "<= 150"),
-        ("ipykernel start -> kernel_info_reply p90", "ms", "cold_start_p90_ms", "zygote_start_p90_ms", None),
-        ("POST /api/kernels -> 201 via cellgate serve p50", "ms", "gateway_cold_start_p50_ms",
-         "gateway_zygote_start_p50_ms", "<= 150"),
-        ("CPU of the jail's processes per start", "ms", "cold_start_cpu_ms", "zygote_start_cpu_ms", None),
-        ("minor page faults of the kernel until it answered", "faults", "cold_start_minflt", "zygote_start_minflt", None),
-        (f"{n} ipykernels started in parallel, all ready", "s", "cold_parallel_s", "zygote_parallel_s", "<= 0.5"),
-        (f"PSS per idle ipykernel (helper+init+kernel, {n} alive)", "MiB", "cold_pss_mib", "zygote_pss_mib", "<= 20"),
-        (f"USS per idle ipykernel (helper+init+kernel, {n} alive)", "MiB", "cold_uss_mib", "zygote_uss_mib", None),
-        (f"fork server PSS spread over {n} kernels", "MiB", None, "zygote_pss_share_mib", None),
-        ("fork server CPU per request (its fork)", "ms", None, "zygote_fork_cpu_ms", None),
+        ("ipykernel start -> kernel_info_reply p50", "ms", "start_p50_ms", "<= 150", True),
+        ("ipykernel start -> kernel_info_reply p90", "ms", "start_p90_ms", None, True),
+        ("POST /api/kernels -> 201 via cellgate serve p50", "ms", "gateway_start_p50_ms", "<= 150", True),
+        ("CPU of the jail's processes per start", "ms", "start_cpu_ms", "<= 0.1x cold_jail", True),
+        ("CPU per start: helper (fork and jail setup)", "ms", "cpu_helper_ms", None, True),
+        ("CPU per start: init (jail setup)", "ms", "cpu_init_ms", None, True),
+        ("CPU per start: kernel until it answered (adoption)", "ms", "cpu_kernel_ms", None, True),
+        ("CPU of the kernel's first execute (1+1)", "ms", "cpu_exec_ms", None, True),
+        ("minor page faults per start: helper (fork and jail setup)", "faults", "minflt_helper", None, True),
+        ("minor page faults per start: init (jail setup)", "faults", "minflt_init", None, True),
+        ("minor page faults of the kernel until it answered", "faults", "start_minflt", None, True),
+        ("minor page faults of the kernel's first execute (1+1)", "faults", "minflt_exec", None, True),
+        (f"{n} ipykernels started in parallel, all ready", "s", "parallel_s", "<= 0.15x cold_jail", True),
+        (f"PSS per idle ipykernel (helper+init+kernel, {n} alive)", "MiB", "pss_mib", "<= 0.2x cold_jail", True),
+        (f"USS per idle ipykernel (helper+init+kernel, {n} alive)", "MiB", "uss_mib", None, True),
+        (f"page tables per idle ipykernel (helper+init+kernel, {n} alive)", "KiB", "pte_kib", None, True),
+        (f"mappings per idle ipykernel (helper+init+kernel, {n} alive)", "", "maps", None, True),
+        (f"fork server PSS spread over {n} kernels", "MiB", "pss_share_mib", None, False),
+        ("fork server CPU per request (its fork)", "ms", "fork_cpu_ms", None, False),
     ]
 
 
 def print_jsonl(fig, n):
-    for figure, unit, cold, zyg, target in figure_rows(n):
-        if zyg not in fig:
-            continue
-        print(json.dumps({"figure": figure, "backend": "cellgate", "value": fig[zyg], "unit": unit,
-                          "target": target, "group": "fork server"}), flush=True)
-        if cold is not None and cold in fig:
-            print(json.dumps({"figure": figure, "backend": "cold_jail", "value": fig[cold], "unit": unit,
-                              "target": None, "group": "fork server"}), flush=True)
+    for figure, unit, key, target, _ in figure_rows(n):
+        for mode, backend in (("zygote", "cellgate"), ("cold", "cold_jail")):
+            if f"{mode}_{key}" in fig:
+                print(json.dumps({"figure": figure, "backend": backend, "value": fig[f"{mode}_{key}"], "unit": unit,
+                                  "target": target if mode == "zygote" else None, "group": "fork server"}), flush=True)
 
 
-def print_table(fig, a, kdirs):
-    print(f"{'figure':62} {'cold jail':>10} {'zygote':>10} {'ratio':>7}  target")
-    for label, unit, c, z, target in figure_rows(a.parallel):
-        if z not in fig:
+def print_table(fig, a, kdirs, modes):
+    heads = {"cold": "cold jail", "zygote": "zygote", "zygote_b": "zygote B"}
+    cols = [m for m in ("cold", "zygote", "zygote_b") if m in modes]
+    ratios = [(m, "cold") for m in ("zygote", "zygote_b") if m in cols and "cold" in cols]
+    if "zygote_b" in cols:
+        ratios.append(("zygote_b", "zygote"))
+    print(f"{'figure':70}" + "".join(f" {heads[m]:>10}" for m in cols) +
+          "".join(f" {(heads[x] + '/' + heads[y])[:16]:>16}" for x, y in ratios) + "  target")
+    for label, unit, key, target, _ in figure_rows(a.parallel):
+        if not any(f"{m}_{key}" in fig for m in cols):
             continue
-        label = f"{label} ({unit})"
-        if c is None or c not in fig:
-            print(f"{label:62} {'':10} {fig[z]:10.3f}")
-        else:
-            print(f"{label:62} {fig[c]:10.3f} {fig[z]:10.3f} {fig[z] / fig[c]:7.2f}  {target or ''}")
-    for mode in ("cold", "zygote"):
+        line = f"{label + (' (' + unit + ')' if unit else ''):70}"
+        line += "".join(f" {fig[f'{m}_{key}']:10.3f}" if f"{m}_{key}" in fig else f" {'':10}" for m in cols)
+        for x, y in ratios:
+            vx, vy = fig.get(f"{x}_{key}"), fig.get(f"{y}_{key}")
+            line += f" {vx / vy:16.3f}" if vx is not None and vy else f" {'':16}"
+        print(line + f"  {target or ''}")
+    for mode in cols:
         if f"{mode}_parallel_s_min" in fig:
-            print(f"{mode}: {a.parallel} in parallel over {a.parallel_runs} batches: "
+            print(f"{heads[mode]}: {a.parallel} in parallel over {a.parallel_runs} batches: "
                   f"{fig[f'{mode}_parallel_s_min']:.3f}-{fig[f'{mode}_parallel_s_max']:.3f} s")
-    print(f"zygote boot (preload) {fig['zygote_boot_s']:.2f} s; runs {a.runs}; load {os.getloadavg()[0]:.2f}; "
-          f"cpus {os.cpu_count()}; kernels' dirs on {kdirs}")
+    if a.compare_args is not None:
+        print(f"zygote B: cellgate-zygote {a.compare_args} (starts and batches interleaved with zygote's)")
+    print(f"zygote boot (preload) {fig['zygote_boot_s']:.2f} s; runs {a.runs}; load {fig['load_before']:.2f} before, "
+          f"{os.getloadavg()[0]:.2f} after; kernels' dirs on {kdirs}")
+    print(f"host: {bench_run.machine_line()}")
 
 
 def kernel_dirs_in_memory(kdir, mode):
@@ -368,6 +433,9 @@ def main():
     ap.add_argument("--jsonl", action="store_true", help="JSON lines for bench/run.py instead of the table")
     ap.add_argument("--zygote-only", action="store_true", help="no cold starts, no gateway: the zygote's figures only")
     ap.add_argument("--json", help="also write the figures here")
+    ap.add_argument("--compare-args", metavar="ARGS",
+                    help="A/B: a second zygote started with these extra arguments (e.g. '--shed-image off'), its "
+                         "starts and batches interleaved with the first's (column 'zygote B')")
     a = ap.parse_args()
     if a.bin is None and a.cellgate:
         a.bin = os.path.dirname(os.path.abspath(a.cellgate))
@@ -381,60 +449,72 @@ def main():
         print("zygote_bench: needs root (it builds jails)", file=sys.stderr)
         return 4
     kdirs = ", ".join(sorted({kernel_dirs_in_memory(f"{RUN}/k", 0o711), kernel_dirs_in_memory(f"{RUN}/s", 0o700)}))
-    sock = f"{RUN}/zygote-bench.sock"
-    zygote, boot = start_zygote(a.bin, sock)
-    ctx = zmq.Context()
-    fig = {"zygote_boot_s": boot}
+    socks = {"zygote": f"{RUN}/zygote-bench.sock"}
+    fig = {"load_before": os.getloadavg()[0]}
+    zygotes = {}
     modes = ("zygote",) if a.zygote_only else ("cold", "zygote")
+    ctx = zmq.Context()
     try:
+        zygotes["zygote"], fig["zygote_boot_s"] = start_zygote(a.bin, socks["zygote"])
+        if a.compare_args is not None:
+            socks["zygote_b"] = f"{RUN}/zygote-bench-b.sock"
+            zygotes["zygote_b"], _ = start_zygote(a.bin, socks["zygote_b"], a.compare_args.split())
+            modes += ("zygote_b",)
         for mode in modes:
-            one_start(mode, a.bin, sock, ctx)  # warm the page cache and the seccomp cache
-        times = {m: [] for m in modes}
-        cpus = {m: [] for m in modes}
-        faults = {m: [] for m in modes}
-        zygote_cpu0 = cpu_ms(zygote.pid)
+            one_start(mode, a.bin, socks, ctx)  # warm the page cache and the seccomp cache
+        starts = {m: [] for m in modes}
+        zygote_cpu = {m: 0.0 for m in zygotes}
         for _ in range(a.runs):
-            for mode in modes:
-                wall, cpu, flt = one_start(mode, a.bin, sock, ctx)
-                times[mode].append(wall)
-                cpus[mode].append(cpu)
-                faults[mode].append(flt)
-        fig["zygote_fork_cpu_ms"] = (cpu_ms(zygote.pid) - zygote_cpu0) / a.runs
+            for mode in modes:  # interleaved: every mode sees the same load
+                before = cpu_ms(zygotes[mode].pid) if mode in zygotes else 0.0
+                starts[mode].append(one_start(mode, a.bin, socks, ctx))
+                if mode in zygotes:
+                    zygote_cpu[mode] += cpu_ms(zygotes[mode].pid) - before
         for mode in modes:
-            fig[f"{mode}_start_cpu_ms"] = statistics.median(cpus[mode])
-            fig[f"{mode}_start_minflt"] = statistics.median(faults[mode])
-            t = sorted(times[mode])
+            runs = starts[mode]
+            if mode in zygotes:
+                fig[f"{mode}_fork_cpu_ms"] = zygote_cpu[mode] / a.runs
+            fig[f"{mode}_start_cpu_ms"] = statistics.median(r["cpu"] for r in runs)
+            fig[f"{mode}_start_minflt"] = statistics.median(r["minflt_kernel"] for r in runs)
+            for key in ("cpu_helper", "cpu_init", "cpu_kernel", "cpu_exec"):
+                fig[f"{mode}_{key}_ms"] = statistics.median(r[key] for r in runs)
+            for key in ("minflt_helper", "minflt_init", "minflt_exec"):
+                fig[f"{mode}_{key}"] = statistics.median(r[key] for r in runs)
+            t = sorted(r["wall"] for r in runs)
             fig[f"{mode}_start_p50_ms"] = statistics.median(t) * 1000
             fig[f"{mode}_start_p90_ms"] = t[min(len(t) - 1, int(len(t) * 0.9))] * 1000
-            walls = []
-            for run in range(a.parallel_runs):
-                if run:
-                    for k in kernels:
-                        k.stop()
-                    time.sleep(1)
-                wall, kernels = parallel(mode, a.parallel, a.bin, sock, ctx)
-                walls.append(wall)
-            fig[f"{mode}_parallel_s"] = statistics.median(walls)
-            fig[f"{mode}_parallel_s_min"], fig[f"{mode}_parallel_s_max"] = min(walls), max(walls)
-            time.sleep(2)  # idle: the kernels have answered and settled
-            per_kernel = [sum(pss_kib(p) for p in k.pids()) for k in kernels]
-            fig[f"{mode}_pss_mib"] = statistics.mean(per_kernel) / 1024
-            fig[f"{mode}_uss_mib"] = statistics.mean(sum(uss_kib(p) for p in k.pids()) for k in kernels) / 1024
-            if mode == "zygote":
-                fig["zygote_pss_share_mib"] = pss_kib(zygote.pid) / 1024 / a.parallel
-            for k in kernels:
-                k.stop()
+        walls = {m: [] for m in modes}
+        for run in range(a.parallel_runs):
+            for mode in modes:
+                wall, kernels = parallel(mode, a.parallel, a.bin, socks, ctx)
+                walls[mode].append(wall)
+                if run == a.parallel_runs - 1:
+                    time.sleep(2)  # idle: the kernels have answered and settled
+                    pids = [k.pids() for k in kernels]
+                    fig[f"{mode}_pss_mib"] = statistics.mean(sum(pss_kib(p) for p in ps) for ps in pids) / 1024
+                    fig[f"{mode}_uss_mib"] = statistics.mean(sum(uss_kib(p) for p in ps) for ps in pids) / 1024
+                    fig[f"{mode}_pte_kib"] = statistics.mean(sum(vm_pte_kib(p) for p in ps) for ps in pids)
+                    fig[f"{mode}_maps"] = statistics.mean(sum(mappings(p) for p in ps) for ps in pids)
+                    if mode in zygotes:
+                        fig[f"{mode}_pss_share_mib"] = pss_kib(zygotes[mode].pid) / 1024 / a.parallel
+                for k in kernels:
+                    k.stop()
+                time.sleep(1)
+        for mode in modes:
+            fig[f"{mode}_parallel_s"] = statistics.median(walls[mode])
+            fig[f"{mode}_parallel_s_min"], fig[f"{mode}_parallel_s_max"] = min(walls[mode]), max(walls[mode])
     finally:
-        zygote.terminate()
-        zygote.wait(timeout=10)
+        for z in zygotes.values():
+            z.terminate()
+            z.wait(timeout=10)
         ctx.term()
     if os.path.exists(os.path.join(a.bin, "cellgate")) and not a.zygote_only:
-        fig["gateway_cold_start_p50_ms"] = statistics.median(gateway_starts(a.bin, "off", a.runs)) * 1000
-        fig["gateway_zygote_start_p50_ms"] = statistics.median(gateway_starts(a.bin, "on", a.runs)) * 1000
+        fig["cold_gateway_start_p50_ms"] = statistics.median(gateway_starts(a.bin, "off", a.runs)) * 1000
+        fig["zygote_gateway_start_p50_ms"] = statistics.median(gateway_starts(a.bin, "on", a.runs)) * 1000
     if a.jsonl:
         print_jsonl(fig, a.parallel)
     else:
-        print_table(fig, a, kdirs)
+        print_table(fig, a, kdirs, modes)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(fig, f, indent=1)
