@@ -10,6 +10,7 @@
 
 #include "common/unique_fd.h"
 #include "isolation/cgroup.h"
+#include "isolation/jail_entry.h"
 #include "isolation/jail_options.h"
 #include "isolation/jail_plan.h"
 #include "isolation/policy_file.h"
@@ -40,10 +41,7 @@ class Jail {
   // supervises it until the jail ends; returns the helper's exit code.
   int run();
   // The fork server's hooks (see jail_entry.h JailHooks).
-  void set_hooks(void (*enter)(const child::ChildPlan&) noexcept, void (*spawned)()) {
-    enter_ = enter;
-    spawned_ = spawned;
-  }
+  void set_hooks(const JailHooks& hooks) { hooks_ = hooks; }
 
  private:
   struct RwDir {
@@ -74,8 +72,7 @@ class Jail {
   pid_t kernel_pid_ = -1;
   int ready_fd_ = -1;
   bool killed_ = false;
-  void (*enter_)(const child::ChildPlan&) noexcept = nullptr;
-  void (*spawned_)() = nullptr;
+  JailHooks hooks_;
 };
 
 }  // namespace cellgate::isolation

@@ -53,7 +53,7 @@ int jail_main(int argc, char** argv, const JailHooks& hooks) {
   // EPERM when we already lead a process group, which is harmless.
   ::setsid();
   Jail jail(std::move(options.value()), std::move(policy.value()));
-  jail.set_hooks(hooks.enter, hooks.spawned);
+  jail.set_hooks(hooks);
   return jail.run();
 }
 

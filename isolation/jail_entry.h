@@ -14,6 +14,10 @@ struct JailHooks {
   // Runs in the helper right after the clone that made the jail's init (e.g. to rename the helper,
   // which the init copied as it was); nullptr = nothing.
   void (*spawned)() = nullptr;
+  // Memory the helper and init give up once the jail runs (child::ChildPlan::shed): the fork
+  // server's Python image, which only the kernel uses. The helper unmaps it after the ready line.
+  const child::MemRange* shed = nullptr;
+  size_t n_shed = 0;
 };
 
 // Parses argv (argv[0] is the program name), builds and supervises one jail (or runs --join),

@@ -215,7 +215,9 @@ std::optional<SetupFailure> Jail::spawn() {
   if (::setsockopt(report_.get(), SOL_SOCKET, SO_PASSCRED, &one, sizeof one) < 0)
     return sys_failure("clone", errno, "SO_PASSCRED");
   child::ChildPlan cp = plan_->child_plan(sync_r.get(), report_child.get(), exit_w.get());
-  cp.enter = enter_;
+  cp.enter = hooks_.enter;
+  cp.shed = hooks_.shed;
+  cp.n_shed = hooks_.n_shed;
   cp.egress_fd = egress_ ? egress_.get() : -1;
   cp.egress_port = options_.egress_port;
 
@@ -257,7 +259,7 @@ std::optional<SetupFailure> Jail::spawn() {
   init_pid_ = static_cast<pid_t>(pid);
   pidfd_.reset(pidfd);
   egress_.reset();  // the child's now: the proxy sees EOF only if the child dies before sending
-  if (spawned_ != nullptr) spawned_();
+  if (hooks_.spawned != nullptr) hooks_.spawned();
 
   const std::string map = "0 " + std::to_string(slot_.base) + " " + std::to_string(kSlotSize) + "\n";
   const std::string proc = "/proc/" + std::to_string(init_pid_);

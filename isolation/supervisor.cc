@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "isolation/child/child_steps.h"
 #include "isolation/child_error.h"
 #include "isolation/jail.h"
 #include "isolation/status_json.h"
@@ -133,6 +134,8 @@ int Jail::supervise() {
         write_status_file(options_.status_file, json);
         write_ready_line(ready_fd_, json);
         ready_fd_ = -1;
+        // Off the start's path: init has forked the kernel, which holds its own copy.
+        child::apply_unmap(hooks_.shed, hooks_.n_shed);
       }
     }
     if ((fds[1].revents & POLLIN) != 0) {

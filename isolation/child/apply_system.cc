@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// apply_system: loopback, rlimits and the report channel in the child.
+// apply_system: loopback, rlimits, the report channel and unmapping memory in the child.
 #include <errno.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -46,6 +47,10 @@ int apply_rlimits(const Rlimit* limits, size_t n) noexcept {
       return errno;
   }
   return 0;
+}
+
+void apply_unmap(const MemRange* ranges, size_t n) noexcept {
+  for (size_t i = 0; ranges != nullptr && i < n; ++i) munmap(reinterpret_cast<void*>(ranges[i].start), ranges[i].len);
 }
 
 }  // namespace cellgate::isolation::child

@@ -23,6 +23,8 @@ int apply_rlimits(const Rlimit* limits, size_t n) noexcept;
 // of the jail's network namespace), sent with a pidfd of the caller over plan.egress_fd, which is
 // then closed. The listener's fd is stored in *listen_fd (init keeps it).
 int apply_egress_listener(const ChildPlan& plan, int* listen_fd) noexcept;
+// munmap(2) of each range; a range that is already gone is no error (nothing to report either).
+void apply_unmap(const MemRange* ranges, size_t n) noexcept;
 
 // Drops every capability (bounding, inheritable, ambient) and switches to uid/gid; returns the
 // failing stage through *stage.

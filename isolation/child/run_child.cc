@@ -151,6 +151,7 @@ void run_child(const ChildPlan& plan) noexcept {
   // egress listener stays open here for the jail's life (the port stays ours, never the kernel's).
   int keep[] = {plan.sync_fd, plan.exit_fd, egress_listener};
   if (int err = apply_close_fds_except(keep, 3)) fail(plan, Stage::kFds, err);
+  apply_unmap(plan.shed, plan.n_shed);  // the kernel has its own copy now
   run_init_loop(plan, kernel);
 }
 

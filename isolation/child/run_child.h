@@ -61,6 +61,12 @@ struct Rlimit {
   rlimit value;
 };
 
+// A range of the helper's address space (whole mappings), see ChildPlan::shed.
+struct MemRange {
+  uintptr_t start;
+  size_t len;
+};
+
 // Everything the child needs, fully materialised by the parent before clone. Holds only
 // pointers into storage owned by the parent's JailPlan; the child never allocates.
 struct ChildPlan {
@@ -96,6 +102,11 @@ struct ChildPlan {
   // continues in the image it was forked from. Called after the whole lockdown, the hello report and
   // with the report fd closed (as execve would have closed it); must not return.
   void (*enter)(const ChildPlan& plan) noexcept;
+  // The fork server: memory init unmaps once it has forked the kernel (the preloaded Python image,
+  // which init never touches; kept, its page tables and mappings would cost every jail ~0.5 MiB of
+  // host memory that no smaps shows). nullptr = none.
+  const MemRange* shed;
+  size_t n_shed;
 };
 
 // runs in: child (pid 1 of the new namespaces), async-signal-safe. Never returns: builds the root,

@@ -18,6 +18,7 @@
 #include "isolation/jail_plan.h"
 #include "isolation/status_json.h"
 #include "isolation/zygote_protocol.h"
+#include "kernels/zygote/image_ranges.h"
 #include "kernels/zygote/python_image.h"
 
 namespace cellgate::zygote {
@@ -119,6 +120,7 @@ void run_helper(std::string_view request, const int fds[3]) {
   isolation::JailHooks hooks;
   hooks.enter = enter_kernel;
   hooks.spawned = on_spawned;
+  hooks.shed = image_ranges(&hooks.n_shed);
   int rc = isolation::jail_main(static_cast<int>(argv_store.size()), argv.data(), hooks);
   std::fflush(nullptr);
   ::_exit(rc);

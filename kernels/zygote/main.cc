@@ -20,13 +20,14 @@
 
 #include "kernels/zygote/fork_server.h"
 #include "kernels/zygote/helper_child.h"
+#include "kernels/zygote/image_ranges.h"
 #include "kernels/zygote/python_image.h"
 
 namespace {
 
 constexpr const char* kUsage =
     "usage: cellgate-zygote --socket PATH [--preload MOD,MOD...] [--mpl-dir DIR] [--parent-pid PID]\n"
-    "                      [--huge-pages on|off]\n\n"
+    "                      [--huge-pages on|off] [--shed-image on|off]\n\n"
     "A fork server for jailed ipykernels (run as root, as the gateway does). It preloads the modules\n"
     "(default: ipykernel, IPython, numpy, pandas, matplotlib and what a kernel start imports), then\n"
     "serves cellgate-jail command lines on PATH (mode 0600; see isolation/zygote_protocol.h).\n"
@@ -35,6 +36,7 @@ constexpr const char* kUsage =
     "  --mpl-dir DIR   MPLCONFIGDIR while preloading (default /var/cache/cellgate/matplotlib)\n"
     "  --parent-pid P  exit (SIGTERM) when process P, which started it, dies (the kernels it forked stay)\n"
     "  --huge-pages on|off  put the preloaded image into 2 MiB pages, so forks copy less (default on)\n"
+    "  --shed-image on|off  a jail's helper and init unmap the image once the kernel is forked (default on)\n"
     "Exits 0 on SIGTERM or when another zygote takes the socket, 1 when it cannot serve, 2 on bad usage.\n";
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -72,9 +74,11 @@ int main(int argc, char** argv) {
   // Whatever the starter left open must not end up shared with every kernel.
   ::close_range(3, ~0U, 0);
   ensure_title_area(argc, argv);
+  cellgate::zygote::record_startup_mappings();  // before anything else is mapped
   std::string socket_path, mpl_dir = "/var/cache/cellgate/matplotlib";
   long parent_pid = 0;
   bool huge_pages = true;
+  bool shed_image = true;
   std::vector<std::string> preload = cellgate::zygote::default_preload();
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -90,13 +94,13 @@ int main(int argc, char** argv) {
     else if (a == "--preload") preload = split_commas(argv[++i]);
     else if (a == "--mpl-dir") mpl_dir = argv[++i];
     else if (a == "--title-pad") ++i;
-    else if (a == "--huge-pages") {
+    else if (a == "--huge-pages" || a == "--shed-image") {
       std::string v = argv[++i];
       if (v != "on" && v != "off") {
-        std::fprintf(stderr, "cellgate-zygote: --huge-pages takes on or off, got '%s'\n", v.c_str());
+        std::fprintf(stderr, "cellgate-zygote: %s takes on or off, got '%s'\n", a.c_str(), v.c_str());
         return 2;
       }
-      huge_pages = v == "on";
+      (a == "--huge-pages" ? huge_pages : shed_image) = v == "on";
     }
     else if (a == "--parent-pid") {
       char* end = nullptr;
@@ -129,6 +133,13 @@ int main(int argc, char** argv) {
   if (!err.empty()) {
     std::fprintf(stderr, "cellgate-zygote: %s\n", err.c_str());
     return 1;
+  }
+  if (shed_image) {
+    if (const char* why = cellgate::zygote::record_image_ranges(); *why != '\0')
+      std::fprintf(stderr, "cellgate-zygote: helpers and inits keep the image (%s)\n", why);
+    else
+      std::fprintf(stderr, "cellgate-zygote: helpers and inits unmap the image once running: %zu mappings, %zu MiB\n",
+                   cellgate::zygote::image_range_mappings(), cellgate::zygote::image_range_bytes() >> 20);
   }
   // A thread alive at fork would be missing in every kernel (and its locks possibly held).
   if (int threads = cellgate::zygote::thread_count(); threads != 1) {

@@ -26,6 +26,7 @@ import errno
 import hashlib
 import json
 import os
+import select
 import signal
 import sys
 import time
@@ -441,6 +442,56 @@ def case_huge_pages(jail, zygote):
             always = "[always]" in f.read()
         check(always or anon_huge_kib(off.proc.pid) < image // 4,
               f"--huge-pages off: {anon_huge_kib(off.proc.pid)} KiB in huge pages, against {image}")
+    finally:
+        off.stop()
+
+
+def maps_of(pid):
+    with open(f"/proc/{pid}/maps") as f:
+        return f.read().splitlines()
+
+
+def wait_gone(pidfd, timeout):
+    return bool(select.select([pidfd], [], [], timeout)[0])
+
+
+def case_image_shed(jail, zygote):
+    """The helper and init of a forked kernel drop the Python image once the kernel is forked (issue 26:
+    ~0.4 MiB of page tables and ~1,500 mappings per jail), and still do their jobs afterwards: forward
+    signals, report the kernel's exit status, clean up."""
+    k = zk.Kernel(jail, zygote)
+    try:
+        check(k.value("sum(range(10))") == 45, "the kernel answers")
+        helper, init, kernel = (k.status[r] for r in ("helper_pid", "init_pid", "kernel_pid"))
+        time.sleep(0.5)  # the helper unmaps right after its ready line
+        numpy = [line for line in maps_of(kernel) if "_multiarray_umath" in line]
+        check(numpy, "the kernel maps numpy (preloaded)")
+        for name, pid in (("helper", helper), ("init", init)):
+            lines = maps_of(pid)
+            check(not any("_multiarray_umath" in line or "matplotlib" in line for line in lines),
+                  f"the {name} maps none of the preloaded libraries")
+            check(len(lines) < len(maps_of(kernel)) // 4, f"the {name} has {len(lines)} mappings, the kernel {len(maps_of(kernel))}")
+        check(k.value("__import__('numpy').arange(4).sum().item()") == 6, "numpy still works in the kernel")
+        os.kill(helper, signal.SIGINT)  # forwarded by helper and init to the idle kernel: harmless
+        time.sleep(0.3)
+        check(k.value("1 + 1") == 2 and k.alive(), "signals pass through helper and init after the drop")
+        k.kc.execute("import os; os._exit(7)")
+        check(wait_gone(k.pidfd, 30), "the jail ends with its kernel")
+        with open(k.private + "/jail.json") as f:
+            status = json.load(f)
+        check(status.get("state") == "exited" and status.get("exit_code") == 7,
+              f"init reports the kernel's exit status to the helper: {status}")
+    finally:
+        k.stop()
+    off = zk.ZygoteServer(os.environ["CELLGATE_ZYGOTE"], "shed-off", args=("--shed-image", "off"))
+    try:
+        k = zk.Kernel(jail, off)
+        try:
+            time.sleep(0.5)
+            check(any("_multiarray_umath" in line for line in maps_of(k.status["helper_pid"])),
+                  "--shed-image off: the helper keeps the image")
+        finally:
+            k.stop()
     finally:
         off.stop()
 
