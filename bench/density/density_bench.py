@@ -109,6 +109,13 @@ def rollup(pid):
     return pss, uss
 
 
+def cpu_seconds(pid):
+    try:
+        return gb.proc_cpu_seconds(pid)
+    except OSError:
+        return 0.0
+
+
 def count_dir(path):
     try:
         return len(os.listdir(path))
@@ -133,7 +140,7 @@ def cgroup_dirs():
     return n
 
 
-def per_kernel_costs(target, ids, rows, mem0, cg0):
+def per_kernel_costs(target, ids, rows, mem0, cg0, idle_window=5.0):
     """What each kernel costs, by process role, and what it costs the host and the gateway."""
     pids = jail_pids(target, ids)
     n = max(1, len(pids))
@@ -161,8 +168,14 @@ def per_kernel_costs(target, ids, rows, mem0, cg0):
     mem1 = meminfo()
     # Everything the host spent, page tables, slab and cgroups included (smaps counts none of them).
     rows["host memory/kernel (MemAvailable)"] = ((mem0["MemAvailable"] - mem1["MemAvailable"]) / 1024.0 / n, "MiB", None)
-    for key in ("PageTables", "Slab", "KernelStack"):
+    for key in ("PageTables", "Slab", "KernelStack", "Percpu", "Shmem"):
         rows["host %s/kernel" % key] = ((mem1.get(key, 0) - mem0.get(key, 0)) / float(n), "KiB", None)
+    # What a thousand idle kernels cost the CPUs: every task of every jail, over a quiet window.
+    all_procs = [p for h, i, k in pids.values() for p in [h, i] + sorted(descendants([k]))]
+    cpu0, t0 = sum(cpu_seconds(p) for p in all_procs), time.monotonic()
+    time.sleep(idle_window)
+    idle = (sum(cpu_seconds(p) for p in all_procs) - cpu0) / (time.monotonic() - t0)
+    rows["idle CPU of all the kernels (% of one core)"] = (idle * 100.0, "%", None)
     rows["tasks/kernel (threads of helper, init, kernel)"] = (tasks / float(n), "", None)
     rows["fds/kernel (helper, init, kernel)"] = (fds / float(n), "", None)
     rows["gateway fds/kernel"] = ((count_dir("/proc/%d/fd" % target.proc.pid)) / float(n), "", None)
@@ -189,15 +202,24 @@ def wait_fork_server(target, a):
         time.sleep(0.05)
 
 
-def start_kernels(target, n, parallel, timeout):
+def start_kernels(target, n, parallel, timeout, min_available_mib=0):
+    """Starts n kernels, `parallel` at a time; stops early (and says so) once the host's MemAvailable
+    falls under min_available_mib: the bench must not push a shared machine into its OOM killer."""
     def one(_):
         r = requests.post(target.url + "api/kernels", json={"name": "python3"}, timeout=timeout,
                           headers={"Authorization": "token " + target.token})
         if r.status_code != 201:
             raise gb.Measured("start failed: %s %s" % (r.status_code, r.text[:200]))
         return r.json()["id"]
+    ids = []
     with cf.ThreadPoolExecutor(parallel) as ex:
-        return list(ex.map(one, range(n)))
+        while len(ids) < n:
+            if min_available_mib and meminfo()["MemAvailable"] < min_available_mib * 1024:
+                print("# density: stopped at %d kernels: MemAvailable under %d MiB" % (len(ids), min_available_mib),
+                      file=sys.stderr, flush=True)
+                break
+            ids += list(ex.map(one, range(min(parallel * 4, n - len(ids)))))
+    return ids
 
 
 def delete_kernels(target, ids, parallel=8):
@@ -215,7 +237,7 @@ def measure_kernels(target, a, rows):
     mem0, cg0 = meminfo(), cgroup_dirs()
     rss0 = gb.proc_rss_mb(target.proc.pid)
     t0 = time.perf_counter()
-    ids = start_kernels(target, a.kernels, a.parallel, a.timeout)
+    ids = start_kernels(target, a.kernels, a.parallel, a.timeout, a.min_available_mib)
     rows["kernels started"] = (len(ids), "", ">= %d" % a.kernels)
     rows["start all"] = (time.perf_counter() - t0, "s", None)
     clients = []
@@ -225,7 +247,7 @@ def measure_kernels(target, a, rows):
         for c in clients:  # the first execute of a kernel imports more; not what an idle kernel costs
             c.run("1+1", deadline=time.monotonic() + a.timeout)
         time.sleep(a.settle)
-        per_kernel_costs(target, ids, rows, mem0, cg0)
+        per_kernel_costs(target, ids, rows, mem0, cg0, 1.0 if a.quick else 5.0)
         rtts = []
         for _ in range(a.rounds):
             for c in clients:
@@ -355,6 +377,8 @@ def main():
     p.add_argument("--kernels", type=int, default=200)
     p.add_argument("--parallel", type=int, default=8, help="kernel starts in flight")
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--min-available-mib", type=int, default=2048,
+                   help="stop starting kernels when the host's MemAvailable falls under this (0: never)")
     p.add_argument("--settle", type=float, default=2.0, help="seconds idle before measuring memory")
     p.add_argument("--websockets", type=int, default=1000)
     p.add_argument("--ws-kernels", type=int, default=4)
