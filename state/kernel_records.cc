@@ -12,13 +12,14 @@ using common::Status;
 namespace {
 
 constexpr const char* kKernelColumns =
-    "id, owner, kernelspec, workspace, runtime_dir, helper_pid, jail_status_file, created, state, node";
+    "id, owner, kernelspec, workspace, runtime_dir, helper_pid, jail_status_file, created, state, node, reason, "
+    "memory_bytes";
 constexpr const char* kSessionColumns = "id, owner, path, name, type, kernel_id";
 
 KernelRecord read_kernel(const Statement& st) {
-  return KernelRecord{st.column_text(0), st.column_text(1), st.column_text(2),
-                      st.column_text(3), st.column_text(4), st.column_int(5),
-                      st.column_text(6), st.column_text(7), st.column_text(8), st.column_text(9)};
+  return KernelRecord{st.column_text(0), st.column_text(1), st.column_text(2),  st.column_text(3),
+                      st.column_text(4), st.column_int(5),  st.column_text(6),  st.column_text(7),
+                      st.column_text(8), st.column_text(9), st.column_text(10), st.column_int(11)};
 }
 
 SessionRow read_session(const Statement& st) {
@@ -29,10 +30,12 @@ SessionRow read_session(const Statement& st) {
 }  // namespace
 
 Status insert_kernel(Database& db, const KernelRecord& k) {
-  auto st = db.prepare(std::string("INSERT INTO kernels (") + kKernelColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  auto st = db.prepare(std::string("INSERT INTO kernels (") + kKernelColumns +
+                       ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!st) return st.error();
   st->bind(1, k.id).bind(2, k.owner).bind(3, k.kernelspec).bind(4, k.workspace).bind(5, k.runtime_dir);
   st->bind(6, k.helper_pid).bind(7, k.jail_status_file).bind(8, k.created).bind(9, k.state).bind(10, k.node);
+  st->bind(11, k.reason).bind(12, k.memory_bytes);
   return st->run();
 }
 
@@ -56,6 +59,23 @@ Status set_kernel_state(Database& db, const std::string& id, const std::string& 
   if (!st) return st.error();
   st->bind(1, state).bind(2, id);
   return change_one(db, *st, "no such kernel " + id);
+}
+
+Status set_kernel_dead(Database& db, const std::string& id, const std::string& reason) {
+  auto st = db.prepare("UPDATE kernels SET state = 'dead', reason = ? WHERE id = ? AND state <> 'dead'");
+  if (!st) return st.error();
+  st->bind(1, reason).bind(2, id);
+  return st->run();
+}
+
+Status confirm_placed_kernel(Database& db, const std::string& placed_id, const KernelRecord& k) {
+  auto st = db.prepare(
+      "UPDATE kernels SET id = ?, runtime_dir = ?, helper_pid = ?, jail_status_file = ?, state = ? "
+      "WHERE id = ? AND state = 'placing'");
+  if (!st) return st.error();
+  st->bind(1, k.id).bind(2, k.runtime_dir).bind(3, k.helper_pid).bind(4, k.jail_status_file).bind(5, k.state);
+  st->bind(6, placed_id);
+  return change_one(db, *st, "the placed kernel " + placed_id + " is gone (its node was declared lost)");
 }
 
 Status set_kernel_helper(Database& db, const std::string& id, int64_t helper_pid, const std::string& jail_status_file) {

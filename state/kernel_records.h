@@ -23,6 +23,8 @@ struct KernelRecord {
   std::string created;           // iso8601
   std::string state;             // gateway's lifecycle word, e.g. starting, idle, busy, dead
   std::string node{};            // the node it runs on ("" = the one machine's; docs/cluster.md)
+  std::string reason{};          // why it is dead ("node lost", ...); "" while it is not
+  int64_t memory_bytes = 0;      // the memory limit placement committed for it (0 = none counted)
 };
 
 struct SessionRow {
@@ -41,6 +43,12 @@ common::Result<KernelRecord> get_kernel(Database& db, const std::string& id);
 // Every kernel, or only owner's when owner is set; oldest first.
 common::Result<std::vector<KernelRecord>> list_kernels(Database& db, const std::optional<std::string>& owner = {});
 common::Status set_kernel_state(Database& db, const std::string& id, const std::string& state);
+// state "dead" with the reason, unless it is dead already (the first reason stays).
+common::Status set_kernel_dead(Database& db, const std::string& id, const std::string& reason);
+// A row placement inserted (state "placing") becomes the kernel that started: its pid, status file and
+// runtime dir, and possibly a new id (a warm kernel claimed instead of a cold start). kNotFound when the
+// row is gone (its node was declared lost meanwhile).
+common::Status confirm_placed_kernel(Database& db, const std::string& placed_id, const KernelRecord& started);
 common::Status set_kernel_helper(Database& db, const std::string& id, int64_t helper_pid,
                                  const std::string& jail_status_file);
 common::Status delete_kernel(Database& db, const std::string& id);

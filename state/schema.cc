@@ -201,6 +201,48 @@ CREATE INDEX kernels_by_node ON kernels(node);
 ALTER TABLE kernels ADD COLUMN node TEXT COLLATE "C" NOT NULL DEFAULT '';
 CREATE INDEX kernels_by_node ON kernels(node);
 )sql"},
+      // Membership and placement (docs/cluster.md): one row per node, renewed against the database
+      // server's clock (times are its milliseconds since the epoch, so no node's clock ever matters);
+      // why a kernel is dead and the memory placement committed for it; the node holding a workspace.
+      {5, R"sql(
+CREATE TABLE nodes (
+  id           TEXT PRIMARY KEY NOT NULL,
+  address      TEXT NOT NULL,
+  version      TEXT NOT NULL,
+  incarnation  INTEGER NOT NULL,
+  started_ms   INTEGER NOT NULL,
+  heartbeat_ms INTEGER NOT NULL,
+  memory_total INTEGER NOT NULL DEFAULT 0,
+  memory_free  INTEGER NOT NULL DEFAULT 0,
+  kernels      INTEGER NOT NULL DEFAULT 0,
+  max_kernels  INTEGER NOT NULL DEFAULT 0,
+  state        TEXT NOT NULL
+);
+ALTER TABLE kernels ADD COLUMN reason TEXT NOT NULL DEFAULT '';
+ALTER TABLE kernels ADD COLUMN memory_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE workspaces ADD COLUMN node TEXT NOT NULL DEFAULT '';
+)sql",
+       R"sql(
+CREATE TABLE nodes (
+  id           TEXT COLLATE "C" PRIMARY KEY NOT NULL,
+  address      TEXT COLLATE "C" NOT NULL,
+  version      TEXT COLLATE "C" NOT NULL,
+  incarnation  BIGINT NOT NULL,
+  started_ms   BIGINT NOT NULL,
+  heartbeat_ms BIGINT NOT NULL,
+  memory_total BIGINT NOT NULL DEFAULT 0,
+  memory_free  BIGINT NOT NULL DEFAULT 0,
+  kernels      BIGINT NOT NULL DEFAULT 0,
+  max_kernels  BIGINT NOT NULL DEFAULT 0,
+  state        TEXT COLLATE "C" NOT NULL
+);
+ALTER TABLE kernels ADD COLUMN reason TEXT COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE kernels ADD COLUMN memory_bytes BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE workspaces ADD COLUMN node TEXT COLLATE "C" NOT NULL DEFAULT '';
+-- clock_timestamp(), not now(): the time of the statement, not of its transaction's start.
+CREATE FUNCTION cellgate_now_ms() RETURNS BIGINT LANGUAGE sql VOLATILE
+  AS $$ SELECT (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT $$;
+)sql"},
   };
   return kMigrations;
 }

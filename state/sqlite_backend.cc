@@ -115,8 +115,20 @@ Error SqliteBackend::error(std::string_view what) const {
   return make_error(errc_for(rc), fmt::format("{}: {}: {}", path_, what, msg));
 }
 
+namespace {
+// cellgate_now_ms(): the database's clock in milliseconds since the epoch, the one clock leases are
+// measured with (docs/cluster.md). PostgreSQL's is a function the schema creates.
+void now_ms(sqlite3_context* ctx, int, sqlite3_value**) {
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  sqlite3_result_int64(ctx, std::chrono::duration_cast<std::chrono::milliseconds>(now).count());
+}
+}  // namespace
+
 Status SqliteBackend::configure() {
   sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+  if (sqlite3_create_function_v2(db_, "cellgate_now_ms", 0, SQLITE_UTF8, nullptr, now_ms, nullptr, nullptr,
+                                 nullptr) != SQLITE_OK)
+    return error("cannot register cellgate_now_ms()");
   // journal_mode is the first statement that reads the file, so a corrupt or foreign file fails here
   // with "file is not a database".
   auto unusable = [&](const Error& e) {

@@ -15,8 +15,11 @@ constexpr const char* kSnapshotColumns =
     "owner, workspace, snapshot_id, label, created, auto, created_ns, parent, kernel_id, execution_count, added, "
     "changed, removed, entries, bytes";
 
+constexpr const char* kWorkspaceColumns = "owner, name, created, ephemeral, node";
+
 WorkspaceRow read_workspace(const Statement& st) {
-  return WorkspaceRow{st.column_text(0), st.column_text(1), st.column_text(2), st.column_int(3) != 0};
+  return WorkspaceRow{st.column_text(0), st.column_text(1), st.column_text(2), st.column_int(3) != 0,
+                      st.column_text(4)};
 }
 
 SnapshotRow read_snapshot(const Statement& st) {
@@ -37,21 +40,21 @@ SnapshotRow read_snapshot(const Statement& st) {
 }  // namespace
 
 Status insert_workspace(Database& db, const WorkspaceRow& w) {
-  auto st = db.prepare("INSERT INTO workspaces (owner, name, created, ephemeral) VALUES (?, ?, ?, ?)");
+  auto st = db.prepare("INSERT INTO workspaces (owner, name, created, ephemeral, node) VALUES (?, ?, ?, ?, ?)");
   if (!st) return st.error();
-  st->bind(1, w.owner).bind(2, w.name).bind(3, w.created).bind(4, w.ephemeral);
+  st->bind(1, w.owner).bind(2, w.name).bind(3, w.created).bind(4, w.ephemeral).bind(5, w.node);
   return st->run();
 }
 
 Result<WorkspaceRow> get_workspace(Database& db, const std::string& owner, const std::string& name) {
-  auto st = db.prepare("SELECT owner, name, created, ephemeral FROM workspaces WHERE owner = ? AND name = ?");
+  auto st = db.prepare(std::string("SELECT ") + kWorkspaceColumns + " FROM workspaces WHERE owner = ? AND name = ?");
   if (!st) return st.error();
   st->bind(1, owner).bind(2, name);
   return first<WorkspaceRow>(*st, read_workspace, "no such workspace " + name);
 }
 
 Result<std::vector<WorkspaceRow>> list_workspaces(Database& db, const std::string& owner) {
-  auto st = db.prepare("SELECT owner, name, created, ephemeral FROM workspaces WHERE owner = ? ORDER BY name");
+  auto st = db.prepare(std::string("SELECT ") + kWorkspaceColumns + " FROM workspaces WHERE owner = ? ORDER BY name");
   if (!st) return st.error();
   st->bind(1, owner);
   return collect<WorkspaceRow>(*st, read_workspace);
@@ -65,16 +68,29 @@ Status delete_workspace(Database& db, const std::string& owner, const std::strin
 }
 
 Status ensure_workspace(Database& db, const WorkspaceRow& w) {
-  auto st = db.prepare("INSERT INTO workspaces (owner, name, created, ephemeral) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING");
+  auto st = db.prepare(
+      "INSERT INTO workspaces (owner, name, created, ephemeral, node) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING");
   if (!st) return st.error();
-  st->bind(1, w.owner).bind(2, w.name).bind(3, w.created).bind(4, w.ephemeral);
+  st->bind(1, w.owner).bind(2, w.name).bind(3, w.created).bind(4, w.ephemeral).bind(5, w.node);
   return st->run();
 }
 
 Result<std::vector<WorkspaceRow>> list_all_workspaces(Database& db) {
-  auto st = db.prepare("SELECT owner, name, created, ephemeral FROM workspaces ORDER BY owner, name");
+  auto st = db.prepare(std::string("SELECT ") + kWorkspaceColumns + " FROM workspaces ORDER BY owner, name");
   if (!st) return st.error();
   return collect<WorkspaceRow>(*st, read_workspace);
+}
+
+Status move_workspace(Database& db, const std::string& owner, const std::string& name, const std::string& expected,
+                      const std::string& node) {
+  auto st = db.prepare("UPDATE workspaces SET node = ? WHERE owner = ? AND name = ? AND node = ?");
+  if (!st) return st.error();
+  st->bind(1, node).bind(2, owner).bind(3, name).bind(4, expected);
+  if (auto s = st->run(); !s) return s;
+  if (db.changes() == 1) return common::ok();
+  auto now = get_workspace(db, owner, name);
+  if (!now) return now.error();
+  return common::make_error(common::Errc::kConflict, "workspace " + name + " moved to node " + now->node);
 }
 
 Status insert_snapshot(Database& db, const SnapshotRow& s) {

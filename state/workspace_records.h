@@ -16,6 +16,7 @@ struct WorkspaceRow {
   std::string name;
   std::string created;  // iso8601
   bool ephemeral = false;
+  std::string node{};  // the node holding its live tree ("" = none yet, or the one machine's)
 };
 
 struct SnapshotRow {
@@ -44,6 +45,10 @@ common::Status delete_workspace(Database& db, const std::string& owner, const st
 common::Status ensure_workspace(Database& db, const WorkspaceRow& w);
 // Every workspace of every owner, ordered by owner and name.
 common::Result<std::vector<WorkspaceRow>> list_all_workspaces(Database& db);
+// Moves a workspace to node only if it is still on expected (compare and set); kConflict when it
+// moved meanwhile, kNotFound when there is no such workspace.
+common::Status move_workspace(Database& db, const std::string& owner, const std::string& name,
+                              const std::string& expected, const std::string& node);
 
 common::Status insert_snapshot(Database& db, const SnapshotRow& s);
 // Snapshots of one workspace, oldest first (snapshot ids begin with a zero-padded creation counter).
