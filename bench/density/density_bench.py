@@ -46,6 +46,10 @@ import run as bench_run  # noqa: E402
 import targets as tm  # noqa: E402
 
 
+# What a forked kernel's first `1+1` adds to its memory (USS 13.1 -> 14.4 MiB on 2026-12-03), with margin.
+FIRST_EXECUTE_MIB = 1.5
+
+
 def children_map():
     kids = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -140,7 +144,7 @@ def cgroup_dirs():
     return n
 
 
-def per_kernel_costs(target, ids, rows, mem0, cg0, idle_window=5.0):
+def per_kernel_costs(target, ids, rows, mem0, cg0, want, idle_window=5.0):
     """What each kernel costs, by process role, and what it costs the host and the gateway."""
     pids = jail_pids(target, ids)
     n = max(1, len(pids))
@@ -167,7 +171,11 @@ def per_kernel_costs(target, ids, rows, mem0, cg0, idle_window=5.0):
         rows["fork server PSS spread over the kernels"] = (rollup(zygote[0])[0] / 1024.0 / n, "MiB", None)
     mem1 = meminfo()
     # Everything the host spent, page tables, slab and cgroups included (smaps counts none of them).
-    rows["host memory/kernel (MemAvailable)"] = ((mem0["MemAvailable"] - mem1["MemAvailable"]) / 1024.0 / n, "MiB", None)
+    per_kernel = (mem0["MemAvailable"] - mem1["MemAvailable"]) / 1024.0 / n
+    rows["host memory/kernel (MemAvailable)"] = (per_kernel, "MiB", None)
+    # Issue 26 asks for 1,000 on a 24 GiB VM: what `want` kernels need at this cost, for a shared host
+    # whose other work stopped the run short of them (a projection, not a measurement).
+    rows["host memory for %d such kernels (projected)" % want] = (per_kernel * want / 1024.0, "GiB", None)
     for key in ("PageTables", "Slab", "KernelStack", "Percpu", "Shmem"):
         rows["host %s/kernel" % key] = ((mem1.get(key, 0) - mem0.get(key, 0)) / float(n), "KiB", None)
     # What a thousand idle kernels cost the CPUs: every task of every jail, over a quiet window.
@@ -202,23 +210,39 @@ def wait_fork_server(target, a):
         time.sleep(0.05)
 
 
-def start_kernels(target, n, parallel, timeout, min_available_mib=0):
+def start_kernels(target, n, parallel, timeout, min_available_mib=0, reserve_mib=0.0, failures=None):
     """Starts n kernels, `parallel` at a time; stops early (and says so) once the host's MemAvailable
-    falls under min_available_mib: the bench must not push a shared machine into its OOM killer."""
+    falls under min_available_mib plus reserve_mib for each kernel started (what each will take later):
+    the bench must not push a shared machine into its OOM killer. A failed start raises, or with a
+    `failures` list is appended to it and ends the starts: the kernels already running are measured."""
     def one(_):
-        r = requests.post(target.url + "api/kernels", json={"name": "python3"}, timeout=timeout,
-                          headers={"Authorization": "token " + target.token})
+        try:
+            r = requests.post(target.url + "api/kernels", json={"name": "python3"}, timeout=timeout,
+                              headers={"Authorization": "token " + target.token})
+        except requests.RequestException as e:
+            return None, "start failed: %s" % e
         if r.status_code != 201:
-            raise gb.Measured("start failed: %s %s" % (r.status_code, r.text[:200]))
-        return r.json()["id"]
+            return None, "start failed: %s %s" % (r.status_code, r.text[:200])
+        return r.json()["id"], None
     ids = []
     with cf.ThreadPoolExecutor(parallel) as ex:
         while len(ids) < n:
-            if min_available_mib and meminfo()["MemAvailable"] < min_available_mib * 1024:
-                print("# density: stopped at %d kernels: MemAvailable under %d MiB" % (len(ids), min_available_mib),
-                      file=sys.stderr, flush=True)
+            floor = min_available_mib + reserve_mib * len(ids) if min_available_mib else 0
+            if floor and meminfo()["MemAvailable"] < floor * 1024:
+                print("# density: stopped at %d kernels: MemAvailable under %d MiB (%d + %.1f per kernel)"
+                      % (len(ids), floor, min_available_mib, reserve_mib), file=sys.stderr, flush=True)
                 break
-            ids += list(ex.map(one, range(min(parallel * 4, n - len(ids)))))
+            got = list(ex.map(one, range(min(parallel * 4, n - len(ids)))))
+            ids += [kid for kid, _ in got if kid]
+            errors = [err for _, err in got if err]
+            if errors and failures is None:
+                delete_kernels(target, ids)
+                raise gb.Measured(errors[0])
+            if errors:
+                failures += errors
+                print("# density: stopped at %d kernels: %d of the last %d starts failed: %s"
+                      % (len(ids), len(errors), len(got), errors[0]), file=sys.stderr, flush=True)
+                break
     return ids
 
 
@@ -237,17 +261,35 @@ def measure_kernels(target, a, rows):
     mem0, cg0 = meminfo(), cgroup_dirs()
     rss0 = gb.proc_rss_mb(target.proc.pid)
     t0 = time.perf_counter()
-    ids = start_kernels(target, a.kernels, a.parallel, a.timeout, a.min_available_mib)
+    failures = []
+    ids = start_kernels(target, a.kernels, a.parallel, a.timeout, a.min_available_mib, FIRST_EXECUTE_MIB, failures)
     rows["kernels started"] = (len(ids), "", ">= %d" % a.kernels)
+    rows["failed starts"] = (len(failures), "", "<= 0")
     rows["start all"] = (time.perf_counter() - t0, "s", None)
     clients = []
     try:
         for kid in ids:
             clients.append(gb.WsKernel(target.url, target.token, kid, a.timeout))
-        for c in clients:  # the first execute of a kernel imports more; not what an idle kernel costs
+        # The first execute of a kernel imports more (not what an idle kernel costs): the starts left
+        # room for it (FIRST_EXECUTE_MIB each), and the floor holds here too, since the host's other work
+        # moves meanwhile. Kernels that did not run it are deleted, not measured.
+        done = 0
+        for c in clients:
+            if a.min_available_mib and meminfo()["MemAvailable"] < a.min_available_mib * 1024:
+                print("# density: %d of %d kernels ran 1+1: MemAvailable under %d MiB; deleting the others"
+                      % (done, len(ids), a.min_available_mib), file=sys.stderr, flush=True)
+                break
             c.run("1+1", deadline=time.monotonic() + a.timeout)
+            done += 1
+        for c in clients[done:]:
+            c.close()
+        delete_kernels(target, ids[done:])
+        ids, clients = ids[:done], clients[:done]
+        rows["kernels idle after 1+1"] = (len(ids), "", ">= %d" % a.kernels)
+        if not ids:
+            raise gb.Measured("no kernel left to measure: the host is short of memory")
         time.sleep(a.settle)
-        per_kernel_costs(target, ids, rows, mem0, cg0, 1.0 if a.quick else 5.0)
+        per_kernel_costs(target, ids, rows, mem0, cg0, a.kernels, 1.0 if a.quick else 5.0)
         rtts = []
         for _ in range(a.rounds):
             for c in clients:

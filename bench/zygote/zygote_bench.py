@@ -22,12 +22,13 @@ Targets (issue 26, ratios to the cold jail measured in the same run): CPU per st
 parallel <= 0.15x, PSS per idle kernel <= 0.2x; start <= 150 ms (issue 8).
 
 usage: zygote_bench.py --bin BUILD/bin [--runs N] [--parallel N] [--parallel-runs N] [--short] [--zygote-only]
-                      [--compare-args ARGS] [--json FILE]
+                      [--compare-args ARGS] [--compare-bin DIR] [--json FILE]
        zygote_bench.py --jsonl --cellgate BUILD/bin/cellgate [--quick]     (for bench/run.py)
 --jsonl prints one JSON line per figure instead of the table: the fork server as backend "cellgate"
 (with the issue's targets), cold jailed starts as the reference backend "cold_jail"; group "fork server".
 --zygote-only skips the cold starts and the gateway (a lighter run to compare two zygotes).
---compare-args '--shed-image off' adds a second zygote with those arguments, its starts and batches
+--compare-bin DIR adds a second zygote from DIR/cellgate-zygote (another build: an A/B of two commits),
+--compare-args '--shed-image off' one with those arguments (both: that build with them), its starts and batches
 interleaved with the first's: an A/B of two settings under the same load, in one run.
 (exits 1 when a figure is malformed, 4 when it cannot run here)
 """
@@ -200,12 +201,13 @@ def start(kernel, mode, bins, socks):
 
 
 def cpu_ms(pid):
-    """CPU time of a process so far (ms): schedstat's nanoseconds on CPU (utime + stime in clock ticks
-    is 10 ms coarse, as big as a forked start's whole CPU)."""
+    """CPU time of a whole process so far (ms): its process CPU clock (clock_getcpuclockid(3): every
+    thread, live or exited, in nanoseconds). /proc/PID/schedstat counts the main thread alone, which
+    left out the threads a kernel starts (heartbeat, iopub, control, history) and their faults; utime +
+    stime are 10 ms ticks, as coarse as a forked start's whole CPU."""
     try:
-        with open(f"/proc/{pid}/schedstat") as f:
-            return int(f.read().split()[0]) / 1e6
-    except (OSError, IndexError, ValueError):
+        return time.clock_gettime(((~pid) << 3) | 2) * 1000  # MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)
+    except OSError:
         pass
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -402,8 +404,9 @@ def print_table(fig, a, kdirs, modes):
         if f"{mode}_parallel_s_min" in fig:
             print(f"{heads[mode]}: {a.parallel} in parallel over {a.parallel_runs} batches: "
                   f"{fig[f'{mode}_parallel_s_min']:.3f}-{fig[f'{mode}_parallel_s_max']:.3f} s")
-    if a.compare_args is not None:
-        print(f"zygote B: cellgate-zygote {a.compare_args} (starts and batches interleaved with zygote's)")
+    if a.compare_args is not None or a.compare_bin is not None:
+        print(f"zygote B: {a.compare_bin or a.bin}/cellgate-zygote {a.compare_args or ''} (starts and batches "
+              "interleaved with zygote's)")
     print(f"zygote boot (preload) {fig['zygote_boot_s']:.2f} s; runs {a.runs}; load {fig['load_before']:.2f} before, "
           f"{os.getloadavg()[0]:.2f} after; kernels' dirs on {kdirs}")
     print(f"host: {bench_run.machine_line()}")
@@ -436,6 +439,8 @@ def main():
     ap.add_argument("--compare-args", metavar="ARGS",
                     help="A/B: a second zygote started with these extra arguments (e.g. '--shed-image off'), its "
                          "starts and batches interleaved with the first's (column 'zygote B')")
+    ap.add_argument("--compare-bin", metavar="DIR",
+                    help="A/B: a second zygote from DIR/cellgate-zygote (another build), interleaved as above")
     a = ap.parse_args()
     if a.bin is None and a.cellgate:
         a.bin = os.path.dirname(os.path.abspath(a.cellgate))
@@ -456,9 +461,9 @@ def main():
     ctx = zmq.Context()
     try:
         zygotes["zygote"], fig["zygote_boot_s"] = start_zygote(a.bin, socks["zygote"])
-        if a.compare_args is not None:
+        if a.compare_args is not None or a.compare_bin is not None:
             socks["zygote_b"] = f"{RUN}/zygote-bench-b.sock"
-            zygotes["zygote_b"], _ = start_zygote(a.bin, socks["zygote_b"], a.compare_args.split())
+            zygotes["zygote_b"], _ = start_zygote(a.compare_bin or a.bin, socks["zygote_b"], (a.compare_args or "").split())
             modes += ("zygote_b",)
         for mode in modes:
             one_start(mode, a.bin, socks, ctx)  # warm the page cache and the seccomp cache
