@@ -445,6 +445,12 @@ def main():
     # The gateway's defaults protect a shared server (64 WebSockets per user); this bench is one
     # user holding --websockets sockets and --kernels kernels, so it lifts the per-user caps.
     gw_args = ["--max-connections-per-user", "0", "--max-kernels-per-user", "0", "--max-kernels", "0"]
+    # Its WebSockets are served one after the other from one thread, each read only on its turn: a round
+    # over hundreds of kernels under load can outlast the gateway's idle timeout (2 ping intervals, 60 s
+    # by default), which then closes sockets whose pings wait unanswered (the likely end of the
+    # 720-kernel run of 2026-12-03: a broken pipe in the execute rounds). A real client answers pings as
+    # they come; the bench's sockets get an hour.
+    gw_args += ["--ws-ping-interval", "1800"]
     if a.spawner == "jail":
         gw_args += ["--fork-server", a.fork_server]
     target = tm.CellgateTarget(a.cellgate, spawner=a.spawner, extra_args=gw_args)
