@@ -3,20 +3,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <optional>
 #include <string>
 
+#include "cli/mcp.h"
+#include "cli/restore.h"
 #include "cli/run.h"
 #include "cli/serve.h"
+#include "cli/store.h"
+#include "cli/user.h"
 #include "common/config_error.h"
-#include "common/progress.h"
-#include "mcp/stdio_transport.h"
-#include "state/user_cli.h"
-#include "workspace/fsck.h"
-#include "workspace/gc.h"
-#include "workspace/layout.h"
-#include "workspace/object_store.h"
-#include "workspace/restore_command.h"
 
 namespace {
 
@@ -31,35 +26,6 @@ constexpr const char* kUsage =
     "  gc       remove snapshot objects no snapshot references: cellgate gc [--data-dir DIR]\n"
     "  restore  put a workspace back to a snapshot: cellgate restore [--data-dir DIR] [--owner U] WS SNAPSHOT\n";
 
-// `cellgate fsck|gc [--data-dir DIR]`: DIR defaults to $CELLGATE_DATA_DIR, then ./data.
-std::string data_dir_arg(int argc, char** argv) {
-  std::string dir = std::getenv("CELLGATE_DATA_DIR") ? std::getenv("CELLGATE_DATA_DIR") : "./data";
-  for (int i = 0; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--data-dir" && i + 1 < argc) dir = argv[++i];
-    else if (a.rfind("--data-dir=", 0) == 0) dir = a.substr(11);
-    else throw cellgate::common::ConfigError("unexpected argument '" + a + "' (usage: --data-dir DIR)");
-  }
-  return dir;
-}
-
-int gc_main(const std::string& data_dir) {
-  auto store = cellgate::workspace::ObjectStore::open(cellgate::workspace::store_dir(data_dir));
-  if (!store) {
-    std::fprintf(stderr, "cellgate: cannot open the store in %s: %s\n", data_dir.c_str(), store.error().message.c_str());
-    return 2;
-  }
-  std::optional<cellgate::common::TerminalProgress> meter(std::in_place, "gc");  // stderr, a terminal only
-  auto r = cellgate::workspace::collect_garbage(store.value(), data_dir, meter->fn());
-  meter.reset();
-  if (!r) {
-    std::fprintf(stderr, "cellgate: gc failed: %s\n", r.error().message.c_str());
-    return 1;
-  }
-  std::printf("gc: %llu objects removed\n", static_cast<unsigned long long>(r->objects_removed));
-  return 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -71,11 +37,11 @@ int main(int argc, char** argv) {
   try {
     if (command == "serve") return cellgate::cli::serve_main(argc - 2, argv + 2);
     if (command == "run") return cellgate::cli::run_main(argc - 2, argv + 2);
-    if (command == "user") return cellgate::state::user_main(argc - 2, argv + 2);
-    if (command == "mcp") return cellgate::mcp::mcp_main(argc - 2, argv + 2);
-    if (command == "fsck") return cellgate::workspace::fsck_main(data_dir_arg(argc - 2, argv + 2), std::cout);
-    if (command == "gc") return gc_main(data_dir_arg(argc - 2, argv + 2));
-    if (command == "restore") return cellgate::workspace::restore_main(argc - 2, argv + 2);
+    if (command == "user") return cellgate::cli::user_main(argc - 2, argv + 2);
+    if (command == "mcp") return cellgate::cli::mcp_main(argc - 2, argv + 2);
+    if (command == "fsck") return cellgate::cli::fsck_main(cellgate::cli::data_dir_arg(argc - 2, argv + 2), std::cout);
+    if (command == "gc") return cellgate::cli::gc_main(cellgate::cli::data_dir_arg(argc - 2, argv + 2));
+    if (command == "restore") return cellgate::cli::restore_main(argc - 2, argv + 2);
   } catch (const cellgate::common::ConfigError& e) {
     std::fprintf(stderr, "cellgate: %s\n", e.what());
     return 2;

@@ -18,7 +18,7 @@
 #include "cli/embedded_gateway.h"
 #include "common/config_error.h"
 #include "gateway/config.h"
-#include "gateway/notebook_runner.h"
+#include "client/notebook_runner.h"
 
 namespace cellgate::cli {
 
@@ -31,7 +31,7 @@ struct RunArgs {
   std::string token;
   std::string data_dir;
   std::string log_level = "warn";
-  gateway::RunOptions options;
+  client::RunOptions options;
   std::vector<std::string> serve_args;  // options for the embedded gateway
 };
 
@@ -166,13 +166,13 @@ int run(int argc, char** argv) {
     url = embedded->url();
     token = embedded->token();
   }
-  auto base = mcp::parse_base_url(url);
+  auto base = client::parse_base_url(url);
   if (!base) {
     std::fprintf(stderr, "cellgate run: %s\n", base.error().message.c_str());
     return 2;
   }
   if (embedded) args.options.cancelled = [gw = &*embedded] { return gw->interrupted(); };
-  auto report = gateway::run_notebook(*nb, *base, token, args.options);
+  auto report = client::run_notebook(*nb, *base, token, args.options);
   const bool interrupted = embedded && embedded->interrupted();
   embedded.reset();  // stop the gateway, and its kernels, before saying anything final
   if (interrupted) {

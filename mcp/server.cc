@@ -25,7 +25,7 @@ bool supported(const std::string& version) {
 
 }  // namespace
 
-McpServer::McpServer(std::shared_ptr<Backend> backend) : backend_(std::move(backend)) {}
+McpServer::McpServer(std::shared_ptr<client::RestApi> backend) : backend_(std::move(backend)) {}
 
 std::optional<json> McpServer::handle(std::string_view text, McpSession& session, const std::string& token) {
   if (text.size() > kMaxMessageBytes)

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mcp/backend.h"
+#include "client/rest.h"
 #include "mcp/json_rpc.h"
 #include "mcp/session_table.h"
 
@@ -32,7 +32,7 @@ struct McpSession {
 // Tools block on the backend, so call it off any io_context thread that the backend's server needs.
 class McpServer {
  public:
-  explicit McpServer(std::shared_ptr<Backend> backend);
+  explicit McpServer(std::shared_ptr<client::RestApi> backend);
 
   // Handles one payload (a message or a batch) for session with the caller's token. Returns the reply to
   // send (a response, an array for a batch), or nullopt when there is nothing to send (only notifications
@@ -48,7 +48,7 @@ class McpServer {
   nlohmann::json initialize(const RpcMessage& m, McpSession& session, bool in_batch);
   nlohmann::json tools_call(const RpcMessage& m, const std::string& token);
 
-  std::shared_ptr<Backend> backend_;
+  std::shared_ptr<client::RestApi> backend_;
   SessionTable sessions_;
 };
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// stdio_transport: MCP over stdin/stdout (newline-delimited JSON-RPC) and the `cellgate mcp` command.
+// stdio_transport: MCP over stdin/stdout (newline-delimited JSON-RPC).
 #pragma once
 
 #include <string>
@@ -12,10 +12,5 @@ namespace cellgate::mcp {
 // out_fd, in order, until EOF on in_fd or a write error. A line longer than kMaxMessageBytes is skipped
 // and answered with a parse error. Requests are handled one at a time. Returns 0 at EOF, 1 on I/O error.
 int run_stdio(McpServer& server, int in_fd, int out_fd, const std::string& token);
-
-// `cellgate mcp --url URL --token T`: argv after the subcommand. URL and token may also come from
-// CELLGATE_URL and CELLGATE_TOKEN (which keeps the token out of `ps`). Logs go to stderr only: stdout
-// belongs to the protocol. Returns the process exit code (2 on bad usage).
-int mcp_main(int argc, char** argv);
 
 }  // namespace cellgate::mcp

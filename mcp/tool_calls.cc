@@ -6,7 +6,7 @@
 
 #include <fmt/core.h>
 
-#include "mcp/http_backend.h"
+#include "client/http_client.h"
 #include "mcp/render.h"
 #include "mcp/tools.h"
 
@@ -80,14 +80,14 @@ class Args {
   std::string error_;
 };
 
-using Call = std::function<json(Backend&, const std::string&, Args&)>;
+using Call = std::function<json(client::RestApi&, const std::string&, Args&)>;
 
 std::chrono::seconds after(std::optional<double> timeout, std::chrono::seconds fallback) {
   return timeout ? std::chrono::seconds(static_cast<int64_t>(*timeout)) + kCallSlack : fallback;
 }
 
 // Performs the call; on success hands the answer to render, else renders the failure.
-json rest(Backend& backend, const std::string& token, RestCall call, const std::function<json(const json&)>& render) {
+json rest(client::RestApi& backend, const std::string& token, client::RestCall call, const std::function<json(const json&)>& render) {
   auto reply = backend.call(call, token);
   if (!reply) return tool_result(json::array({text_content("Error: " + reply.error().message)}), true);
   if (reply->status < 200 || reply->status >= 300) return render_http_error(reply->status, reply->body);
@@ -102,12 +102,12 @@ std::string field(const json& j, const char* key) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
-std::string kernel_path(const std::string& id, const char* rest) { return "api/kernels/" + escape_segment(id) + rest; }
+std::string kernel_path(const std::string& id, const char* rest) { return "api/kernels/" + client::escape_segment(id) + rest; }
 std::string ws_path(const std::string& ws, const std::string& rest) {
-  return "api/workspaces/" + escape_segment(ws) + "/snapshots" + rest;
+  return "api/workspaces/" + client::escape_segment(ws) + "/snapshots" + rest;
 }
 
-json list_kernels(Backend& b, const std::string& token, Args&) {
+json list_kernels(client::RestApi& b, const std::string& token, Args&) {
   return rest(b, token, {"GET", "api/kernels", nullptr, kShortCall}, [](const json& list) {
     if (!list.is_array()) return text_result(dump_text(list));
     if (list.empty()) return text_result("No kernels are running. Start one with start_kernel.");
@@ -119,7 +119,7 @@ json list_kernels(Backend& b, const std::string& token, Args&) {
   });
 }
 
-json start_kernel(Backend& b, const std::string& token, Args& a) {
+json start_kernel(client::RestApi& b, const std::string& token, Args& a) {
   json body = json::object();
   if (auto name = a.string("name")) body["name"] = *name;
   if (auto ws = a.string("workspace")) body["workspace"] = *ws;
@@ -130,7 +130,7 @@ json start_kernel(Backend& b, const std::string& token, Args& a) {
   });
 }
 
-json execute(Backend& b, const std::string& token, Args& a) {
+json execute(client::RestApi& b, const std::string& token, Args& a) {
   std::string id = a.required_string("kernel_id");
   json body = {{"code", a.required_string("code")}};
   auto timeout = a.seconds("timeout");
@@ -139,7 +139,7 @@ json execute(Backend& b, const std::string& token, Args& a) {
   return rest(b, token, {"POST", kernel_path(id, "/execute"), body, after(timeout, kLongCall)}, render_execute);
 }
 
-json read(Backend& b, const std::string& token, Args& a) {
+json read(client::RestApi& b, const std::string& token, Args& a) {
   std::string id = a.required_string("kernel_id");
   json body = {{"path", a.required_string("path")}};
   if (auto offset = a.count("offset")) body["offset"] = *offset;
@@ -148,7 +148,7 @@ json read(Backend& b, const std::string& token, Args& a) {
   return rest(b, token, {"POST", kernel_path(id, "/tools/read"), body, kShortCall}, render_read);
 }
 
-json write(Backend& b, const std::string& token, Args& a) {
+json write(client::RestApi& b, const std::string& token, Args& a) {
   std::string id = a.required_string("kernel_id");
   json body = {{"path", a.required_string("path")}};
   auto content = a.string("content");
@@ -160,7 +160,7 @@ json write(Backend& b, const std::string& token, Args& a) {
   });
 }
 
-json edit(Backend& b, const std::string& token, Args& a) {
+json edit(client::RestApi& b, const std::string& token, Args& a) {
   std::string id = a.required_string("kernel_id");
   json body = {{"path", a.required_string("path")}};
   const bool by_diff = a.has("diff");
@@ -181,7 +181,7 @@ json edit(Backend& b, const std::string& token, Args& a) {
   });
 }
 
-json process(Backend& b, const std::string& token, Args& a) {
+json process(client::RestApi& b, const std::string& token, Args& a) {
   std::string id = a.required_string("kernel_id");
   json body = {{"command", a.required_string("command")}};
   if (auto args = a.strings("args")) body["args"] = *args;
@@ -192,7 +192,7 @@ json process(Backend& b, const std::string& token, Args& a) {
   return rest(b, token, {"POST", kernel_path(id, "/tools/process"), body, after(timeout, kLongCall)}, render_process);
 }
 
-json snapshot(Backend& b, const std::string& token, Args& a) {
+json snapshot(client::RestApi& b, const std::string& token, Args& a) {
   std::string ws = a.required_string("workspace");
   json body = json::object();
   if (auto label = a.string("label")) body["label"] = *label;
@@ -202,15 +202,15 @@ json snapshot(Backend& b, const std::string& token, Args& a) {
   });
 }
 
-json restore(Backend& b, const std::string& token, Args& a) {
+json restore(client::RestApi& b, const std::string& token, Args& a) {
   std::string ws = a.required_string("workspace");
   std::string snap = a.required_string("snapshot_id");
   if (!a.error().empty()) return nullptr;
-  return rest(b, token, {"POST", ws_path(ws, "/" + escape_segment(snap) + "/restore"), json::object(), kShortCall},
+  return rest(b, token, {"POST", ws_path(ws, "/" + client::escape_segment(snap) + "/restore"), json::object(), kShortCall},
               render_restore);
 }
 
-json list_snapshots(Backend& b, const std::string& token, Args& a) {
+json list_snapshots(client::RestApi& b, const std::string& token, Args& a) {
   std::string ws = a.required_string("workspace");
   if (!a.error().empty()) return nullptr;
   return rest(b, token, {"GET", ws_path(ws, ""), nullptr, kShortCall}, [](const json& r) {
@@ -246,7 +246,7 @@ json image_content(std::string base64, std::string mime_type) {
 }
 json tool_result(json content, bool is_error) { return {{"content", std::move(content)}, {"isError", is_error}}; }
 
-Result<json> call_tool(Backend& backend, const std::string& token, const std::string& name, const json& arguments) {
+Result<json> call_tool(client::RestApi& backend, const std::string& token, const std::string& name, const json& arguments) {
   auto it = dispatch().find(name);
   if (it == dispatch().end()) return common::make_error(Errc::kBadRequest, "Unknown tool: " + name);
   if (!arguments.is_object()) return common::make_error(Errc::kBadRequest, "arguments must be an object");

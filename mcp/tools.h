@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/result.h"
-#include "mcp/backend.h"
+#include "client/rest.h"
 
 namespace cellgate::mcp {
 
@@ -19,7 +19,7 @@ const nlohmann::json& tool_catalog();
 // with isError true, so the agent can read and react to them. An Error (kBadRequest) is returned only for
 // an unknown tool or arguments that do not match the tool's schema: the caller maps it to -32602.
 // Blocks on the backend; thread-safe.
-common::Result<nlohmann::json> call_tool(Backend& backend, const std::string& token, const std::string& name,
+common::Result<nlohmann::json> call_tool(client::RestApi& backend, const std::string& token, const std::string& name,
                                          const nlohmann::json& arguments);
 
 // Content items (MCP CallToolResult parts).

@@ -5,9 +5,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include <optional>
-#include <ostream>
-
 #include <fmt/core.h>
 
 #include "workspace/io_util.h"
@@ -74,30 +71,6 @@ common::Result<FsckReport> fsck(const ObjectStore& store, const std::string& dat
     }
   }
   return report;
-}
-
-int fsck_main(const std::string& data_dir, std::ostream& out) {
-  struct stat sb {};
-  if (::stat(store_dir(data_dir).c_str(), &sb) != 0) {
-    out << "fsck: no object store under " << data_dir << "\n";
-    return 2;
-  }
-  auto store = ObjectStore::open(store_dir(data_dir));
-  if (!store) {
-    out << "fsck: " << store.error().message << "\n";
-    return 2;
-  }
-  std::optional<common::TerminalProgress> meter(std::in_place, "fsck");  // stderr, a terminal only
-  auto report = fsck(*store, data_dir, meter->fn());
-  meter.reset();  // the line is erased before the results are printed
-  if (!report) {
-    out << "fsck: " << report.error().message << "\n";
-    return 2;
-  }
-  for (const auto& p : report->problems) out << "fsck: " << p << "\n";
-  out << fmt::format("fsck: {} objects, {} manifests, {} problems\n", report->objects_checked,
-                     report->manifests_checked, report->problems.size());
-  return report->clean() ? 0 : 1;
 }
 
 }  // namespace cellgate::workspace

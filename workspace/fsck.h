@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -25,10 +24,5 @@ struct FsckReport {
 // set, hears each object ("objects", bytes read) and each manifest ("manifests").
 common::Result<FsckReport> fsck(const ObjectStore& store, const std::string& data_dir,
                                 const common::ProgressFn& progress = {});
-
-// `cellgate fsck <data_dir>`: prints a summary and each problem; returns 0 clean, 1 damaged,
-// 2 when the store cannot be opened or read. Objects checked are shown on stderr while it runs,
-// when stderr is a terminal.
-int fsck_main(const std::string& data_dir, std::ostream& out);
 
 }  // namespace cellgate::workspace

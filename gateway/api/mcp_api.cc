@@ -8,7 +8,7 @@
 #include <fmt/core.h>
 
 #include "common/log.h"
-#include "mcp/http_backend.h"
+#include "client/http_client.h"
 #include "mcp/http_transport.h"
 #include "mcp/server.h"
 
@@ -74,10 +74,10 @@ nlohmann::json McpApi::status() const {
 awaitable<http::Reply> McpApi::call(Call& call) {
   http::Request& req = call.req;
   if (!server_) {
-    auto url = mcp::parse_base_url(fmt::format("http://{}:{}{}", loopback_host(local_ip_), local_port_, base_url_));
+    auto url = client::parse_base_url(fmt::format("http://{}:{}{}", loopback_host(local_ip_), local_port_, base_url_));
     if (!url || local_port_ == 0)
       co_return reply(http::error_response(req, common::Errc::kUnavailable, "MCP endpoint not ready"));
-    backend_ = std::make_shared<mcp::HttpBackend>(url.value());
+    backend_ = std::make_shared<client::HttpClient>(url.value());
     server_ = std::make_unique<mcp::McpServer>(backend_);
     threads_ = std::make_unique<asio::thread_pool>(kMaxMcpInFlight);
   }

@@ -16,10 +16,12 @@
 
 #include "gateway/api/route.h"
 
+namespace cellgate::client {
+class HttpClient;
+}
 namespace cellgate::mcp {
-class HttpBackend;
 class McpServer;
-}  // namespace cellgate::mcp
+}
 
 namespace cellgate::api {
 
@@ -47,7 +49,7 @@ class McpApi {
   int local_port_ = 0;
   int in_flight_ = 0;
   std::map<std::string, UserCalls> users_;  // no entry while a user has no call
-  std::shared_ptr<mcp::HttpBackend> backend_;
+  std::shared_ptr<client::HttpClient> backend_;
   std::unique_ptr<mcp::McpServer> server_;
   std::unique_ptr<boost::asio::thread_pool> threads_;  // joined in the destructor, after the backend is stopped
 };

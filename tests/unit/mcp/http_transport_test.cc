@@ -4,13 +4,13 @@
 
 #include <catch2/catch.hpp>
 
-#include "fake_backend.h"
+#include "fake_rest_api.h"
 
 namespace cellgate::mcp {
 namespace {
 
 using nlohmann::json;
-using testing::FakeBackend;
+using testing::FakeRestApi;
 
 constexpr const char* kInit =
     R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})";
@@ -22,7 +22,7 @@ std::string header(const McpHttpResult& r, const std::string& name) {
 }
 
 struct Fixture {
-  std::shared_ptr<FakeBackend> backend = std::make_shared<FakeBackend>();
+  std::shared_ptr<FakeRestApi> backend = std::make_shared<FakeRestApi>();
   McpServer server{backend};
   McpHttpResult post(const std::string& body, const std::string& session = "", const std::string& token = "alice") {
     return handle_mcp_http(server, "POST", {session, "application/json", "application/json, text/event-stream"}, body,

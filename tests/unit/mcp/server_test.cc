@@ -4,13 +4,13 @@
 
 #include <catch2/catch.hpp>
 
-#include "fake_backend.h"
+#include "fake_rest_api.h"
 
 namespace cellgate::mcp {
 namespace {
 
 using nlohmann::json;
-using testing::FakeBackend;
+using testing::FakeRestApi;
 
 std::string init_message(const std::string& version, int id = 1) {
   return json{{"jsonrpc", "2.0"},
@@ -22,7 +22,7 @@ std::string init_message(const std::string& version, int id = 1) {
 }
 
 struct Fixture {
-  std::shared_ptr<FakeBackend> backend = std::make_shared<FakeBackend>();
+  std::shared_ptr<FakeRestApi> backend = std::make_shared<FakeRestApi>();
   McpServer server{backend};
   McpSession session;
   json send(const std::string& text) {

@@ -12,7 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/unique_fd.h"
-#include "fake_backend.h"
+#include "fake_rest_api.h"
 
 namespace cellgate::mcp {
 namespace {
@@ -29,7 +29,7 @@ common::UniqueFd memfd_with(const std::string& data) {
 
 // Runs the transport over input and returns the reply lines.
 std::vector<json> serve(const std::string& input, int* rc = nullptr) {
-  McpServer server(std::make_shared<testing::FakeBackend>());
+  McpServer server(std::make_shared<testing::FakeRestApi>());
   auto in = memfd_with(input);
   auto out = memfd_with("");
   int code = run_stdio(server, in.get(), out.get(), "tok");
@@ -79,7 +79,7 @@ TEST_CASE("stdio: garbage lines get parse errors and the session goes on", "[mcp
 }
 
 TEST_CASE("stdio: a closed output ends the loop with 1", "[mcp]") {
-  McpServer server(std::make_shared<testing::FakeBackend>());
+  McpServer server(std::make_shared<testing::FakeRestApi>());
   auto in = memfd_with("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n");
   int pipefd[2];
   REQUIRE(::pipe2(pipefd, O_CLOEXEC) == 0);

@@ -4,13 +4,13 @@
 
 #include <catch2/catch.hpp>
 
-#include "fake_backend.h"
+#include "fake_rest_api.h"
 
 namespace cellgate::mcp {
 namespace {
 
 using nlohmann::json;
-using testing::FakeBackend;
+using testing::FakeRestApi;
 
 std::string text_of(const json& result) {
   std::string all;
@@ -19,14 +19,14 @@ std::string text_of(const json& result) {
   return all;
 }
 
-json run(FakeBackend& b, const std::string& name, const json& args) {
+json run(FakeRestApi& b, const std::string& name, const json& args) {
   auto r = call_tool(b, "tok", name, args);
   REQUIRE(r);
   return r.value();
 }
 
 TEST_CASE("list_kernels and start_kernel", "[mcp]") {
-  FakeBackend b;
+  FakeRestApi b;
   b.on("GET api/kernels", 200, json::array());
   CHECK(text_of(run(b, "list_kernels", json::object())).find("No kernels") != std::string::npos);
   b.on("GET api/kernels", 200, json::parse(R"([{"id":"k1","name":"python3","execution_state":"idle"}])"));
@@ -44,7 +44,7 @@ TEST_CASE("list_kernels and start_kernel", "[mcp]") {
 }
 
 TEST_CASE("execute posts the code and escapes the kernel id in the path", "[mcp]") {
-  FakeBackend b;
+  FakeRestApi b;
   b.on("POST api/kernels/a%2Fb%20c/execute", 200,
        {{"status", "ok"}, {"outputs", {{{"type", "stream"}, {"name", "stdout"}, {"text", "42\n"}}}}});
   json r = run(b, "execute", {{"kernel_id", "a/b c"}, {"code", "print(42)"}, {"timeout", 5}});
@@ -55,7 +55,7 @@ TEST_CASE("execute posts the code and escapes the kernel id in the path", "[mcp]
 }
 
 TEST_CASE("file tools map to /tools/*", "[mcp]") {
-  FakeBackend b;
+  FakeRestApi b;
   b.on("POST api/kernels/k/tools/read", 200,
        {{"path", "a.txt"}, {"content", "x\n"}, {"offset", 0}, {"lines", 1}, {"total_lines", 1}, {"truncated", false}});
   CHECK(text_of(run(b, "read", {{"kernel_id", "k"}, {"path", "a.txt"}, {"offset", 0}, {"limit", 10}})) == "x\n");
@@ -83,7 +83,7 @@ TEST_CASE("file tools map to /tools/*", "[mcp]") {
 }
 
 TEST_CASE("workspace tools map to /api/workspaces/{ws}/snapshots", "[mcp]") {
-  FakeBackend b;
+  FakeRestApi b;
   b.on("POST api/workspaces/proj/snapshots", 201, {{"id", "s1"}, {"label", "before"}});
   CHECK(text_of(run(b, "snapshot", {{"workspace", "proj"}, {"label", "before"}})).find("snapshot_id: s1") !=
         std::string::npos);
@@ -99,7 +99,7 @@ TEST_CASE("workspace tools map to /api/workspaces/{ws}/snapshots", "[mcp]") {
 }
 
 TEST_CASE("HTTP errors and an unreachable server are tool errors with the message", "[mcp]") {
-  FakeBackend b;
+  FakeRestApi b;
   b.on("POST api/kernels/k/tools/edit", 409, {{"reason", "Conflict"}, {"message", "old_string not found in a.txt"}});
   json conflict = run(b, "edit", {{"kernel_id", "k"}, {"path", "a.txt"}, {"old_string", "x"}, {"new_string", "y"}});
   CHECK(conflict["isError"] == true);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "gateway/kernel_socket.h"
+// kernel_ws_client: a blocking client of a kernel's channels WebSocket.
+#include "client/kernel_ws_client.h"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -13,7 +14,7 @@
 #include "common/time_format.h"
 #include "protocol/json_text.h"
 
-namespace cellgate::gateway {
+namespace cellgate::client {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -26,7 +27,7 @@ using tcp = asio::ip::tcp;
 // Each call starts one asynchronous operation on a private io_context and runs it to completion: the
 // tcp_stream's expiry is what bounds it (synchronous Beast calls cannot time out). A timed-out
 // operation closes the socket, so a socket that timed out once stays failed.
-struct KernelSocket::Impl {
+struct KernelWsClient::Impl {
   asio::io_context io{1};
   websocket::stream<beast::tcp_stream> ws{io};
   beast::flat_buffer buffer;
@@ -51,15 +52,15 @@ struct KernelSocket::Impl {
   }
 };
 
-KernelSocket::KernelSocket(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-KernelSocket::~KernelSocket() {
+KernelWsClient::KernelWsClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+KernelWsClient::~KernelWsClient() {
   if (!impl_->failed) {
     beast::error_code ignored;
     beast::get_lowest_layer(impl_->ws).socket().shutdown(tcp::socket::shutdown_both, ignored);
   }
 }
 
-common::Result<std::unique_ptr<KernelSocket>> KernelSocket::connect(const mcp::BaseUrl& url, const std::string& token,
+common::Result<std::unique_ptr<KernelWsClient>> KernelWsClient::connect(const BaseUrl& url, const std::string& token,
                                                                     const std::string& kernel_id,
                                                                     std::chrono::seconds timeout) {
   auto impl = std::make_unique<Impl>();
@@ -82,7 +83,7 @@ common::Result<std::unique_ptr<KernelSocket>> KernelSocket::connect(const mcp::B
   impl->ws.read_message_max(kMaxMessageBytes);
   const bool v6 = url.host.find(':') != std::string::npos;
   std::string host = (v6 ? "[" + url.host + "]" : url.host) + ":" + url.port;
-  std::string target = url.base + "api/kernels/" + mcp::escape_segment(kernel_id) + "/channels?session_id=" + impl->session;
+  std::string target = url.base + "api/kernels/" + escape_segment(kernel_id) + "/channels?session_id=" + impl->session;
   websocket::response_type response;
   ec = impl->run(deadline, [&](auto handler) { impl->ws.async_handshake(response, host, target, handler); });
   if (ec) {
@@ -92,10 +93,10 @@ common::Result<std::unique_ptr<KernelSocket>> KernelSocket::connect(const mcp::B
     }
     return impl->fail("handshake", ec);
   }
-  return std::unique_ptr<KernelSocket>(new KernelSocket(std::move(impl)));
+  return std::unique_ptr<KernelWsClient>(new KernelWsClient(std::move(impl)));
 }
 
-common::Result<std::string> KernelSocket::send(const std::string& channel, const std::string& msg_type, json content,
+common::Result<std::string> KernelWsClient::send(const std::string& channel, const std::string& msg_type, json content,
                                                Clock::time_point deadline) {
   if (impl_->failed) return make_error(Errc::kUnavailable, impl_->where + ": closed");
   std::string id = common::random_uuid();
@@ -114,7 +115,7 @@ common::Result<std::string> KernelSocket::send(const std::string& channel, const
   return id;
 }
 
-common::Result<KernelMessage> KernelSocket::read(Clock::time_point deadline) {
+common::Result<KernelMessage> KernelWsClient::read(Clock::time_point deadline) {
   if (impl_->failed) return make_error(Errc::kUnavailable, impl_->where + ": closed");
   impl_->buffer.clear();
   auto ec = impl_->run(deadline, [&](auto handler) { impl_->ws.async_read(impl_->buffer, handler); });
@@ -140,4 +141,4 @@ common::Result<KernelMessage> KernelSocket::read(Clock::time_point deadline) {
   return out;
 }
 
-}  // namespace cellgate::gateway
+}  // namespace cellgate::client

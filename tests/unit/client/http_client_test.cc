@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// http_backend tests: URL parsing, path escaping, and one real exchange with a loopback HTTP server.
-#include "mcp/http_backend.h"
+// http_client tests: URL parsing, path escaping, and one real exchange with a loopback HTTP server.
+#include "client/http_client.h"
 
 #include <thread>
 
@@ -9,7 +9,7 @@
 #include <boost/beast/http.hpp>
 #include <catch2/catch.hpp>
 
-namespace cellgate::mcp {
+namespace cellgate::client {
 namespace {
 
 namespace asio = boost::asio;
@@ -17,7 +17,7 @@ namespace http = boost::beast::http;
 using nlohmann::json;
 using tcp = asio::ip::tcp;
 
-TEST_CASE("parse_base_url", "[mcp]") {
+TEST_CASE("parse_base_url", "[client]") {
   auto u = parse_base_url("http://127.0.0.1:8888");
   REQUIRE(u);
   CHECK(u->host == "127.0.0.1");
@@ -39,13 +39,13 @@ TEST_CASE("parse_base_url", "[mcp]") {
   CHECK_FALSE(parse_base_url("http://user:pw@h/"));
 }
 
-TEST_CASE("escape_segment keeps unreserved characters only", "[mcp]") {
+TEST_CASE("escape_segment keeps unreserved characters only", "[client]") {
   CHECK(escape_segment("abc-1.2_~") == "abc-1.2_~");
   CHECK(escape_segment("../x y") == "..%2Fx%20y");
   CHECK(escape_segment("ü?#") == "%C3%BC%3F%23");
 }
 
-TEST_CASE("a call sends the token and JSON body and reads the JSON answer", "[mcp]") {
+TEST_CASE("a call sends the token and JSON body and reads the JSON answer", "[client]") {
   asio::io_context io;
   tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
   const auto port = acceptor.local_endpoint().port();
@@ -61,7 +61,7 @@ TEST_CASE("a call sends the token and JSON body and reads the JSON answer", "[mc
     res.prepare_payload();
     http::write(socket, res);
   });
-  HttpBackend backend(parse_base_url("http://127.0.0.1:" + std::to_string(port) + "/base").value());
+  HttpClient backend(parse_base_url("http://127.0.0.1:" + std::to_string(port) + "/base").value());
   auto reply = backend.call({"POST", "api/kernels/k/tools/edit", {{"path", "a"}}, std::chrono::seconds(10)}, "s3cret");
   server.join();
   REQUIRE(reply);
@@ -73,16 +73,16 @@ TEST_CASE("a call sends the token and JSON body and reads the JSON answer", "[mc
   CHECK(json::parse(seen.body()) == json{{"path", "a"}});
 }
 
-TEST_CASE("a refused connection is an error naming the server", "[mcp]") {
+TEST_CASE("a refused connection is an error naming the server", "[client]") {
   asio::io_context io;
   tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
   const auto port = acceptor.local_endpoint().port();
   acceptor.close();  // nothing listens there now
-  HttpBackend backend(parse_base_url("http://127.0.0.1:" + std::to_string(port)).value());
+  HttpClient backend(parse_base_url("http://127.0.0.1:" + std::to_string(port)).value());
   auto reply = backend.call({"GET", "api/kernels", nullptr, std::chrono::seconds(10)}, "t");
   REQUIRE_FALSE(reply);
   CHECK(reply.error().message.find("unreachable") != std::string::npos);
 }
 
 }  // namespace
-}  // namespace cellgate::mcp
+}  // namespace cellgate::client

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// user_cli: `cellgate user add|list|remove|reset-token|set-limits`, the admin's way to manage users.
-#include "state/user_cli.h"
+// user: `cellgate user add|list|remove|reset-token|set-limits`, the admin's way to manage users.
+#include "cli/user.h"
 
 #include <sys/stat.h>
 
@@ -20,7 +20,10 @@
 #include "state/database.h"
 #include "state/users.h"
 
-namespace cellgate::state {
+namespace cellgate::cli {
+
+using namespace state;  // the users, their store and the audit log are all state's
+
 namespace {
 
 // A usage or configuration error: one line on stderr, exit 2.
@@ -366,4 +369,4 @@ int user_main(int argc, char** argv) {
   }
 }
 
-}  // namespace cellgate::state
+}  // namespace cellgate::cli

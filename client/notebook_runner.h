@@ -7,11 +7,11 @@
 #include <functional>
 #include <string>
 
+#include "client/http_client.h"
 #include "common/result.h"
 #include "kernel-launcher/notebook_file.h"
-#include "mcp/http_backend.h"
 
-namespace cellgate::gateway {
+namespace cellgate::client {
 
 struct RunOptions {
   std::string kernel;          // "" = the notebook's metadata.kernelspec.name, else the gateway's default
@@ -39,7 +39,7 @@ common::Result<std::vector<std::pair<std::string, std::string>>> read_notebook_f
 // cell's metadata.cellgate (the workspace snapshot its execute_reply reported) are written into nb,
 // also when a cell fails (the report says which). An Error means the run could not start or the
 // gateway failed (unreachable, unknown kernel, malformed reply): nothing ran to a verdict.
-common::Result<RunReport> run_notebook(launcher::Notebook& nb, const mcp::BaseUrl& url, const std::string& token,
+common::Result<RunReport> run_notebook(launcher::Notebook& nb, const BaseUrl& url, const std::string& token,
                                        const RunOptions& options);
 
-}  // namespace cellgate::gateway
+}  // namespace cellgate::client

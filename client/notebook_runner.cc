@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "gateway/notebook_runner.h"
+// notebook_runner: runs a notebook on a gateway as a client, writing the outputs into it.
+#include "client/notebook_runner.h"
 
 #include <filesystem>
 #include <fstream>
@@ -7,10 +8,10 @@
 
 #include <fmt/format.h>
 
-#include "gateway/cell_outputs.h"
-#include "gateway/kernel_socket.h"
+#include "client/cell_outputs.h"
+#include "client/kernel_ws_client.h"
 
-namespace cellgate::gateway {
+namespace cellgate::client {
 
 using common::Errc;
 using common::make_error;
@@ -24,7 +25,7 @@ constexpr std::size_t kMaxFileBytes = 64u << 20;
 constexpr std::size_t kMaxCellOutputBytes = 256u << 20;
 
 // "reason: message" of a gateway error reply, or the HTTP status.
-std::string reply_error(const mcp::RestReply& r) {
+std::string reply_error(const RestReply& r) {
   if (r.body.is_object()) {
     std::string message = r.body.value("message", "");
     if (!message.empty()) return fmt::format("{} (HTTP {})", message, r.status);
@@ -45,7 +46,7 @@ std::string escape_path(const std::string& p) {
   for (const auto& part : std::filesystem::path(p)) {
     if (part.empty()) continue;
     if (!out.empty()) out += '/';
-    out += mcp::escape_segment(part.string());
+    out += escape_segment(part.string());
   }
   return out;
 }
@@ -75,7 +76,7 @@ struct CellRun {
 };
 
 // Reads until both the execute_reply and iopub's idle for msg_id arrived. Errors: kTimeout, or the socket's.
-common::Result<CellRun> collect(KernelSocket& ws, const std::string& msg_id, CellOutputs& outputs,
+common::Result<CellRun> collect(KernelWsClient& ws, const std::string& msg_id, CellOutputs& outputs,
                                 Clock::time_point deadline) {
   CellRun run;
   bool replied = false, idle = false;
@@ -113,7 +114,7 @@ common::Result<CellRun> collect(KernelSocket& ws, const std::string& msg_id, Cel
 }
 
 // Waits for kernel_info_reply (the kernel is ready) and returns its content.
-common::Result<json> kernel_info(KernelSocket& ws, Clock::time_point deadline) {
+common::Result<json> kernel_info(KernelWsClient& ws, Clock::time_point deadline) {
   auto id = ws.send("shell", "kernel_info_request", json::object(), deadline);
   if (!id) return id.error();
   for (;;) {
@@ -159,7 +160,7 @@ common::Result<std::vector<std::pair<std::string, std::string>>> read_notebook_f
 namespace {
 
 // Everything after the kernel exists; the caller deletes the kernel whatever happens here.
-common::Result<RunReport> run_on_kernel(launcher::Notebook& nb, mcp::HttpBackend& http, const mcp::BaseUrl& url,
+common::Result<RunReport> run_on_kernel(launcher::Notebook& nb, HttpClient& http, const BaseUrl& url,
                                         const std::string& token, const json& model, const RunOptions& options,
                                         const std::vector<std::pair<std::string, std::string>>& files) {
   RunReport report;
@@ -174,13 +175,13 @@ common::Result<RunReport> run_on_kernel(launcher::Notebook& nb, mcp::HttpBackend
   report.kernel_name = model.value("name", "");
   const std::string workspace = model.value("workspace", "");
   for (const auto& [name, bytes] : files) {
-    auto r = http.put_bytes("api/workspaces/" + mcp::escape_segment(workspace) + "/files/" + escape_path(name), bytes,
+    auto r = http.put_bytes("api/workspaces/" + escape_segment(workspace) + "/files/" + escape_path(name), bytes,
                             token, std::chrono::seconds(options.start_timeout_s));
     if (!r) return r.error();
     if (r->status >= 300) return make_error(Errc::kInternal, fmt::format("uploading {}: {}", name, reply_error(*r)));
   }
   auto start_deadline = Clock::now() + std::chrono::seconds(options.start_timeout_s);
-  auto ws = KernelSocket::connect(url, token, kid, std::chrono::seconds(options.start_timeout_s));
+  auto ws = KernelWsClient::connect(url, token, kid, std::chrono::seconds(options.start_timeout_s));
   if (!ws) return ws.error();
   auto info = kernel_info(**ws, start_deadline);
   if (!info) return make_error(info.error().code, "kernel " + report.kernel_name + " not ready: " + info.error().message);
@@ -210,7 +211,7 @@ common::Result<RunReport> run_on_kernel(launcher::Notebook& nb, mcp::HttpBackend
     if (!run) {
       report.ok = false;
       if (run.error().code == Errc::kTimeout) {
-        mcp::RestCall interrupt{"POST", "api/kernels/" + mcp::escape_segment(kid) + "/interrupt", json::object()};
+        RestCall interrupt{"POST", "api/kernels/" + escape_segment(kid) + "/interrupt", json::object()};
         interrupt.timeout = std::chrono::seconds(10);
         (void)http.call(interrupt, token);
         report.failure = fmt::format("{} timed out after {} s", which, options.cell_timeout_s);
@@ -246,17 +247,17 @@ common::Result<RunReport> run_on_kernel(launcher::Notebook& nb, mcp::HttpBackend
 
 }  // namespace
 
-common::Result<RunReport> run_notebook(launcher::Notebook& nb, const mcp::BaseUrl& url, const std::string& token,
+common::Result<RunReport> run_notebook(launcher::Notebook& nb, const BaseUrl& url, const std::string& token,
                                        const RunOptions& options) {
   auto files = read_notebook_files(nb, options.notebook_dir);
   if (!files) return files.error();
-  mcp::HttpBackend http(url);
+  HttpClient http(url);
   json body = json::object();
   std::string kernel = options.kernel.empty() ? nb.kernel_name() : options.kernel;
   if (!kernel.empty()) body["name"] = kernel;
   if (options.workspace.empty()) body["ephemeral"] = true;
   else body["workspace"] = options.workspace;
-  mcp::RestCall start{"POST", "api/kernels", body};
+  RestCall start{"POST", "api/kernels", body};
   start.timeout = std::chrono::seconds(options.start_timeout_s);
   auto started = http.call(start, token);
   if (!started) return started.error();
@@ -269,10 +270,10 @@ common::Result<RunReport> run_notebook(launcher::Notebook& nb, const mcp::BaseUr
     return make_error(Errc::kInternal, "the gateway answered a kernel start without a kernel id");
   }
   auto report = run_on_kernel(nb, http, url, token, model, options, *files);
-  mcp::RestCall del{"DELETE", "api/kernels/" + mcp::escape_segment(model["id"].get<std::string>()), nullptr};
+  RestCall del{"DELETE", "api/kernels/" + escape_segment(model["id"].get<std::string>()), nullptr};
   del.timeout = std::chrono::seconds(30);
   (void)http.call(del, token);
   return report;
 }
 
-}  // namespace cellgate::gateway
+}  // namespace cellgate::client

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // CellOutputs: iopub messages become nbformat 4 outputs the way nbclient builds them.
-#include "gateway/cell_outputs.h"
+#include "client/cell_outputs.h"
 
 #include <catch2/catch.hpp>
 
-using cellgate::gateway::CellOutputs;
+using cellgate::client::CellOutputs;
 using nlohmann::json;
 
 namespace {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// restore_command: `cellgate restore`, a workspace put back to one of its snapshots from the data dir.
+// restore: `cellgate restore`, a workspace put back to one of its snapshots from the data dir.
 #pragma once
 
-namespace cellgate::workspace {
+namespace cellgate::cli {
 
 // `cellgate restore [--data-dir DIR] [--owner USER] WORKSPACE SNAPSHOT`: restores in place, under
 // the workspace's and the store's locks (the gateway's own snapshots and restores wait, and
@@ -11,4 +11,4 @@ namespace cellgate::workspace {
 // failed, 2 bad arguments or no such workspace or snapshot.
 int restore_main(int argc, char** argv);
 
-}  // namespace cellgate::workspace
+}  // namespace cellgate::cli

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "gateway/cell_outputs.h"
+// cell_outputs: a cell's iopub messages as nbformat 4 outputs.
+#include "client/cell_outputs.h"
 
-namespace cellgate::gateway {
+namespace cellgate::client {
 
 using nlohmann::json;
 
@@ -140,4 +141,4 @@ bool CellOutputs::add(const std::string& msg_type, const json& content) {
   return false;
 }
 
-}  // namespace cellgate::gateway
+}  // namespace cellgate::client

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// backend: how MCP tools reach cellgate — one REST call at a time (a test seam; see http_backend.h).
+// rest: cellgate's REST API one call at a time, as its clients see it (a test seam; http_client.h
+// is the real one).
 #pragma once
 
 #include <chrono>
@@ -9,7 +10,7 @@
 
 #include "common/result.h"
 
-namespace cellgate::mcp {
+namespace cellgate::client {
 
 struct RestCall {
   std::string method;                 // "GET", "POST", "DELETE"
@@ -25,11 +26,11 @@ struct RestReply {
 
 // Performs REST calls on cellgate on behalf of the holder of token. A reply with any HTTP status is a
 // value; an Error means the server could not be reached or answered something that is not HTTP.
-// Implementations are thread-safe: one backend serves every MCP session of a server.
-class Backend {
+// Implementations are thread-safe: one serves every MCP session of a server.
+class RestApi {
  public:
-  virtual ~Backend() = default;
+  virtual ~RestApi() = default;
   virtual common::Result<RestReply> call(const RestCall& call, const std::string& token) = 0;
 };
 
-}  // namespace cellgate::mcp
+}  // namespace cellgate::client

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// http_backend: the Backend that calls cellgate's REST API over HTTP (Boost.Beast, synchronous).
-#include "mcp/http_backend.h"
+// http_client: cellgate's REST API over HTTP/1.1.
+#include "client/http_client.h"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -9,7 +9,7 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 
-namespace cellgate::mcp {
+namespace cellgate::client {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -29,7 +29,7 @@ class Exchange {
  public:
   Exchange(const BaseUrl& url, http::request<http::string_body> req, std::chrono::seconds timeout)
       : url_(url), req_(std::move(req)), timeout_(timeout) {
-    parser_.body_limit(HttpBackend::kMaxReplyBytes);
+    parser_.body_limit(HttpClient::kMaxReplyBytes);
   }
 
   asio::io_context& io() { return io_; }
@@ -152,7 +152,7 @@ http::request<http::string_body> make_request(const BaseUrl& url, http::verb met
 
 }  // namespace
 
-common::Result<RestReply> HttpBackend::call(const RestCall& call, const std::string& token) {
+common::Result<RestReply> HttpClient::call(const RestCall& call, const std::string& token) {
   auto req = make_request(url_, http::string_to_verb(call.method), call.path, token);
   if (!call.body.is_null()) {
     req.set(http::field::content_type, "application/json");
@@ -162,7 +162,7 @@ common::Result<RestReply> HttpBackend::call(const RestCall& call, const std::str
   return exchange(std::move(req), call.timeout);
 }
 
-common::Result<RestReply> HttpBackend::put_bytes(const std::string& path, std::string bytes, const std::string& token,
+common::Result<RestReply> HttpClient::put_bytes(const std::string& path, std::string bytes, const std::string& token,
                                                  std::chrono::seconds timeout) {
   auto req = make_request(url_, http::verb::put, path, token);
   req.set(http::field::content_type, "application/octet-stream");
@@ -171,7 +171,7 @@ common::Result<RestReply> HttpBackend::put_bytes(const std::string& path, std::s
   return exchange(std::move(req), timeout);
 }
 
-common::Result<RestReply> HttpBackend::exchange(http::request<http::string_body> req, std::chrono::seconds timeout) {
+common::Result<RestReply> HttpClient::exchange(http::request<http::string_body> req, std::chrono::seconds timeout) {
   Exchange exchange(url_, std::move(req), timeout);
   {
     std::lock_guard lock(mu_);
@@ -184,10 +184,10 @@ common::Result<RestReply> HttpBackend::exchange(http::request<http::string_body>
   return result;
 }
 
-void HttpBackend::stop() {
+void HttpClient::stop() {
   std::lock_guard lock(mu_);
   stopped_ = true;
   for (auto* io : active_) io->stop();  // io_context::stop is thread-safe; run() then returns unfinished
 }
 
-}  // namespace cellgate::mcp
+}  // namespace cellgate::client

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace cellgate::gateway {
+namespace cellgate::client {
 
 class CellOutputs {
  public:
@@ -43,4 +43,4 @@ class CellOutputs {
   std::map<std::string, std::vector<std::pair<std::size_t, std::size_t>>> displays_;
 };
 
-}  // namespace cellgate::gateway
+}  // namespace cellgate::client

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// restore_command: `cellgate restore`, a workspace put back to one of its snapshots from the data dir.
-#include "workspace/restore_command.h"
+// restore: `cellgate restore`, a workspace put back to one of its snapshots from the data dir.
+#include "cli/restore.h"
 
 #include <sys/stat.h>
 
@@ -14,7 +14,10 @@
 #include "workspace/layout.h"
 #include "workspace/workspace_manager.h"
 
-namespace cellgate::workspace {
+namespace cellgate::cli {
+
+using namespace workspace;  // the workspace manager and its layout
+
 namespace {
 
 constexpr const char* kUsage = "usage: cellgate restore [--data-dir DIR] [--owner USER] WORKSPACE SNAPSHOT\n";
@@ -72,4 +75,4 @@ int restore_main(int argc, char** argv) {
   return 0;
 }
 
-}  // namespace cellgate::workspace
+}  // namespace cellgate::cli

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// kernel_socket: a client of a kernel's channels WebSocket (/api/kernels/{id}/channels) speaking the
+// kernel_ws_client: a client of a kernel's channels WebSocket (/api/kernels/{id}/channels) speaking the
 // legacy JSON protocol, as JupyterLab does. Blocking calls, each bounded by a deadline; used by
 // `cellgate run` on its own thread (never on the io thread of a gateway it talks to).
 #pragma once
@@ -11,9 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/result.h"
-#include "mcp/http_backend.h"
+#include "client/http_client.h"
 
-namespace cellgate::gateway {
+namespace cellgate::client {
 
 struct KernelMessage {
   std::string channel;  // shell, iopub, control, stdin
@@ -24,17 +24,17 @@ struct KernelMessage {
   std::size_t bytes = 0;  // size of the frame it came in
 };
 
-class KernelSocket {
+class KernelWsClient {
  public:
   using Clock = std::chrono::steady_clock;
   static constexpr std::size_t kMaxMessageBytes = 64u << 20;
 
   // Opens the WebSocket with `Authorization: token T` and a fresh session_id. kUnavailable when the
   // gateway cannot be reached or refuses the upgrade.
-  static common::Result<std::unique_ptr<KernelSocket>> connect(const mcp::BaseUrl& url, const std::string& token,
+  static common::Result<std::unique_ptr<KernelWsClient>> connect(const BaseUrl& url, const std::string& token,
                                                                const std::string& kernel_id,
                                                                std::chrono::seconds timeout);
-  ~KernelSocket();
+  ~KernelWsClient();
 
   // Sends a request on channel; returns its msg_id.
   common::Result<std::string> send(const std::string& channel, const std::string& msg_type, nlohmann::json content,
@@ -44,8 +44,8 @@ class KernelSocket {
 
  private:
   struct Impl;
-  explicit KernelSocket(std::unique_ptr<Impl> impl);
+  explicit KernelWsClient(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace cellgate::gateway
+}  // namespace cellgate::client

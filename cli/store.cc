@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// store: `cellgate fsck` and `cellgate gc`, the snapshot store's own commands.
+#include "cli/store.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <ostream>
+
+#include <fmt/core.h>
+
+#include "common/config_error.h"
+#include "common/progress.h"
+#include "workspace/fsck.h"
+#include "workspace/gc.h"
+#include "workspace/layout.h"
+#include "workspace/object_store.h"
+
+namespace cellgate::cli {
+
+std::string data_dir_arg(int argc, char** argv) {
+  std::string dir = std::getenv("CELLGATE_DATA_DIR") ? std::getenv("CELLGATE_DATA_DIR") : "./data";
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--data-dir" && i + 1 < argc) dir = argv[++i];
+    else if (a.rfind("--data-dir=", 0) == 0) dir = a.substr(11);
+    else throw common::ConfigError("unexpected argument '" + a + "' (usage: --data-dir DIR)");
+  }
+  return dir;
+}
+
+int gc_main(const std::string& data_dir) {
+  auto store = workspace::ObjectStore::open(workspace::store_dir(data_dir));
+  if (!store) {
+    std::fprintf(stderr, "cellgate: cannot open the store in %s: %s\n", data_dir.c_str(), store.error().message.c_str());
+    return 2;
+  }
+  std::optional<common::TerminalProgress> meter(std::in_place, "gc");  // stderr, a terminal only
+  auto r = workspace::collect_garbage(store.value(), data_dir, meter->fn());
+  meter.reset();
+  if (!r) {
+    std::fprintf(stderr, "cellgate: gc failed: %s\n", r.error().message.c_str());
+    return 1;
+  }
+  std::printf("gc: %llu objects removed\n", static_cast<unsigned long long>(r->objects_removed));
+  return 0;
+}
+
+int fsck_main(const std::string& data_dir, std::ostream& out) {
+  struct stat sb {};
+  if (::stat(workspace::store_dir(data_dir).c_str(), &sb) != 0) {
+    out << "fsck: no object store under " << data_dir << "\n";
+    return 2;
+  }
+  auto store = workspace::ObjectStore::open(workspace::store_dir(data_dir));
+  if (!store) {
+    out << "fsck: " << store.error().message << "\n";
+    return 2;
+  }
+  std::optional<common::TerminalProgress> meter(std::in_place, "fsck");  // stderr, a terminal only
+  auto report = workspace::fsck(*store, data_dir, meter->fn());
+  meter.reset();  // the line is erased before the results are printed
+  if (!report) {
+    out << "fsck: " << report.error().message << "\n";
+    return 2;
+  }
+  for (const auto& p : report->problems) out << "fsck: " << p << "\n";
+  out << fmt::format("fsck: {} objects, {} manifests, {} problems\n", report->objects_checked,
+                     report->manifests_checked, report->problems.size());
+  return report->clean() ? 0 : 1;
+}
+
+}  // namespace cellgate::cli
