@@ -20,6 +20,7 @@
 #include <cstring>
 
 #include "isolation/child/run_join.h"
+#include "isolation/clone_into.h"
 #include "isolation/child_error.h"
 #include "isolation/seccomp_policy.h"
 
@@ -122,25 +123,13 @@ std::optional<SetupFailure> Join::spawn() {
   // with the host's view, to place the child in the cgroups and supervise it.
   if (::setns(target_->init_pidfd.get(), CLONE_NEWPID) < 0) return sys_failure("setns", errno);
 
-  int pidfd = -1;
-  clone_args args{};
-  args.flags = CLONE_PIDFD;
-  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
-  args.exit_signal = SIGCHLD;
-  common::UniqueFd v2_dir;
-  if (cgroup_ && !cgroup_->paths().unified.empty())
-    v2_dir.reset(::open(cgroup_->paths().unified.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (v2_dir) {
-    args.flags |= CLONE_INTO_CGROUP;  // born in the v2 dir: counted by its pids limit from the start
-    args.cgroup = static_cast<uint64_t>(v2_dir.get());
-  }
-  long pid = ::syscall(SYS_clone3, &args, sizeof args);
-  bool placed_v2 = pid >= 0 && v2_dir;
-  if (pid < 0 && v2_dir && errno != EAGAIN && errno != ENOMEM) {
-    args.flags &= ~static_cast<uint64_t>(CLONE_INTO_CGROUP);
-    pid = ::syscall(SYS_clone3, &args, sizeof args);
-  }
-  // EAGAIN: the jail's pids limit is reached; ENOMEM: its init is gone (pid namespace dying).
+  // Born in the v2 dir: counted by its pids limit from the start. EAGAIN: that limit is reached;
+  // ENOMEM: the jail's init is gone (its pid namespace is dying); neither is retried without it.
+  common::UniqueFd v2_dir = open_cgroup_dir(cgroup_ ? cgroup_->paths().unified : std::string());
+  const Cloned cloned =
+      clone_into_cgroup(0, v2_dir.get(), [](int err) { return err == EAGAIN || err == ENOMEM; });
+  const long pid = cloned.pid;
+  const bool placed_v2 = cloned.placed;
   if (pid < 0) return sys_failure("clone", errno);
   if (pid == 0) {
     ::close(sync[1]);
@@ -148,7 +137,7 @@ std::optional<SetupFailure> Join::spawn() {
     child::run_join(jp);
   }
   child_pid_ = static_cast<pid_t>(pid);
-  pidfd_.reset(pidfd);
+  pidfd_.reset(cloned.pidfd);
   if (cgroup_) {
     if (auto s = cgroup_->place(child_pid_, placed_v2); !s) return SetupFailure{"cgroup", s.error().sys_errno, s.error().message};
   }

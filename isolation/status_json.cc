@@ -8,21 +8,11 @@
 
 #include <cstdio>
 
+#include "common/fd_io.h"
 #include "common/random.h"
 
 namespace cellgate::isolation {
 namespace {
-
-bool write_all(int fd, const std::string& s) {
-  size_t off = 0;
-  while (off < s.size()) {
-    ssize_t n = ::write(fd, s.data() + off, s.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    off += static_cast<size_t>(n);
-  }
-  return true;
-}
 
 std::string opt_int(std::optional<int> v) { return v ? std::to_string(*v) : "null"; }
 
@@ -79,7 +69,7 @@ bool write_status_file(const std::string& path, const std::string& json) {
     if (fd < 0 && errno != EEXIST) return false;
   }
   if (fd < 0) return false;
-  bool ok = write_all(fd, json + "\n");
+  bool ok = common::write_all(fd, json + "\n") == 0;
   ::close(fd);
   if (!ok || ::rename(tmp.c_str(), path.c_str()) < 0) {
     ::unlink(tmp.c_str());
@@ -90,7 +80,7 @@ bool write_status_file(const std::string& path, const std::string& json) {
 
 void write_ready_line(int fd, const std::string& json) {
   if (fd < 0) return;
-  write_all(fd, json + "\n");
+  (void)common::write_all(fd, json + "\n");
   ::close(fd);
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/unique_fd.h"
 
 namespace cellgate::isolation {
 
@@ -36,6 +37,17 @@ static_assert(sizeof(ZygoteReply) == 16);
 std::string encode_zygote_request(const std::vector<std::string>& jail_args);
 // Errors (kBadRequest): wrong magic, too big, an unterminated string, no argument.
 common::Result<std::vector<std::string>> decode_zygote_request(std::string_view bytes);
+
+// The most fds one message may carry (the request's 3, a reply's 1, with room for a peer's extras).
+inline constexpr size_t kMaxPassedFds = 8;
+// Sends data as one message with fds attached (SCM_RIGHTS; none when nfds is 0; nfds <= kMaxPassedFds).
+// Returns what sendmsg(2) returns; MSG_NOSIGNAL: a closed peer is EPIPE, not SIGPIPE.
+ssize_t send_with_fds(int sock, const void* data, size_t len, const int* fds, size_t nfds);
+// Receives one message without waiting into data (at most len bytes), appending the fds that came
+// with it (close-on-exec, in order) to fds, at most max_fds (<= kMaxPassedFds): the kernel closes
+// any beyond. truncated: the message or its fds did not fit. Returns what recvmsg(2) returns.
+ssize_t recv_with_fds(int sock, void* data, size_t len, std::vector<common::UniqueFd>& fds, size_t max_fds,
+                      bool& truncated);
 
 // True when `command` (what follows `--` in the jail argv) is what the fork server can run:
 // /usr/bin/python3 -m ipykernel_launcher -f FILE (the Debian python3 kernelspec), in that exact shape.

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "common/fd_io.h"
 #include "common/unique_fd.h"
 
 namespace cellgate::launcher {
@@ -29,16 +30,6 @@ bool valid_source(const nlohmann::json& src) {
     if (!line.is_string()) return false;
   }
   return true;
-}
-
-common::Status write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return make_error(Errc::kInternal, std::strerror(errno), errno);
-    data.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return common::ok();
 }
 
 }  // namespace
@@ -151,7 +142,7 @@ common::Status save_notebook(const Notebook& nb, const std::string& path) {
   std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
   common::UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!fd) return make_error(Errc::kInternal, fmt::format("{}: {}", tmp, std::strerror(errno)), errno);
-  auto wrote = write_all(fd.get(), text);
+  const bool wrote = common::write_all(fd.get(), text) == 0;
   if (!wrote || ::fsync(fd.get()) != 0) {
     ::unlink(tmp.c_str());
     return make_error(Errc::kInternal, fmt::format("{}: write failed", tmp));

@@ -55,20 +55,9 @@ ZygoteOutcome zygote_spawn(const std::string& socket_path, const std::vector<std
 
   const std::string payload = isolation::encode_zygote_request(jail_args);
   if (payload.size() > isolation::kZygoteMaxRequest) return failed(true, "fork server request too big");
-  iovec iov{const_cast<char*>(payload.data()), payload.size()};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * isolation::kZygoteRequestFds)] = {};
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int) * isolation::kZygoteRequestFds);
   const int fds[isolation::kZygoteRequestFds] = {in.get(), log.get(), ready_w.get()};
-  std::memcpy(CMSG_DATA(c), fds, sizeof fds);
-  if (::sendmsg(sock.get(), &msg, MSG_NOSIGNAL) != static_cast<ssize_t>(payload.size()))
+  if (isolation::send_with_fds(sock.get(), payload.data(), payload.size(), fds, isolation::kZygoteRequestFds) !=
+      static_cast<ssize_t>(payload.size()))
     return failed(true, "fork server: send", errno);
   // Only the server's copy (or the helper's) may keep the pipe open from now on.
   ready_w.reset();
@@ -81,25 +70,11 @@ ZygoteOutcome zygote_spawn(const std::string& socket_path, const std::vector<std
   }
   if (n == 0) return failed(false, fmt::format("fork server did not answer within {} ms", timeout.count()));
   isolation::ZygoteReply reply;
-  iovec riov{&reply, sizeof reply};
-  alignas(cmsghdr) char rcontrol[CMSG_SPACE(sizeof(int) * 4)];
-  msghdr rmsg{};
-  rmsg.msg_iov = &riov;
-  rmsg.msg_iovlen = 1;
-  rmsg.msg_control = rcontrol;
-  rmsg.msg_controllen = sizeof rcontrol;
-  ssize_t got = ::recvmsg(sock.get(), &rmsg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  std::vector<common::UniqueFd> passed;  // the helper's pidfd first; any other is closed with the vector
+  bool truncated = false;
+  ssize_t got = isolation::recv_with_fds(sock.get(), &reply, sizeof reply, passed, 4, truncated);
   common::UniqueFd pidfd;
-  for (cmsghdr* rc = got > 0 ? CMSG_FIRSTHDR(&rmsg) : nullptr; rc != nullptr; rc = CMSG_NXTHDR(&rmsg, rc)) {
-    if (rc->cmsg_level != SOL_SOCKET || rc->cmsg_type != SCM_RIGHTS) continue;
-    size_t count = (rc->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (size_t i = 0; i < count; ++i) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(rc) + i * sizeof(int), sizeof fd);
-      if (!pidfd) pidfd.reset(fd);
-      else ::close(fd);
-    }
-  }
+  if (!passed.empty()) pidfd = std::move(passed.front());
   if (got != static_cast<ssize_t>(sizeof reply) || reply.magic != isolation::ZygoteReply{}.magic)
     return failed(no_writer_left(ready_r.get()), "fork server closed without an answer");
   if (reply.err != 0)

@@ -11,6 +11,7 @@
 
 #include <fmt/core.h>
 
+#include "common/fd_io.h"
 #include "common/random.h"
 #include "common/unique_fd.h"
 #include "workspace/safe_path.h"
@@ -61,16 +62,7 @@ common::Result<size_t> read_some(int fd, void* buf, size_t n) {
 }
 
 common::Status write_all(int fd, const void* buf, size_t n) {
-  const char* p = static_cast<const char*>(buf);
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return errno_error("write", errno);
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
+  if (int err = common::write_all(fd, buf, n)) return errno_error("write", err);
   return common::ok();
 }
 

@@ -14,6 +14,7 @@ namespace cellgate::workspace {
 
 // read(2) retried on EINTR; 0 at EOF. EAGAIN (a FIFO opened O_NONBLOCK) → kBadRequest.
 common::Result<size_t> read_some(int fd, void* buf, size_t n);
+// common::write_all as a Status naming the failed write.
 common::Status write_all(int fd, const void* buf, size_t n);
 // Reads all of fd; more than max_bytes → kTooLarge.
 common::Result<std::string> read_all(int fd, uint64_t max_bytes);

@@ -7,23 +7,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/fd_io.h"
 #include "isolation/child/child_steps.h"
 
 namespace cellgate::isolation::child {
 namespace {
-
-int write_all(int fd, const char* data, size_t len) noexcept {
-  while (len > 0) {
-    ssize_t n = write(fd, data, len);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    data += n;
-    len -= static_cast<size_t>(n);
-  }
-  return 0;
-}
 
 int set_attr(const char* path, uint64_t attr_set, bool recursive) noexcept {
   if (attr_set == 0) return 0;
@@ -36,7 +24,7 @@ int set_attr(const char* path, uint64_t attr_set, bool recursive) noexcept {
 int write_file(const MountOp& op, int open_flags) noexcept {
   int fd = open(op.target, open_flags, op.mode);
   if (fd < 0) return errno;
-  int err = write_all(fd, op.data, op.data_len);
+  int err = common::write_all(fd, op.data, op.data_len);
   if (err == 0 && op.owner >= 0 && fchown(fd, static_cast<uid_t>(op.owner),
                                           static_cast<gid_t>(op.owner)) < 0)
     err = errno;

@@ -43,21 +43,7 @@ void send_reply(int conn, int err, pid_t pid, int pidfd) {
   isolation::ZygoteReply reply;
   reply.err = err;
   reply.pid = pid;
-  iovec iov{&reply, sizeof reply};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  if (pidfd >= 0) {
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &pidfd, sizeof(int));
-  }
-  (void)::sendmsg(conn, &msg, MSG_NOSIGNAL);
+  (void)isolation::send_with_fds(conn, &reply, sizeof reply, &pidfd, pidfd >= 0 ? 1 : 0);
 }
 
 // The request's buffer: a fresh anonymous mapping per request, unmapped after the fork. In the heap
@@ -168,26 +154,11 @@ void ForkServer::handle(int conn) {
   if (::poll(&p, 1, kRequestTimeoutMs) != 1) return;
   RequestBuffer buf;
   if (buf.data() == nullptr) return log_line("mmap", "request buffer", errno);
-  iovec iov{buf.data(), buf.size()};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 8)];
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  ssize_t got = ::recvmsg(conn, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
   std::vector<common::UniqueFd> fds;
-  for (cmsghdr* c = got > 0 ? CMSG_FIRSTHDR(&msg) : nullptr; c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (size_t i = 0; i < count; ++i) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-      fds.emplace_back(fd);
-    }
-  }
+  bool truncated = false;
+  ssize_t got = isolation::recv_with_fds(conn, buf.data(), buf.size(), fds, isolation::kMaxPassedFds, truncated);
   if (got <= 0) return;
-  if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0 || fds.size() != isolation::kZygoteRequestFds) {
+  if (truncated || fds.size() != isolation::kZygoteRequestFds) {
     log_line("bad request", "truncated, or not exactly 3 fds");
     return send_reply(conn, EINVAL, -1, -1);
   }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// jail_spawn: prepare (uid slot, cgroup, workspace trees, plan) and clone + release the child.
+// jail: the helper's parent side of jail.h: prepare (uid slot, cgroup, workspace trees, plan) and
+// clone + release the child; supervisor.cc runs it (Jail::run) and supervises the jail after.
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "isolation/clone_into.h"
 #include "isolation/egress_attach.h"
 #include "isolation/etc_secrets.h"
 #include "isolation/host_dirs.h"
@@ -221,28 +223,16 @@ std::optional<SetupFailure> Jail::spawn() {
   cp.egress_fd = egress_ ? egress_.get() : -1;
   cp.egress_port = options_.egress_port;
 
-  int pidfd = -1;
-  clone_args args{};
-  args.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD;
-  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
-  args.exit_signal = SIGCHLD;
-  // CLONE_INTO_CGROUP starts the child in the v2 dir without a migration (no cgroup.procs write).
-  common::UniqueFd v2_dir;
-  if (cgroup_ && !cgroup_->paths().unified.empty())
-    v2_dir.reset(::open(cgroup_->paths().unified.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (v2_dir) {
-    args.flags |= CLONE_INTO_CGROUP;
-    args.cgroup = static_cast<uint64_t>(v2_dir.get());
-  }
+  // Born in the v2 dir when there is one (clone_into.h); otherwise placed by writing cgroup.procs.
+  common::UniqueFd v2_dir = open_cgroup_dir(cgroup_ ? cgroup_->paths().unified : std::string());
   for (int fd : {1, 2}) {
     if (auto relay = StdioRelay::wrap(fd)) relays_.push_back(std::move(*relay));
   }
-  long pid = ::syscall(SYS_clone3, &args, sizeof args);
-  bool placed_v2 = pid >= 0 && v2_dir;
-  if (pid < 0 && v2_dir) {  // a kernel without CLONE_INTO_CGROUP: place it by writing cgroup.procs
-    args.flags &= ~static_cast<uint64_t>(CLONE_INTO_CGROUP);
-    pid = ::syscall(SYS_clone3, &args, sizeof args);
-  }
+  const Cloned cloned = clone_into_cgroup(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC |
+                                              CLONE_NEWUTS,
+                                          v2_dir.get());
+  const long pid = cloned.pid;
+  const bool placed_v2 = cloned.placed;
   if (pid != 0) {
     int err = errno;
     for (auto& relay : relays_) relay.restore();
@@ -257,7 +247,7 @@ std::optional<SetupFailure> Jail::spawn() {
     child::run_child(cp);
   }
   init_pid_ = static_cast<pid_t>(pid);
-  pidfd_.reset(pidfd);
+  pidfd_.reset(cloned.pidfd);
   egress_.reset();  // the child's now: the proxy sees EOF only if the child dies before sending
   if (hooks_.spawned != nullptr) hooks_.spawned();
 
