@@ -112,9 +112,10 @@ struct Router::Match {
   std::string allow;  // the methods of the routes whose pattern fits, when none has this method
 };
 
-Router::Router(gateway::Gateway& gw)
+Router::Router(gateway::Gateway& gw, std::vector<Route> extra)
     : gw_(gw), cors_(gw.config().allow_origins), handlers_(std::make_unique<Handlers>(gw)),
       routes_(make_routes(*handlers_)) {
+  for (auto& r : extra) routes_.push_back(std::move(r));
   for (const auto& r : routes_) {
     segments_.push_back(pattern_segments(r.pattern));
     // The table states who may call each route: an id a user owns can only appear under a role

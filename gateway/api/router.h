@@ -24,7 +24,8 @@ struct Handlers;
 // Io thread only. gateway must outlive it.
 class Router : public http::Handler {
  public:
-  explicit Router(gateway::Gateway& gateway);
+  // extra: routes matched after the table's (tests, or a front end built on this one).
+  explicit Router(gateway::Gateway& gateway, std::vector<Route> extra = {});
   ~Router() override;
 
   boost::asio::awaitable<http::Reply> handle(http::Request req, http::Peer peer) override;

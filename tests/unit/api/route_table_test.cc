@@ -240,3 +240,29 @@ TEST_CASE("the README's route tables list exactly the route table's routes", "[a
     CHECK(served.count(d) == 1);
   }
 }
+
+TEST_CASE("a public route needs no token; an admin route refuses any other user with 403", "[api]") {
+  ScratchDir dir;
+  FakeSpawner fake;
+  TestGateway t(dir, fake);
+  auto& users = t.gw->users();
+  const std::string bob = users.add_user("bob", false, {}).value();
+  const std::string root = users.add_user("root", true, {}).value();
+  auto ok = [](api::Call& call) -> boost::asio::awaitable<http::Reply> {
+    co_return api::reply(http::json_response(call.req, http::status::ok, {{"user", call.caller.user.name}}));
+  };
+  api::Router router(*t.gw, {{http::verb::get, "/healthz", Role::kPublic, ok},
+                             {http::verb::get, "/admin/thing", Role::kAdmin, ok}});
+  auto get = [&](const std::string& path, const std::string& token) {
+    http::Request req{http::verb::get, path, 11};
+    req.set(http::field::host, "localhost");
+    if (!token.empty()) req.set(http::field::authorization, "token " + token);
+    auto reply = run(t.io, router.handle(std::move(req), http::Peer{"127.0.0.1", -1}));
+    return static_cast<int>(reply.res.result_int());
+  };
+  CHECK(get("/healthz", "") == 200);
+  CHECK(get("/admin/thing", "") == 401);
+  CHECK(get("/admin/thing", bob) == 403);
+  CHECK(get("/admin/thing", root) == 200);
+  CHECK(get("/api/kernels", "") == 401);  // the table's own routes are unchanged
+}
