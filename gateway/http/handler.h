@@ -35,6 +35,8 @@ class ChunkSource {
   virtual ~ChunkSource() = default;
   // The next piece, or nullopt at the end. Io thread. The source must not depend on the client: when
   // the client goes away the session stops asking, and whatever produces the pieces ends on its own.
+  // The session learns that the client left only when a write fails: a source that may stay silent
+  // for long (an event stream) yields a keep-alive piece now and then.
   virtual boost::asio::awaitable<std::optional<std::string>> next() = 0;
 };
 
