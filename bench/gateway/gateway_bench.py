@@ -17,6 +17,12 @@
 
 and prints one table with the figures and the ratios to the floor and to jupyter server (as
 shipped, and "nodelay": with TCP_NODELAY set on its kernel WebSockets by a config file).
+
+A/B of two cellgate binaries: --cellgate-b OLD adds the backend cellgate_b, and --rounds N runs
+every backend N times, interleaved (the order flips each round, so a drift of the shared machine
+hits both alike); each figure is then the median of its rounds, the ratio column cellgate/cellgate_b
+compares new to old, and the rounds' own values follow the table. --metrics picks the measurements,
+e.g. `--backends cellgate,cellgate_b --metrics exec,iopub_cells --rounds 5`.
 jupyter server rate-limits iopub (1 MB/s by default) and drops data: the "received" rows report
 how much of the printed data arrived. The WebSocket client is the same lean loop for every server:
 websocket-client for the handshake and for sending, binary v1 framing when the server selects it, and
@@ -384,12 +390,36 @@ def m_rss(b, a):
 METRICS = [m_start, m_exec, m_iopub_big, m_iopub_cells, m_rss]
 
 
+def run_rounds(make, labels, a):
+    """{label: rows}, each row's value the median of a.rounds runs; and {label: {name: [values]}}.
+    Round r runs the backends in order, reversed on odd rounds: interleaved, so that the load of a
+    shared machine falls on each backend alike."""
+    runs = {lab: [] for lab in labels}
+    for r in range(a.rounds):
+        for lab in (labels if r % 2 == 0 else labels[::-1]):
+            print("# round %d/%d: running %s ..." % (r + 1, a.rounds, lab), file=sys.stderr, flush=True)
+            runs[lab].append(run_backend(make[lab](), a))
+    results, per_round = {}, {}
+    for lab, rounds in runs.items():
+        results[lab], per_round[lab] = {}, {}
+        for name in [n for rows in rounds for n in rows]:
+            vals = [rows[name][0] for rows in rounds if name in rows]
+            proto = next(rows[name] for rows in rounds if name in rows)
+            ok = [v for v in vals if v == v]
+            value = statistics.median(ok) if len(ok) == len(vals) else float("nan")
+            results[lab][name] = (value,) + tuple(proto[1:])
+            per_round[lab][name] = vals
+    return results, per_round
+
+
 # -------------------------------------------------------------------------------------- table
 
 def run_backend(b, a):
     rows = {}
     try:
         b.start()
+        if m_start not in METRICS:
+            b.start_kernel(a.timeout)  # the kernel the other measurements run on (m_start leaves one)
         for metric in METRICS:
             try:
                 rows.update(metric(b, a))
@@ -414,7 +444,7 @@ def print_table(results, labels):
     for rows in results.values():
         names += [n for n in rows if n not in names]
     ratio_cols = [(x, "floor") for x in labels if x != "floor" and "floor" in labels]
-    for js in ("jupyter_server", "jupyter_server_nodelay"):
+    for js in ("cellgate_b", "jupyter_server", "jupyter_server_nodelay"):
         if "cellgate" in labels and js in labels:
             ratio_cols.append(("cellgate", js))
     head = ["metric", "unit"] + labels + ["%s/%s" % (x, y) for x, y in ratio_cols]
@@ -457,7 +487,12 @@ def main():
                    help="cellgate kernel spawner (default plain: unjailed kernels, like the floor's and "
                         "jupyter server's; bench/density measures jailed ones)")
     p.add_argument("--backends", default="floor,cellgate,jupyter_server,jupyter_server_nodelay",
-                   help="comma list of: floor, cellgate, jupyter_server, jupyter_server_nodelay")
+                   help="comma list of: floor, cellgate, cellgate_b, jupyter_server, jupyter_server_nodelay")
+    p.add_argument("--cellgate-b", help="a second cellgate binary (backend cellgate_b), for an A/B")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="runs of every backend, interleaved; each figure is the median of its rounds")
+    p.add_argument("--metrics", default="start,exec,iopub_big,iopub_cells,rss",
+                   help="comma list of: " + ", ".join(m.__name__[2:] for m in METRICS))
     p.add_argument("--require-cellgate", action="store_true",
                    help="fail (exit 1) when the cellgate binary is missing")
     p.add_argument("--iterations", type=int, default=200)
@@ -476,30 +511,61 @@ def main():
         a.iterations, a.cpu_iterations, a.starts, a.big_mb, a.cells, a.big_runs, a.cell_runs = 20, 20, 1, 2, 2, 1, 1
         a.timeout = min(a.timeout, 60)
     labels = [x.strip() for x in a.backends.split(",") if x.strip()]
-    if "cellgate" in labels and not (a.cellgate and os.access(a.cellgate, os.X_OK)):
-        if a.require_cellgate:
-            print("cellgate binary missing: %r" % a.cellgate, file=sys.stderr)
-            return 1
-        print("# cellgate skipped: no binary (--cellgate / CELLGATE_BIN)", file=sys.stderr)
-        labels.remove("cellgate")
+    if a.cellgate_b and "cellgate_b" not in labels:
+        labels.append("cellgate_b")
+    known = {m.__name__[2:]: m for m in METRICS}
+    picked = [x.strip() for x in a.metrics.split(",") if x.strip()]
+    if a.rounds < 1 or not picked or any(x not in known for x in picked):
+        p.error("--rounds must be >= 1 and --metrics a list of: " + ", ".join(known))
+    METRICS[:] = [known[x] for x in picked]
+    for lab, binary, flag in (("cellgate", a.cellgate, "--cellgate / CELLGATE_BIN"),
+                              ("cellgate_b", a.cellgate_b, "--cellgate-b")):
+        if lab in labels and not (binary and os.access(binary, os.X_OK)):
+            if a.require_cellgate:
+                print("%s binary missing: %r" % (lab, binary), file=sys.stderr)
+                return 1
+            print("# %s skipped: no binary (%s)" % (lab, flag), file=sys.stderr)
+            labels.remove(lab)
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     make = {"floor": FloorBackend,
             "cellgate": lambda: ServerBackend("cellgate", tm.CellgateTarget(
                 a.cellgate, spawner=a.spawner)),
+            "cellgate_b": lambda: ServerBackend("cellgate_b", tm.CellgateTarget(
+                a.cellgate_b, spawner=a.spawner)),
             "jupyter_server": lambda: ServerBackend("jupyter_server", tm.JupyterServerTarget()),
             "jupyter_server_nodelay": lambda: ServerBackend(
                 "jupyter_server_nodelay", tm.JupyterServerTarget(config_py=tm.NODELAY_CONFIG))}
-    results = {}
-    for lab in labels:
-        print("# running %s ..." % lab, file=sys.stderr, flush=True)
-        results[lab] = run_backend(make[lab](), a)
+    results, per_round = run_rounds(make, labels, a)
     if a.jsonl:
         print_jsonl(results, labels)
         bad = [(lab, n) for lab in labels for n, r in results.get(lab, {}).items() if r[0] != r[0]]
         return 1 if bad else 0
     print("gateway bench: %s; iterations=%d starts=%d big=%dMB cells=%dx1MB spawner=%s"
           % (", ".join(labels), a.iterations, a.starts, a.big_mb, a.cells, a.spawner))
+    for lab, binary in (("cellgate", a.cellgate), ("cellgate_b", a.cellgate_b)):
+        if lab in labels:
+            print("%s: %s" % (lab, os.path.realpath(binary)))
+    sys.path.insert(0, os.path.join(HERE, ".."))
+    import run as bench_run  # bench/run.py: the one host line every figure names
+    print("host: %s; load %s" % (bench_run.machine_line(), bench_run.loadavg()))
+    if a.rounds > 1:
+        print("rounds: %d, interleaved (order flipped each round); figures are medians of the rounds"
+              % a.rounds)
     head, lines = print_table(results, labels)
+    if a.rounds > 1:
+        print("\nper round:")
+        for lab in labels:
+            for name, vals in per_round[lab].items():
+                print("  %-14s %-24s %s" % (lab, name, " ".join(fmt(v) for v in vals)))
+        if "cellgate" in labels and "cellgate_b" in labels:
+            # Each round's A and B ran back to back: their ratio cancels a drift the medians keep.
+            print("\ncellgate/cellgate_b within each round (median):")
+            for name, vals in per_round["cellgate"].items():
+                ratios = [x / y for x, y in zip(vals, per_round["cellgate_b"].get(name, []))
+                          if y and x == x and y == y]
+                if ratios:
+                    print("  %-24s %s  (%.2fx)" % (name, " ".join("%.2f" % r for r in ratios),
+                                                  statistics.median(ratios)))
     if a.validate:
         bad = [(r[0], lab) for r in lines for lab, c in zip(labels, r[2:]) if c in ("fail", "-")
                and not (r[0].startswith("gw ") and lab == "floor")]
