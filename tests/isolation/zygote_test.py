@@ -149,7 +149,9 @@ _shell_info = {
     'magics': {k: sorted(v) for k, v in _sh.magics_manager.magics.items()},
     'events': {k: len(v) for k, v in _sh.events.callbacks.items()},
     'hidden': sorted(_sh.user_ns_hidden),
-    'threads': sorted(t.name for t in threading.enumerate()),
+    # threading numbers unnamed threads from a process-wide counter; how many threads a start made
+    # and let go before this cell is not shell state, so only the targets are compared.
+    'threads': sorted(__import__('re').sub(r'^Thread-[0-9]+', 'Thread', t.name) for t in threading.enumerate()),
 }
 """
 # The first cell makes a cold kernel register matplotlib_inline's hooks (a forked one has them from its start).
