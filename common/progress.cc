@@ -2,6 +2,8 @@
 // progress: what long work reports as it goes, and a one-line meter for a terminal.
 #include "common/progress.h"
 
+#include "common/fd_io.h"
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -27,15 +29,8 @@ std::string human_bytes(uint64_t b) {
   return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.1f} {}", v, units[u]);
 }
 
-void write_all(int fd, const std::string& s) {
-  size_t off = 0;
-  while (off < s.size()) {
-    ssize_t n = ::write(fd, s.data() + off, s.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // a meter that cannot be drawn is not worth failing the work for
-    off += static_cast<size_t>(n);
-  }
-}
+// A meter that cannot be drawn is not worth failing the work for: a failed write is ignored.
+void draw(int fd, std::string_view s) { (void)write_all(fd, s); }
 
 }  // namespace
 
@@ -59,7 +54,7 @@ TerminalProgress::~TerminalProgress() { erase(); }
 
 void TerminalProgress::erase() {
   if (!drawn_) return;
-  write_all(fd_, "\r\033[K");
+  draw(fd_, "\r\033[K");
   drawn_ = false;
 }
 
@@ -70,7 +65,7 @@ void TerminalProgress::update(const ProgressTick& tick) {
   if (now < next_draw_ && !last) return;
   next_draw_ = now + kRedrawEvery;
   const double elapsed = std::chrono::duration<double>(now - start_).count();
-  write_all(fd_, "\r\033[K" + format_progress(label_, tick, elapsed));
+  draw(fd_, "\r\033[K" + format_progress(label_, tick, elapsed));
   drawn_ = true;
 }
 
