@@ -99,6 +99,7 @@ void ExecCollector::add_output(const std::string& type, json& c) {
     auto tb = any_field(c, "traceback");
     out = {{"type", "error"}, {"ename", str_field(c, "ename")}, {"evalue", str_field(c, "evalue")},
            {"traceback", tb.is_array() ? tb : json::array()}};
+    saw_error_ = true;
     if (ename_.empty()) {
       ename_ = out["ename"];
       evalue_ = out["evalue"];

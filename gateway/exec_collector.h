@@ -36,6 +36,7 @@ class ExecCollector : public RequestWatcher {
   nlohmann::json count_ = nullptr;
   nlohmann::json workspace_ = nullptr;
   bool got_reply_ = false, got_idle_ = false, died_ = false, truncated_ = false;
+  bool saw_error_ = false;  // an iopub error arrived (IRkernel's reply may still say "ok")
   std::string death_reason_;
 
  private:

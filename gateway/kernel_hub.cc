@@ -153,17 +153,24 @@ void KernelHub::note_silent(const protocol::HeaderFields& header, const protocol
 }
 
 bool KernelHub::send_watched(Channel channel, const protocol::Message& message, const std::string& msg_id,
-                             std::shared_ptr<RequestWatcher> watcher, bool now) {
+                             std::shared_ptr<RequestWatcher> watcher, Watch how) {
   std::string msg_type;
   if (auto header = protocol::peek_header(message.header)) {
     note_silent(*header, message);
     msg_type = std::move(header->msg_type);
   }
   watchers_[msg_id] = watcher;
-  return now ? kernel_->send_now(channel, message) : kernel_->send(channel, message, msg_type);
+  if (how.hidden) {
+    hidden_.insert(msg_id);  // bounded like watchers_: each is one gateway request awaiting its reply
+    if (msg_type == "execute_request" && silent_.size() < kMaxSilentPending) silent_.insert(msg_id);
+  }
+  return how.now ? kernel_->send_now(channel, message) : kernel_->send(channel, message, msg_type);
 }
 
-void KernelHub::unwatch(const std::string& msg_id) { watchers_.erase(msg_id); }
+void KernelHub::unwatch(const std::string& msg_id) {
+  watchers_.erase(msg_id);
+  hidden_.erase(msg_id);
+}
 
 void KernelHub::on_kernel_message(Channel channel, protocol::Message&& message) {
   std::string parent_id;
@@ -211,7 +218,8 @@ void KernelHub::dispatch(Channel channel, protocol::Message message, std::string
         auto header = protocol::peek_header(message.header);
         w->on_reply(channel, message, header ? header->msg_type : std::string());
       }
-      if (channel != Channel::kIopub) return;  // replies to our own requests are ours alone
+      // Replies to our own requests are ours alone; so is the iopub of a hidden one.
+      if (channel != Channel::kIopub || hidden_.count(parent_id)) return;
     }
   }
   if (channel == Channel::kIopub) {

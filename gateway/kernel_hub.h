@@ -37,6 +37,13 @@ class RequestWatcher {
   virtual void on_state(launcher::KernelState state, const std::string& reason) = 0;
 };
 
+// How the gateway sends a request of its own (KernelHub::send_watched).
+struct Watch {
+  bool now = false;     // bypass the hold of a starting kernel (seed notebooks run while it is still starting)
+  bool hidden = false;  // the gateway's own cell: its iopub goes to the watcher alone (clients see no trace
+                        // of it) and its execute_reply takes no snapshot
+};
+
 // Io thread only. iopub goes to every connection; shell, control and stdin replies go to the connection
 // whose request they answer (by parent msg_id). A session_id whose last connection went away gets a
 // bounded replay buffer, replayed when a connection with the same session_id comes back.
@@ -78,9 +85,8 @@ class KernelHub : public launcher::KernelObserver,
   void from_client(WsSession& session, const std::string& channel, protocol::Message&& message) override;
   const std::string& log_id() const override { return kernel_->id(); }
   // Sends a gateway-originated request; messages whose parent is its msg_id go to watcher until unwatch().
-  // `now`: bypass the hold of a starting kernel (seed notebooks run while the kernel is still starting).
   bool send_watched(launcher::Channel channel, const protocol::Message& message, const std::string& msg_id,
-                    std::shared_ptr<RequestWatcher> watcher, bool now = false);
+                    std::shared_ptr<RequestWatcher> watcher, Watch how = {});
   void unwatch(const std::string& msg_id);
   // Kernel deleted: close every connection with this reason and drop the buffers.
   void close_all(const std::string& reason);
@@ -114,6 +120,7 @@ class KernelHub : public launcher::KernelObserver,
   std::deque<std::string> request_order_;
   std::string synth_session_;
   std::unordered_map<std::string, std::weak_ptr<RequestWatcher>> watchers_;  // msg_id → internal client
+  std::unordered_set<std::string> hidden_;  // watched msg_ids whose iopub only the watcher sees
   std::chrono::seconds execute_limit_{0};
   ReplyHook reply_hook_;
   std::unordered_map<std::string, std::string> limited_;  // execute msg_id → its header, until the reply

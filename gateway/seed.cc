@@ -84,7 +84,9 @@ asio::awaitable<common::Status> run_seed(std::weak_ptr<KernelHub> weak, std::sha
     auto hub = weak.lock();
     if (!hub) co_return make_error(Errc::kInternal, "kernel went away while seeding");
     std::string msg_id;
-    auto msg = make_execute_request(cell.source, /*silent=*/true, /*store_history=*/false, msg_id);
+    // Not silent: IRkernel answers a silent execute "ok" whatever the code did. Hidden instead: clients
+    // see none of the seed's outputs, and the cell leaves no history.
+    auto msg = make_execute_request(cell.source, /*silent=*/false, /*store_history=*/false, msg_id);
     auto collector = std::make_shared<ExecCollector>(ex, 64 << 10, nullptr);
     auto fail = [&](Errc code, std::string ename, std::string evalue) {
       hub->unwatch(msg_id);
@@ -92,7 +94,7 @@ asio::awaitable<common::Status> run_seed(std::weak_ptr<KernelHub> weak, std::sha
       return make_error(code, fmt::format("seed notebook {}: cell {} failed: {}{}{}", seed->label, cell.index + 1, ename,
                                           evalue.empty() ? "" : ": ", evalue));
     };
-    if (!hub->send_watched(launcher::Channel::kShell, msg, msg_id, collector, /*now=*/true))
+    if (!hub->send_watched(launcher::Channel::kShell, msg, msg_id, collector, {.now = true, .hidden = true}))
       co_return fail(Errc::kInternal, "KernelDied", "the kernel's channels are closed");
     // While starting, a kernel's death is not a state change: watch the process as well.
     while (!collector->done() && std::chrono::steady_clock::now() < deadline && hub->kernel().process().pid > 0)
@@ -102,7 +104,7 @@ asio::awaitable<common::Status> run_seed(std::weak_ptr<KernelHub> weak, std::sha
     if (collector->died_) co_return fail(Errc::kInternal, "KernelDied", collector->death_reason_);
     if (!collector->done())
       co_return fail(Errc::kTimeout, "Timeout", fmt::format("the seed did not finish within {} s", timeout.count()));
-    if (collector->reply_status_ != "ok")
+    if (collector->reply_status_ != "ok" || collector->saw_error_)
       co_return fail(Errc::kInternal, collector->ename_.empty() ? "Error" : collector->ename_, collector->evalue_);
     hub->unwatch(msg_id);
   }

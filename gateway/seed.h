@@ -51,8 +51,8 @@ struct SeedFailure {
   nlohmann::json to_json() const;
 };
 
-// Runs the seed's cells in order (silently: no execute_input, no history), each on the kernel while it
-// is still starting. Stops at the first error; the whole seed must finish within `timeout`. On failure
+// Runs the seed's cells in order (hidden from clients, no history), each on the kernel while it is
+// still starting. Stops at the first error; the whole seed must finish within `timeout`. On failure
 // the error message names the notebook, the cell and the error, and `failure` (if set) gets the details.
 boost::asio::awaitable<common::Status> run_seed(std::weak_ptr<KernelHub> hub, std::shared_ptr<const Seed> seed,
                                                 std::chrono::seconds timeout,

@@ -181,10 +181,9 @@ def test_kernelspec_seed_replaces_the_global_one_for_r(gw, kernel):
     assert stdout(res) == "from the kernelspec FALSE \n", res
 
 
-@pytest.mark.xfail(strict=True, reason="IRkernel answers a silent execute_request 'ok' even when the code fails, and "
-                   "seeds run silently: a failing R seed goes unnoticed. The fix runs seed cells non-silently with "
-                   "their iopub kept from clients, in gateway/ (after issue 22's reshape lands)")
 def test_failing_r_seed_fails_the_start_with_the_cell_and_the_error(gw, kernel):
+    """IRkernel answers a silent execute "ok" even when the code fails, so seed cells run non-silently,
+    their outputs kept from clients, and an iopub error fails the seed whatever the reply says."""
     need("ir")
     body = kernel("cg-ir-bad-seed", expect=500)
     assert "cell 2 failed" in body["message"] and "bad seed" in body["message"], body
