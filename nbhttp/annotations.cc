@@ -6,6 +6,7 @@
 #include <cctype>
 #include <climits>
 
+#include "kernel-launcher/language_literal.h"
 #include "protocol/json_text.h"
 
 namespace cellgate::nbhttp {
@@ -193,13 +194,13 @@ json request_bundle(const Request& req, const std::map<std::string, std::string>
   return {{"body", std::move(body)}, {"args", std::move(args)}, {"path", json(params)}, {"headers", std::move(headers)}};
 }
 
-std::string request_statement(const json& bundle, std::string_view language) {
-  // json.dumps twice: REQUEST holds the bundle as a string, which the cell json.loads.
-  const std::string inner = bundle.dump(-1, ' ', true, json::error_handler_t::replace);
-  const std::string literal = json(inner).dump(-1, ' ', true, json::error_handler_t::replace);
-  if (language == "perl") return "my $REQUEST = " + literal;
-  if (language == "bash") return "REQUEST=" + literal;
-  return "REQUEST = " + literal;
+std::optional<std::string> request_statement(const json& bundle, std::string_view language) {
+  // REQUEST holds the bundle as JSON text, which the cell decodes. Kernel Gateway spliced a JSON string
+  // literal into the code, which bash, perl, ruby and julia interpolate ("$(..)", "@{[..]}", "#{..}"):
+  // any HTTP client could run code in a kernel that serves later requests. ensure_ascii leaves printable
+  // ASCII only (nlohmann escapes controls and everything from 0x7f), which every literal rule takes.
+  const std::string text = bundle.dump(-1, ' ', true, json::error_handler_t::replace);
+  return launcher::assign_statement(language, "REQUEST", text);
 }
 
 }  // namespace cellgate::nbhttp

@@ -56,8 +56,10 @@ const Endpoint* find_endpoint(const std::vector<Endpoint>& endpoints, std::strin
 // authenticated the request and must not reach kernel code.
 nlohmann::json request_bundle(const Request& req, const std::map<std::string, std::string>& params,
                               bool strip_credentials = false);
-// The statement that sets REQUEST in the kernel: `REQUEST = "<the bundle as a JSON string>"`
-// (`my $REQUEST = ` for perl, `REQUEST=` for bash), ASCII-only.
-std::string request_statement(const nlohmann::json& bundle, std::string_view language);
+// The statement that sets REQUEST in the kernel to the bundle as JSON text (ASCII-only), which the cell
+// decodes (json.loads, jsonlite::fromJSON, ...): `REQUEST = "..."` in Python, `REQUEST <- "..."` in R,
+// `REQUEST='...'` in bash, `my $REQUEST = '...';` in perl, in each language a string literal that its
+// parser reads as data (launcher::string_literal). nullopt for a language without a checked literal.
+std::optional<std::string> request_statement(const nlohmann::json& bundle, std::string_view language);
 
 }  // namespace cellgate::nbhttp

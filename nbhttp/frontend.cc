@@ -12,6 +12,7 @@
 #include "gateway/auth.h"
 #include "gateway/gateway.h"
 #include "gateway/kernel_manager.h"
+#include "kernel-launcher/language_literal.h"
 #include "kernel-launcher/notebook_file.h"
 #include "nbhttp/kernel_lender.h"
 #include "protocol/json_text.h"
@@ -135,6 +136,12 @@ Frontend::Frontend(gateway::Gateway& gw) : gw_(gw), cors_(gw.config().allow_orig
   if (spec == specs.end()) throw common::ConfigError("--notebook-http: no kernelspec named " + kernel_name_);
   language_ = nb->language();
   if (language_.empty()) language_ = spec->second.language;
+  if (!launcher::has_string_literal(language_)) {
+    std::string known;
+    for (const auto& l : launcher::literal_languages()) known += (known.empty() ? "" : ", ") + l;
+    throw common::ConfigError("--notebook-http: cellgate cannot pass REQUEST to a " + language_ +
+                              " kernel as data (no string literal checked with its parser); it can for " + known);
+  }
   const std::string prefix = comment_prefix_for(language_);
   std::vector<std::string> sources;
   for (const auto& cell : nb->code_cells()) sources.push_back(cell.source);
@@ -227,7 +234,9 @@ awaitable<http::Response> Frontend::serve(http::Request& req, std::string path) 
 
   // Arguments are named first: GCC 12 can destroy temporaries in a co_await operand twice.
   std::shared_ptr<KernelHub> kernel = lease.hub;
-  std::string assign = request_statement(request_bundle(req, params, !gw_.config().notebook_http_public), language_);
+  auto statement = request_statement(request_bundle(req, params, !gw_.config().notebook_http_public), language_);
+  if (!statement) co_return http::error_response(req, Errc::kInternal, "REQUEST cannot be written for " + language_);
+  std::string assign = std::move(*statement);
   auto assigned = co_await run_step(kernel, std::move(assign), deadline, limit);
   if (auto err = step_error(req, assigned, timeout_s, limit)) co_return std::move(*err);
   std::string cell = source->second;

@@ -20,7 +20,8 @@ LANG_KERNELS=(r-cran-irkernel r-cran-ggplot2 octave python3-octave-kernel python
   gnuplot-nox ghostscript fonts-freefont-otf)
 TESTS=(python3-jupyter-client python3-websocket python3-jupyter-server python3-jupyter-kernel-test
   python3-nbformat python3-requests python3-pytest python3-pip curl openssl acl iproute2 procps
-  prometheus chromium postgresql-15 python3-psycopg2)
+  prometheus chromium postgresql-15 python3-psycopg2
+  ruby nodejs)  # with perl, bash, python3, R and octave: the parsers language_literal_test checks literals with
 
 if [ "${CELLGATE_DEPS_SKIP_UPDATE:-0}" != 1 ]; then $SUDO apt-get update -qq; fi
 pkgs=("${BUILD[@]}" "${KERNELS[@]}" "${LANG_KERNELS[@]}")

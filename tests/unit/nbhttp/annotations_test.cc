@@ -132,11 +132,13 @@ TEST_CASE("REQUEST carries body, args, path and headers as Kernel Gateway builds
 
 TEST_CASE("the REQUEST statement is an ASCII string literal of the JSON", "[nbhttp]") {
   json bundle = {{"body", "é\"\n"}, {"args", json::object()}, {"path", json::object()}, {"headers", json::object()}};
-  std::string st = request_statement(bundle, "python");
+  std::string st = request_statement(bundle, "python").value();
   REQUIRE(st.starts_with("REQUEST = \""));
   for (char c : st) CHECK(static_cast<unsigned char>(c) < 0x80);
   auto literal = json::parse(st.substr(10));
   CHECK(json::parse(literal.get<std::string>()) == bundle);
-  CHECK(request_statement(bundle, "perl").starts_with("my $REQUEST = \""));
-  CHECK(request_statement(bundle, "bash").starts_with("REQUEST=\""));
+  CHECK(request_statement(bundle, "perl")->starts_with("my $REQUEST = '"));
+  CHECK(request_statement(bundle, "bash")->starts_with("REQUEST='"));
+  CHECK(request_statement(bundle, "R")->starts_with("REQUEST <- \""));
+  CHECK(!request_statement(bundle, "julia"));
 }
