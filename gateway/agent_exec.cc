@@ -56,17 +56,20 @@ asio::awaitable<void> silent_exec(const std::shared_ptr<KernelHub>& hub, const s
 
 }  // namespace
 
-asio::awaitable<common::Status> run_silent(std::shared_ptr<KernelHub> hub, std::string code,
-                                          std::chrono::milliseconds timeout) {
+namespace {
+
+// The callers' parameters outlive this coroutine (they await it), so it borrows them.
+asio::awaitable<common::Status> run_own_cell(const std::shared_ptr<KernelHub>& hub, const std::string& code,
+                                            std::chrono::milliseconds timeout, bool silent) {
   auto msg = protocol::make_message(
       "execute_request", "cellgate-" + common::random_hex(8),
-      json{{"code", code}, {"silent", true}, {"store_history", false}, {"user_expressions", json::object()},
+      json{{"code", code}, {"silent", silent}, {"store_history", false}, {"user_expressions", json::object()},
            {"allow_stdin", false}, {"stop_on_error", false}}
           .dump());
   auto header = protocol::peek_header(msg.header);
   const std::string msg_id = header ? header->msg_id : "";
   auto c = std::make_shared<ExecCollector>(co_await asio::this_coro::executor, 1 << 16, nullptr);
-  if (!hub->send_watched(Channel::kShell, msg, msg_id, c)) {
+  if (!hub->send_watched(Channel::kShell, msg, msg_id, c, {.now = false, .hidden = !silent})) {
     hub->unwatch(msg_id);
     co_return common::make_error(common::Errc::kInternal, "kernel channels are closed");
   }
@@ -76,8 +79,24 @@ asio::awaitable<common::Status> run_silent(std::shared_ptr<KernelHub> hub, std::
   if (!c->got_reply_) co_return common::make_error(common::Errc::kTimeout, "no execute_reply in time");
   if (c->reply_status_ == "aborted")
     co_return common::make_error(common::Errc::kUnavailable, "the kernel aborted it (it drops requests after an error)");
-  if (c->reply_status_ != "ok") co_return common::make_error(common::Errc::kInternal, "the kernel answered " + c->reply_status_);
+  if (c->reply_status_ != "ok" || c->saw_error_) {
+    std::string why = c->reply_status_ != "ok" ? "the kernel answered " + c->reply_status_ : "the kernel published an error";
+    if (!c->ename_.empty()) why += ": " + c->ename_ + ": " + c->evalue_;
+    co_return common::make_error(common::Errc::kInternal, why);
+  }
   co_return common::ok();
+}
+
+}  // namespace
+
+asio::awaitable<common::Status> run_silent(std::shared_ptr<KernelHub> hub, std::string code,
+                                          std::chrono::milliseconds timeout) {
+  co_return co_await run_own_cell(hub, code, timeout, /*silent=*/true);
+}
+
+asio::awaitable<common::Status> run_hidden(std::shared_ptr<KernelHub> hub, std::string code,
+                                          std::chrono::milliseconds timeout) {
+  co_return co_await run_own_cell(hub, code, timeout, /*silent=*/false);
 }
 
 common::Result<ExecRequest> parse_exec_request(const std::string& body, size_t output_limit) {

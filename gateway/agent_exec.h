@@ -42,4 +42,11 @@ boost::asio::awaitable<nlohmann::json> run_execute(std::shared_ptr<KernelHub> hu
 boost::asio::awaitable<common::Status> run_silent(std::shared_ptr<KernelHub> hub, std::string code,
                                                  std::chrono::milliseconds timeout);
 
+// Runs code as the gateway's own cell, for code whose failure matters in any language (a warm-pool
+// claim): not silent, since IRkernel answers a failing silent execute "ok"; no history; its outputs seen
+// by no client (KernelHub Watch::hidden). Errors as run_silent's, and kInternal when the kernel published
+// an error, whatever its reply said.
+boost::asio::awaitable<common::Status> run_hidden(std::shared_ptr<KernelHub> hub, std::string code,
+                                                 std::chrono::milliseconds timeout);
+
 }  // namespace cellgate::gateway

@@ -97,13 +97,16 @@ KernelManager::KernelManager(asio::io_context& io, const Config& config, Service
   if (!config_.pool.empty()) {
     if (config_.spawner != "jail")
       throw ConfigError("--pool needs --spawner jail (a claim mounts the owner's workspace into the kernel's jail)");
+    std::map<std::string, ClaimCode> code;
     for (const auto& [name, n] : config_.pool) {
       auto s = specs.find(name);
       if (s == specs.end()) throw ConfigError("--pool: no kernelspec named " + name);
-      // A claim sets the owner's env and cwd with a silent Python execute.
-      if (s->second.language != "python") throw ConfigError("--pool: " + name + " is not a Python kernel");
+      // A claim enters the workspace and sets the owner's env in the kernel's own language.
+      auto claim = claim_code_for(s->second);
+      if (!claim) throw ConfigError("--pool: " + claim.error().message);
+      code[name] = std::move(claim.value());
     }
-    WarmPoolOptions po{config_.pool, config_.pool_max_memory, config_.pool_concurrency};
+    WarmPoolOptions po{config_.pool, std::move(code), config_.pool_max_memory, config_.pool_concurrency};
     pool_ = std::make_unique<WarmPool>(io_, po, config_.jail_helper,
                                        [this](const std::string& spec) { return make_pool_kernel(spec); });
     // Recorded as nobody's: start_services() shuts down whatever a crashed gateway left in its pool.

@@ -140,12 +140,13 @@ void WarmPool::refill() {
 
 asio::awaitable<void> WarmPool::fill_one(WarmPool* self, std::string spec, std::shared_ptr<KernelHub> hub) {
   auto st = co_await hub->kernel().start();
-  if (st && !self->stopping_) {
-    // A fresh ipykernel's first execute compiles and imports more than later ones (5-15 ms on a
-    // loaded 2-core host): pay it while the kernel is still starting, not in its claim. A kernel
-    // that fails it is pooled anyway: the claim's own execute finds out and starts cold instead.
-    std::string code = "pass";  // named: GCC 12 may destroy a temporary in a co_await operand twice
-    auto warm = co_await run_silent(hub, code, kWarmTimeout);
+  auto code = self->options_.code.find(spec);
+  if (st && !self->stopping_ && code != self->options_.code.end() && !code->second.warmup.empty()) {
+    // First-execute costs (ipykernel's imports: 5-15 ms on a loaded 2-core host) are paid while the
+    // kernel is still the pool's, not in its claim. A kernel that fails it is pooled anyway: the
+    // claim's own execute finds out and starts cold instead.
+    std::string warmup = code->second.warmup;  // named: GCC 12 may destroy a temporary in a co_await operand twice
+    auto warm = co_await run_hidden(hub, warmup, kWarmTimeout);
     if (!warm)
       common::log_info("kernel={} spec={} msg=\"pool kernel warm-up failed\" error=\"{}\"", hub->kernel().id(), spec,
                        warm.error().message);
@@ -227,13 +228,16 @@ asio::awaitable<std::shared_ptr<KernelHub>> WarmPool::claim(launcher::KernelOpti
       co_return nullptr;
     }
   }
-  // ipykernel's cwd is still the placeholder under the new mount: enter the workspace.
-  const std::string code = "__import__('os').environ.update(__import__('json').loads(" +
-                           nlohmann::json(nlohmann::json(delta).dump()).dump() +
-                           "))\n__import__('os').chdir('/workspace')\n";
-  auto applied = co_await run_silent(hub, code, kClaimStepTimeout);
+  // The kernel's cwd is still the placeholder under the new mount: its claim code enters the workspace.
+  auto claim_code = options_.code.find(spec);
+  if (claim_code == options_.code.end()) {
+    fail("no claim code for kernelspec " + spec);
+    co_return nullptr;
+  }
+  const std::string code = claim_cell(claim_code->second, delta);
+  auto applied = co_await run_hidden(hub, code, kClaimStepTimeout);
   if (!applied) {
-    fail("env and cwd: " + applied.error().message);
+    fail("claim code: " + applied.error().message);
     co_return nullptr;
   }
   kernel.retarget(cold.workspace_dir, env, cold.limits);

@@ -16,12 +16,14 @@
 #include <nlohmann/json.hpp>
 
 #include "gateway/kernel_hub.h"
+#include "gateway/pool_claim.h"
 #include "kernel-launcher/kernel_options.h"
 
 namespace cellgate::gateway {
 
 struct WarmPoolOptions {
   std::map<std::string, int> sizes;  // kernelspec → kernels kept ready
+  std::map<std::string, ClaimCode> code;  // kernelspec → its claim and warm-up code (one per size)
   uint64_t max_memory = 0;           // what the ready kernels may hold together (cgroup usage); 0 = no cap
   int concurrency = 1;               // starts in flight at once: the refill's CPU budget
 };
@@ -43,7 +45,8 @@ class WarmPool {
   void start();
   // A ready kernel of cold.spec made owner's, as a cold start with options cold would be: their
   // workspace mounted at /workspace (cellgate-jail --attach-workspace), their limits written to its
-  // cgroup, the KERNEL_* variables set and the cwd entered with a silent execute. Null when none is
+  // cgroup, the KERNEL_* variables set and the cwd entered by the kernelspec's claim code, run as a
+  // hidden cell (a failure fails the claim in any language). Null when none is
   // ready, or the request does not fit a pooled kernel (other variables, program, policy or
   // rlimits): the caller then starts cold. A kernel whose claim failed half-way is shut down.
   boost::asio::awaitable<std::shared_ptr<KernelHub>> claim(launcher::KernelOptions cold, std::string owner);
