@@ -188,3 +188,43 @@ def test_failing_r_seed_fails_the_start_with_the_cell_and_the_error(gw, kernel):
     body = kernel("cg-ir-bad-seed", expect=500)
     assert "cell 2 failed" in body["message"] and "bad seed" in body["message"], body
     assert body["seed"]["notebook"] == "bad_seed_r.ipynb" and body["seed"]["cell"] == 1, body
+
+
+def test_kernel_info_passes_through_as_the_kernel_sent_it(gw, kernel):
+    """Debian's octave_kernel 0.32 sends implementation_version as a list. The gateway does not rewrite
+    it: Jupyter Server forwards kernel_info_reply untouched, and neither reference client checks the
+    field (jupyter_client reads protocol_version; @jupyterlab/services validates the header and iopub
+    content only, and resolves `info` with the content as sent). A gateway that rewrote kernels'
+    replies would hide a kernel's bug from the people who can fix it, and differ from the server that
+    defines the API."""
+    need("octave")
+    kid = kernel("octave")["id"]
+    kws = KernelWS(gw.url, gw.token, kid)
+    try:
+        reply = kws.request("shell", "kernel_info_request", {}, timeout=60)
+    finally:
+        kws.close()
+    content = reply["content"]
+    assert content["status"] == "ok" and content["language_info"]["name"] == "octave", content
+    assert content["protocol_version"].startswith("5."), content
+    # Exactly what the kernel's class says, a tuple on the wire as a list (0.32) or a string (later).
+    from octave_kernel.kernel import OctaveKernel
+    sent = OctaveKernel.implementation_version
+    assert content["implementation_version"] == (list(sent) if isinstance(sent, tuple) else sent), content
+
+
+def test_r_seed_outputs_reach_no_client(gw, kernel):
+    """A restart re-runs the seed while a client is connected: its cells are the gateway's own, so the
+    client sees none of their messages (no execute_input, no stream), and its own cell counts from 1."""
+    need("ir")
+    kid = kernel("ir")["id"]
+    kws = KernelWS(gw.url, gw.token, kid)
+    try:
+        assert gw.post("api/kernels/%s/restart" % kid, timeout=180).status_code == 200
+        r = kws.execute('cat(SEEDED, "\\n")', timeout=60)
+        assert r.reply["content"]["status"] == "ok" and r.stdout().split() == ["42"], r.reply
+        assert r.reply["content"]["execution_count"] == 1, r.reply
+        seen = json.dumps(kws.seen)  # every message the client received, whatever its parent
+        assert "by the seed" not in seen and "SEED_PID" not in seen, seen
+    finally:
+        kws.close()
