@@ -60,7 +60,8 @@ std::pair<uid_t, gid_t> resolve_user(const std::string& spec) {
 void drop_privileges(const std::string& user, uint64_t max_open) {
   rlimit nofile{};
   ::getrlimit(RLIMIT_NOFILE, &nofile);
-  rlim_t want = static_cast<rlim_t>(max_open * 3 + 1024);
+  // Per connection: the client, the upstream and, while relaying, two pipes (splice) of two fds each.
+  rlim_t want = static_cast<rlim_t>(max_open * 6 + 1024);
   if (nofile.rlim_cur < want) {
     nofile.rlim_cur = std::min(want, nofile.rlim_max);
     ::setrlimit(RLIMIT_NOFILE, &nofile);

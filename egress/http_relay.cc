@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// http_relay: moving one HTTP/1.1 message through the proxy (Beast's relay pattern), and refusals.
+// http_relay: the proxy's HTTP vocabulary — stream types, deadlines, refusals, hop-by-hop headers.
 #include "egress/http_relay.h"
 
 #include <algorithm>

@@ -13,6 +13,7 @@
 
 #include "egress/cert_authority.h"
 #include "egress/http_relay.h"
+#include "egress/message_relay.h"
 #include "egress/tls_contexts.h"
 #include "egress/upstream.h"
 

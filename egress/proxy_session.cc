@@ -12,6 +12,7 @@
 #include <fmt/core.h>
 
 #include "egress/http_relay.h"
+#include "egress/message_relay.h"
 #include "egress/intercept.h"
 #include "egress/tls_peek.h"
 #include "egress/tunnel.h"
