@@ -84,8 +84,8 @@ asio::awaitable<void> intercept(InterceptJob job) {
   }
 
   boost::beast::flat_buffer from_client(256 * 1024), from_upstream(256 * 1024);
-  auto charge_out = [&](uint64_t n) { rec.bytes_out += n; return job.kernel.charge_out(n); };
-  auto charge_in = [&](uint64_t n) { rec.bytes_in += n; return job.kernel.charge_in(n); };
+  auto charge_out = [&](uint64_t n) { return job.kernel.charge_out(n) && (rec.bytes_out += n, true); };
+  auto charge_in = [&](uint64_t n) { return job.kernel.charge_in(n) && (rec.bytes_in += n, true); };
   for (bool first = true;; first = false) {
     RequestParser p;
     p.header_limit(static_cast<std::uint32_t>(s.header_limit));

@@ -45,13 +45,21 @@ KernelState::KernelState(std::string kernel_id, std::string owner, Policy kernel
       bucket(kernel_limits.rate, static_cast<double>(kernel_limits.burst)) {}
 
 bool KernelState::charge_out(uint64_t n) {
+  if (out_spent_ || n > limits.bytes_out - std::min(counters.bytes_out, limits.bytes_out)) {
+    out_spent_ = true;
+    return false;
+  }
   counters.bytes_out += n;
-  return counters.bytes_out <= limits.bytes_out;
+  return true;
 }
 
 bool KernelState::charge_in(uint64_t n) {
+  if (in_spent_ || n > limits.bytes_in - std::min(counters.bytes_in, limits.bytes_in)) {
+    in_spent_ = true;
+    return false;
+  }
   counters.bytes_in += n;
-  return counters.bytes_in <= limits.bytes_in;
+  return true;
 }
 
 void KernelState::remember(nlohmann::json line) {

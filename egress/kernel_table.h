@@ -59,10 +59,14 @@ class KernelState {
   KernelCounters counters;
   TokenBucket bucket;
 
-  // Charges bytes; false once the cap is passed (the caller ends the connection).
+  // Counts n bytes about to be passed on, or refuses them (counting nothing) when they would take
+  // the kernel past its cap: the caller drops them and ends the connection, and the cap is spent.
+  // So the counters are what the kernel sent and got, never more than its caps.
   bool charge_out(uint64_t n);
   bool charge_in(uint64_t n);
-  bool over_bytes() const { return counters.bytes_out >= limits.bytes_out || counters.bytes_in >= limits.bytes_in; }
+  bool out_spent() const { return out_spent_ || counters.bytes_out >= limits.bytes_out; }
+  bool in_spent() const { return in_spent_ || counters.bytes_in >= limits.bytes_in; }
+  bool over_bytes() const { return out_spent() || in_spent(); }
 
   // The last kRecent audit lines, for GET /api/kernels/{id}/egress.
   static constexpr size_t kRecent = 256;
@@ -76,6 +80,7 @@ class KernelState {
   bool attached = false;
 
  private:
+  bool out_spent_ = false, in_spent_ = false;
   std::deque<nlohmann::json> recent_;
   std::map<uint64_t, std::function<void()>> cuts_;
   uint64_t next_cut_ = 1;

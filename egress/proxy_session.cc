@@ -73,8 +73,8 @@ class Session {
     client_.socket().close(ignored);
     if (upstream_) upstream_->socket().close(ignored);
   }
-  bool charge_out(AuditRecord& r, uint64_t n) { r.bytes_out += n; return kernel_->charge_out(n); }
-  bool charge_in(AuditRecord& r, uint64_t n) { r.bytes_in += n; return kernel_->charge_in(n); }
+  bool charge_out(AuditRecord& r, uint64_t n) { return kernel_->charge_out(n) && (r.bytes_out += n, true); }
+  bool charge_in(AuditRecord& r, uint64_t n) { return kernel_->charge_in(n) && (r.bytes_in += n, true); }
   std::string ended_reason(const boost::system::error_code& ec) const {
     if (cut_) return "cut: the kernel's policy changed or it was removed";
     if (ec == asio::error::operation_aborted && kernel_->over_bytes()) return "egress byte cap reached";

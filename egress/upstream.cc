@@ -18,11 +18,11 @@ namespace http = boost::beast::http;
 asio::awaitable<Decision> decide(KernelState& kernel, ProxyServices& services, const Target& target) {
   Decision d;
   d.status = http::status::forbidden;
-  if (kernel.counters.bytes_out >= kernel.limits.bytes_out) {
+  if (kernel.out_spent()) {
     d.refusal = fmt::format("this kernel's egress cap of {} bytes out is used up", kernel.limits.bytes_out);
     co_return d;
   }
-  if (kernel.counters.bytes_in >= kernel.limits.bytes_in) {
+  if (kernel.in_spent()) {
     d.refusal = fmt::format("this kernel's egress cap of {} bytes in is used up", kernel.limits.bytes_in);
     co_return d;
   }

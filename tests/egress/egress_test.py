@@ -443,7 +443,7 @@ print("AFTER", requests.get("http://web.test:{http_port}/hello").reason)
     check("BIG cut" in out, "the download that passes the cap is cut")
     check("AFTER cellgate egress: this kernel's egress cap of 300000 bytes in is used up" in out, "then requests are refused")
     stats = rig.ctl({"op": "stats", "kernel": k})
-    check(300000 <= stats["counters"]["bytes_in"] < 300000 + 200000, "the counter stopped near the cap")
+    check(100000 < stats["counters"]["bytes_in"] <= 300000, "the counter never passes the cap (what was passed on)")
 
     k = rig.kernel_name("open")
     rig.policy(k, dict(web_policy(http_port), limits={"open": 2}))

@@ -42,19 +42,22 @@ TEST_CASE("byte caps, recent lines and cuts", "[egress]") {
   auto k = table.set("k1", "alice", Policy{}, l);
   REQUIRE(k);
   CHECK((*k)->charge_out(60));
-  CHECK_FALSE((*k)->charge_out(60));
+  CHECK_FALSE((*k)->over_bytes());
+  CHECK_FALSE((*k)->charge_out(60));  // would pass the cap: refused, not counted, the cap spent
   CHECK((*k)->over_bytes());
+  CHECK((*k)->counters.bytes_out == 60);
+  CHECK_FALSE((*k)->charge_out(1));
   for (int i = 0; i < 300; ++i) (*k)->remember({{"n", i}});
   auto stats = (*k)->stats(2);
   CHECK(stats["recent"].size() == 2);
   CHECK(stats["recent"][1]["n"] == 299);
-  CHECK(stats["counters"]["bytes_out"] == 120);
+  CHECK(stats["counters"]["bytes_out"] == 60);
   int cuts = 0;
   (*k)->on_cut([&] { ++cuts; });
   auto again = table.set("k1", "alice", Policy{}, l);  // a new policy cuts what the old one allowed
   REQUIRE(again);
   CHECK(cuts == 1);
-  CHECK((*again)->counters.bytes_out == 120);  // counters survive a replacement
+  CHECK((*again)->counters.bytes_out == 60);  // counters survive a replacement
   CHECK(table.set("k2", "bob", Policy{}, l));
   CHECK_FALSE(table.set("k3", "eve", Policy{}, l));  // the table is bounded
   CHECK(table.remove("k2"));
