@@ -17,4 +17,11 @@ namespace cellgate::isolation {
 common::Result<common::UniqueFd> announce_to_egress(const std::string& socket_path, const std::string& name,
                                                     std::chrono::milliseconds timeout);
 
+// `cellgate-jail --egress-attach STATUS_FILE --egress SOCKET --name NAME`: hands the listener a
+// running jail's init keeps (the status file's egress_fd) to a proxy that does not have it, e.g. one
+// restarted after a crash. The jail is validated as for --join; the fd is taken with pidfd_getfd(2)
+// and must be a listening TCP socket of the jail's own network namespace (SIOCGSKNS). Returns the
+// exit code: 0, or 126 with `cellgate-jail: egress-attach: <why>` on stderr.
+int reattach_egress(const std::string& status_file, const std::string& socket_path, const std::string& name);
+
 }  // namespace cellgate::isolation

@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -34,6 +35,17 @@ constexpr size_t kMaxMplFileBytes = 8 << 20;
 
 SetupFailure sys_failure(const std::string& stage, int err, const std::string& what = "") {
   return SetupFailure{stage, err, (what.empty() ? stage : what) + ": " + std::strerror(err)};
+}
+
+// A descriptor number above every one this process holds now, which the child (a copy of this fd
+// table, then fewer) can dup its egress listener to and announce in the status file.
+int first_fd_above_open() {
+  int highest = 2;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (dirent* e = ::readdir(d)) highest = std::max(highest, std::atoi(e->d_name));
+    ::closedir(d);
+  }
+  return std::max(highest + 1, 64);
 }
 
 int write_text(const std::string& path, const std::string& text) {
@@ -127,6 +139,7 @@ std::optional<SetupFailure> Jail::prepare() {
     auto egress = announce_to_egress(options_.egress_socket, options_.name, std::chrono::seconds(10));
     if (!egress) return SetupFailure{"egress", egress.error().sys_errno, egress.error().message};
     egress_ = std::move(egress.value());
+    egress_keep_fd_ = first_fd_above_open();
   }
 
   auto filter = cached_seccomp_bpf(policy_, std::string(kRunDir) + "/seccomp");
@@ -222,6 +235,7 @@ std::optional<SetupFailure> Jail::spawn() {
   cp.n_shed = hooks_.n_shed;
   cp.egress_fd = egress_ ? egress_.get() : -1;
   cp.egress_port = options_.egress_port;
+  cp.egress_keep_fd = egress_keep_fd_;
 
   // Born in the v2 dir when there is one (clone_into.h); otherwise placed by writing cgroup.procs.
   common::UniqueFd v2_dir = open_cgroup_dir(cgroup_ ? cgroup_->paths().unified : std::string());

@@ -68,6 +68,7 @@ class Jail {
   std::optional<JailPlan> plan_;
   common::UniqueFd pidfd_, report_, sync_, exit_, signal_fd_;
   common::UniqueFd egress_;  // announced to cellgate-egress; the child sends its listener over it
+  int egress_keep_fd_ = -1;  // where the init keeps that listener (the status file's egress_fd)
   pid_t init_pid_ = -1;
   pid_t kernel_pid_ = -1;
   int ready_fd_ = -1;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "isolation/attach_workspace.h"
+#include "isolation/egress_attach.h"
 #include "isolation/jail.h"
 #include "isolation/join.h"
 #include "isolation/seccomp_policy.h"
@@ -35,6 +36,8 @@ int jail_main(int argc, char** argv, const JailHooks& hooks) {
   }
   if (!options->attach_workspace.empty() && !forked)
     return attach_workspace(options->attach_workspace, options->workspace);
+  if (!options->egress_attach.empty() && !forked)
+    return reattach_egress(options->egress_attach, options->egress_socket, options->name);
   int ready_fd = options->ready_fd;
   if (ready_fd >= 0 && ::fcntl(ready_fd, F_GETFD) < 0)
     return bad_options("--ready-fd " + std::to_string(ready_fd) + " is not open", -1);

@@ -48,7 +48,14 @@ Options (VALUE may also be given as --option=VALUE):
                           is SOCKET: the jail's init listens on 127.0.0.1:PORT inside the jail and
                           hands that socket to the proxy, which already holds this jail's policy
                           under --name. Without it the jail has loopback only
-  --egress-port PORT      the proxy's port inside the jail. Default 3128
+  --egress-port PORT      the proxy's port inside the jail. Default 3128 (the init keeps the
+                          listener; the status file's egress_fd says at which fd)
+  --egress-attach STATUS_FILE
+                          with --egress SOCKET and --name NAME, no CMD: hand that running jail's
+                          proxy endpoint to the proxy at SOCKET (a proxy restarted after a crash):
+                          the jail is validated as for --join, the init's listener is taken with
+                          pidfd_getfd and must be a listening socket of the jail's own network
+                          namespace. Exit 0, 125 bad options, 126 it failed
   --join STATUS_FILE      run CMD inside that running jail instead of building one (below)
   --attach-workspace STATUS_FILE
                           with --workspace DIR and no CMD: mount DIR at /workspace in that running

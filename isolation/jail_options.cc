@@ -119,6 +119,7 @@ common::Result<JailOptions> parse_options(int argc, const char* const* argv) {
       {"--join", [&](std::string_view v) { o.join = v; return !v.empty() && v.size() <= 4096; }},
       {"--attach-workspace", [&](std::string_view v) { o.attach_workspace = v; return !v.empty() && v.size() <= 4096; }},
       {"--egress", [&](std::string_view v) { o.egress_socket = v; return !v.empty() && v[0] == '/' && v.size() < 108; }},
+      {"--egress-attach", [&](std::string_view v) { o.egress_attach = v; return !v.empty() && v.size() <= 4096; }},
       {"--egress-port", [&](std::string_view v) {
          uint64_t port = 0;
          if (!parse_uint(v, port) || port == 0 || port > 65535) return false;
@@ -152,8 +153,16 @@ common::Result<JailOptions> parse_options(int argc, const char* const* argv) {
     }
     if (!it->second(value)) return bad("invalid value for " + std::string(key) + ": '" + std::string(value) + "'");
     if (key != "--join" && key != "--env" && key != "--policy" && key != "--attach-workspace" &&
-        key != "--workspace" && jail_only.empty())
+        key != "--workspace" && key != "--egress-attach" && key != "--egress" && key != "--name" && jail_only.empty())
       jail_only = key;
+  }
+  if (!o.egress_attach.empty()) {
+    if (!jail_only.empty() || !o.join.empty() || !o.env.empty() || !o.policy_file.empty() || !o.workspace.empty() ||
+        !o.attach_workspace.empty())
+      return bad("--egress-attach takes only --egress SOCKET and --name NAME");
+    if (o.egress_socket.empty() || o.name.empty()) return bad("--egress-attach needs --egress SOCKET and --name NAME");
+    if (i < argc) return bad("--egress-attach runs no command");
+    return o;
   }
   if (!o.attach_workspace.empty()) {
     if (!jail_only.empty() || !o.join.empty() || !o.env.empty() || !o.policy_file.empty())
@@ -161,6 +170,10 @@ common::Result<JailOptions> parse_options(int argc, const char* const* argv) {
     if (o.workspace.empty()) return bad("--attach-workspace needs --workspace DIR");
     if (i < argc) return bad("--attach-workspace runs no command");
     return o;
+  }
+  for (auto [given, option] : {std::pair{!o.egress_socket.empty(), "--egress"}, {!o.name.empty(), "--name"}}) {
+    if (!o.join.empty() && given)
+      return bad("option " + std::string(option) + " cannot be used with --join (only --env and --policy can)");
   }
   if (!o.join.empty() && !o.workspace.empty())
     return bad("option --workspace cannot be used with --join (only --env and --policy can)");

@@ -48,6 +48,7 @@ struct JailOptions {
   std::string attach_workspace;     // --attach-workspace STATUS_FILE: mount --workspace into that jail
   std::string egress_socket;        // --egress SOCKET: the egress proxy's control socket; empty: no network
   uint16_t egress_port = 3128;      // --egress-port: where the proxy listens inside the jail
+  std::string egress_attach;        // --egress-attach STATUS_FILE: hand that jail's listener to --egress
   bool help = false;
   std::vector<std::string> command;
 };

@@ -138,6 +138,7 @@ child::ChildPlan JailPlan::child_plan(int sync_fd, int report_fd, int exit_fd) {
   c.report_fd = report_fd;
   c.exit_fd = exit_fd;
   c.egress_fd = -1;
+  c.egress_keep_fd = -1;
   c.title_area = g_title_area;
   c.title_len = g_title_len;
   return c;

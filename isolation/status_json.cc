@@ -41,10 +41,11 @@ std::string json_string(const std::string& s) {
 }
 
 std::string running_json(pid_t helper_pid, pid_t init_pid, pid_t kernel_pid, uint64_t host_uid,
-                         const std::string& cgroup) {
+                         const std::string& cgroup, int egress_fd) {
   return "{\"state\":\"running\",\"helper_pid\":" + std::to_string(helper_pid) +
          ",\"init_pid\":" + std::to_string(init_pid) + ",\"kernel_pid\":" + std::to_string(kernel_pid) +
-         ",\"host_uid\":" + std::to_string(host_uid) + ",\"cgroup\":" + json_string(cgroup) + "}";
+         ",\"host_uid\":" + std::to_string(host_uid) + ",\"cgroup\":" + json_string(cgroup) +
+         (egress_fd >= 0 ? ",\"egress_fd\":" + std::to_string(egress_fd) : std::string()) + "}";
 }
 
 std::string failed_json(const std::string& stage, int err, const std::string& message) {

@@ -13,8 +13,9 @@ namespace cellgate::isolation {
 // Escapes a string for a JSON string literal (quotes included).
 std::string json_string(const std::string& s);
 
+// egress_fd: the fd number the jail's init keeps its egress listener at (-1: none; not written).
 std::string running_json(pid_t helper_pid, pid_t init_pid, pid_t kernel_pid, uint64_t host_uid,
-                         const std::string& cgroup);
+                         const std::string& cgroup, int egress_fd = -1);
 std::string failed_json(const std::string& stage, int err, const std::string& message);
 std::string exited_json(std::optional<int> exit_code, std::optional<int> signal, const std::string& reason);
 

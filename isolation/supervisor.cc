@@ -130,7 +130,7 @@ int Jail::supervise() {
         if (failure) return fail(*failure);
         if (kernel_pid_ <= 0) return fail(SetupFailure{"init", ECHILD, "init: the jail exited during setup"});
         const std::string json = running_json(::getpid(), init_pid_, kernel_pid_, slot_.base + kSandboxId,
-                                              cgroup_ ? cgroup_->paths().unified : "");
+                                              cgroup_ ? cgroup_->paths().unified : "", egress_keep_fd_);
         write_status_file(options_.status_file, json);
         write_ready_line(ready_fd_, json);
         ready_fd_ = -1;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // apply_egress: the jail's proxy endpoint — a loopback listener made here, handed to cellgate-egress.
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -24,6 +25,15 @@ int apply_egress_listener(const ChildPlan& plan, int* listen_fd) noexcept {
     int err = errno;
     close(fd);
     return err;
+  }
+  // At the number the helper announced: a restarted proxy gets this listener back from the init
+  // (pidfd_getfd, cellgate-jail --egress-attach), with what waits in its backlog.
+  if (plan.egress_keep_fd >= 0 && plan.egress_keep_fd != fd) {
+    int kept = dup3(fd, plan.egress_keep_fd, O_CLOEXEC);
+    int err = errno;
+    close(fd);
+    if (kept < 0) return err;
+    fd = kept;
   }
   // pidfd_open(getpid()) is this init in its own pid namespace (pidfd_open(2)); the proxy drops the
   // listener when it becomes readable, so the socket does not keep a dead jail's namespace alive.

@@ -20,8 +20,8 @@ int apply_remount_root_ro() noexcept;
 int apply_loopback_up() noexcept;
 int apply_rlimits(const Rlimit* limits, size_t n) noexcept;
 // The egress proxy's endpoint: a listening socket on 127.0.0.1:plan.egress_port (the only way out
-// of the jail's network namespace), sent with a pidfd of the caller over plan.egress_fd, which is
-// then closed. The listener's fd is stored in *listen_fd (init keeps it).
+// of the jail's network namespace) at fd plan.egress_keep_fd, sent with a pidfd of the caller over
+// plan.egress_fd, which is then closed. *listen_fd is that fd (init keeps it).
 int apply_egress_listener(const ChildPlan& plan, int* listen_fd) noexcept;
 // munmap(2) of each range; a range that is already gone is no error (nothing to report either).
 void apply_unmap(const MemRange* ranges, size_t n) noexcept;

@@ -98,6 +98,8 @@ struct ChildPlan {
   // connection the helper opened and announced), then keeps the listener open for the jail's life.
   int egress_fd;
   unsigned short egress_port;
+  int egress_keep_fd;           // the listener's fd number in init (the helper names it in the status
+                                // file, so that `--egress-attach` can hand it to a restarted proxy)
   // The fork server (kernels/zygote): when set, the kernel process calls this instead of execve and
   // continues in the image it was forked from. Called after the whole lockdown, the hello report and
   // with the report fd closed (as execve would have closed it); must not return.

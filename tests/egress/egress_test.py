@@ -588,6 +588,70 @@ print("PROXY", errno.errorcode.get(s.connect_ex(("127.0.0.1", 3128))))
     check("PROXY ECONNREFUSED" in out, "no --egress: no endpoint in the jail")
 
 
+def proxy_restart(rig):
+    """A proxy killed and started again takes the running jails' endpoints back (cellgate-jail
+    --egress-attach takes the listener the init keeps): a request made meanwhile waits in the jail's
+    backlog and is served once the new proxy has it."""
+    import signal
+    import subprocess
+    http_port = rig.upstream()
+    rig.start_egress(HOSTS)
+    k = rig.kernel_name("restart")
+    rig.policy(k, web_policy(http_port))
+    status = rig.path("jail-status.json")
+    holder = rig.background_jail(k, [PYTHON, "-u", "-c", f"""
+import sys, requests
+for line in iter(input, "quit"):
+    try:
+        print("GOT", requests.get("http://web.test:{http_port}/hello", timeout=60).status_code, flush=True)
+    except Exception as e:
+        print("ERR", e, flush=True)
+"""], extra=["--status-file", status])
+    holder_in = holder.stdin
+    holder_in.write("go\n")
+    holder_in.flush()
+    check(holder.stdout.readline().startswith("GOT 200"), "a request through the first proxy")
+    with open(status) as f:
+        st = json.load(f)
+    check(isinstance(st.get("egress_fd"), int), f"the status file names the init's listener (egress_fd {st.get('egress_fd')})")
+    rig.egress.send_signal(signal.SIGKILL)
+    rig.egress.wait()
+    holder_in.write("go\n")  # made while no proxy runs: it waits in the jail's backlog
+    holder_in.flush()
+    time.sleep(0.5)
+    rig.start_egress(HOSTS)
+    rig.policy(k, web_policy(http_port))
+    attach = subprocess.run([rig.jail_bin, "--egress-attach", status, "--egress", rig.control, "--name", k],
+                            capture_output=True, text=True)
+    check(attach.returncode == 0, f"--egress-attach hands the endpoint to the new proxy ({attach.stderr.strip()})")
+    check(holder.stdout.readline().startswith("GOT 200"), "the request made while the proxy was down is served")
+    holder_in.write("go\n")
+    holder_in.flush()
+    check(holder.stdout.readline().startswith("GOT 200"), "and the next one")
+    again = subprocess.run([rig.jail_bin, "--egress-attach", status, "--egress", rig.control, "--name", k],
+                           capture_output=True, text=True)
+    check(again.returncode == 0, "attaching again replaces the endpoint")
+    other = rig.kernel_name("noegress")
+    plain_status = rig.path("plain-status.json")
+    plain = subprocess.Popen([rig.jail_bin, "--name", other, "--status-file", plain_status, "--", "/bin/sleep", "30"])
+    rig.procs.append(plain)
+    deadline = time.monotonic() + 20
+    while not (os.path.exists(plain_status) and "running" in open(plain_status).read()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    rig.policy(other, web_policy(http_port))
+    refused = subprocess.run([rig.jail_bin, "--egress-attach", plain_status, "--egress", rig.control, "--name", other],
+                             capture_output=True, text=True)
+    check(refused.returncode == 126 and "no egress endpoint" in refused.stderr, "a jail without an endpoint: 126 and why")
+    forged = rig.path("forged.json")
+    with open(forged, "w") as f:
+        json.dump(dict(st, init_pid=os.getpid()), f)
+    bad = subprocess.run([rig.jail_bin, "--egress-attach", forged, "--egress", rig.control, "--name", k],
+                         capture_output=True, text=True)
+    check(bad.returncode == 126, f"a forged status file is refused ({bad.stderr.strip()})")
+    holder_in.write("quit\n")
+    holder_in.flush()
+
+
 def kernel_cell(rig):
     """A jailed ipykernel (kernelspec argv through cellgate-jail --egress) fetches with requests and
     urllib in a cell."""
@@ -647,7 +711,7 @@ def kernel_cell(rig):
 
 CASES = {f.__name__: f for f in (allowed, refused_host, ip_literal, ip_rules_on, gateway_port, metadata, loopback_name,
                                  sni_mismatch, ipv6, private_netns, cross_kernel, header_injection, caps, audit_lines,
-                                 pip_install, setup_refusals, kernel_cell)}
+                                 pip_install, setup_refusals, proxy_restart, kernel_cell)}
 
 if __name__ == "__main__":
     sys.exit(main(CASES, sys.argv[1:]))

@@ -200,8 +200,9 @@ class Rig:
     def jail_python(self, kernel, code, **kw):
         return self.jail(kernel, [PYTHON, "-c", code], **kw)
 
-    def background_jail(self, kernel, argv, env=None):
-        p = subprocess.Popen(self.jail_cmd(kernel, argv, env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    def background_jail(self, kernel, argv, env=None, extra=()):
+        p = subprocess.Popen(self.jail_cmd(kernel, argv, env, extra=extra), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
         self.jails.append(p)
         return p
 

@@ -142,3 +142,20 @@ TEST_CASE("the egress options name the proxy control socket and the port inside"
   CHECK(help_text().find("--egress SOCKET") != std::string::npos);
   CHECK(help_text().find("--egress-port") != std::string::npos);
 }
+
+TEST_CASE("egress-attach mode takes a status file, the proxy socket and the jail's name, nothing else", "[isolation]") {
+  auto o = parse({"--egress-attach", "/run/x/jail.json", "--egress", "/run/e.sock", "--name", "k1"});
+  REQUIRE(o);
+  CHECK(o->egress_attach == "/run/x/jail.json");
+  CHECK(o->egress_socket == "/run/e.sock");
+  CHECK(o->name == "k1");
+  CHECK(o->command.empty());
+  for (auto bad : {std::vector<const char*>{"--egress-attach", "/s", "--egress", "/e"},
+                   std::vector<const char*>{"--egress-attach", "/s", "--name", "k1"},
+                   std::vector<const char*>{"--egress-attach", "/s", "--egress", "/e", "--name", "k", "--", "true"},
+                   std::vector<const char*>{"--egress-attach", "/s", "--egress", "/e", "--name", "k", "--memory", "1G"},
+                   std::vector<const char*>{"--join", "/s", "--name", "k", "--", "true"}}) {
+    CHECK_FALSE(parse(bad).has_value());
+  }
+  CHECK(help_text().find("--egress-attach STATUS_FILE") != std::string::npos);
+}
