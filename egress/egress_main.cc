@@ -6,13 +6,17 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/write.hpp>
 #include <nlohmann/json.hpp>
@@ -130,6 +134,18 @@ int run(const EgressOptions& o) {
   services.max_open = o.max_open;
 
   auto control = bind_control(io, o.control);
+  // The gateway that started it: a pidfd is readable once that process exits (pidfd_open(2)). Opened
+  // before the uid changes; a proxy left behind by a crashed gateway would serve the jails' endpoints
+  // beside the next one's.
+  asio::posix::stream_descriptor parent(io);
+  if (o.parent_pid > 0) {
+    int fd = static_cast<int>(::syscall(SYS_pidfd_open, o.parent_pid, 0));
+    if (fd < 0) throw ConfigError{"--parent-pid " + std::to_string(o.parent_pid) + ": " + std::strerror(errno)};
+    parent.assign(fd);
+    parent.async_wait(asio::posix::stream_descriptor::wait_read, [&io](boost::system::error_code ec) {
+      if (!ec) io.stop();
+    });
+  }
   drop_privileges(o.user, o.max_open);
   EgressServer server(io, services, EgressServer::Config{o.ip_rules, o.limits, o.control_uids});
   server.serve(std::move(control));

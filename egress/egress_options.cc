@@ -61,6 +61,7 @@ The egress proxy: kernels reach the network only through it, under their policy.
   --user UID[:GID]|NAME who to run as after setup when started as root (default 199999)
   --control-uid UID     another uid allowed on the control socket (repeatable)
   --log-level LEVEL     debug, info, warn, error
+  --parent-pid PID      exit when process PID (the gateway that started it) exits
 )";
 }
 
@@ -104,6 +105,12 @@ common::Result<EgressOptions> parse_egress_options(int argc, const char* const* 
          return true;
        }},
       {"--log-level", [&](std::string_view v) { o.log_level = v; return true; }},
+      {"--parent-pid", [&](std::string_view v) {
+         uint64_t p = 0;
+         if (!parse_uint(v, p) || p == 0 || p > 0x3fffffff) return false;
+         o.parent_pid = static_cast<pid_t>(p);
+         return true;
+       }},
   };
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];

@@ -31,6 +31,7 @@ struct EgressOptions {
   std::string user = "199999";    // who the proxy runs as after setup when started as root
   std::vector<uid_t> control_uids;  // peers allowed on the control socket besides root and us
   std::string log_level = "info";
+  pid_t parent_pid = 0;           // --parent-pid: exit when that process (the gateway) dies
   bool help = false;
 };
 
