@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -16,6 +17,7 @@
 
 #include <fmt/core.h>
 
+#include "egress/policy.h"
 #include "state/audit_log.h"
 #include "state/database.h"
 #include "state/users.h"
@@ -51,7 +53,9 @@ constexpr const char* kLimitsHelp =
     "  --workspace-bytes SIZE        size of each workspace\n"
     "  --workspace-files N           files in each workspace\n"
     "  --exec-timeout SECONDS        longest execute request\n"
-    "  --max-connections N           open WebSockets at once\n";
+    "  --max-connections N           open WebSockets at once\n"
+    "  --network POLICY              the most network the user's kernels may have: a policy as JSON, or\n"
+    "                                @FILE (README \"Network policy\"); none = no network\n";
 
 struct Args {
   std::vector<std::string> positional;
@@ -96,6 +100,26 @@ double parse_cpus(const std::string& flag, const std::string& v) {
   return n;
 }
 
+// A network policy (JSON, @FILE or "none") in its canonical form; errors name the field.
+std::string parse_network(const std::string& v) {
+  std::string text = v;
+  if (v == "none") text = R"({"mode":"none"})";
+  if (!v.empty() && v[0] == '@') {
+    std::FILE* f = std::fopen(v.c_str() + 1, "re");
+    if (!f) throw UsageError("--network: cannot read " + v.substr(1) + ": " + std::strerror(errno));
+    text.clear();
+    char buf[4096];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0 && text.size() < (1u << 20);) text.append(buf, n);
+    std::fclose(f);
+  }
+  auto doc = nlohmann::json::parse(text, nullptr, false);
+  if (doc.is_discarded()) throw UsageError("--network: not JSON (a policy object, @FILE or none)");
+  // IP rules are accepted here; a gateway whose proxy runs without --ip-rules refuses them at use.
+  auto policy = egress::parse_policy(doc, {.ip_rules = true, .field = "network"});
+  if (!policy) throw UsageError("--network: " + policy.error().message);
+  return egress::policy_json(policy.value()).dump();
+}
+
 // Parses options after the subcommand. with_limits: accept the limit flags; allow_default: a limit
 // flag may say "default" (set-limits) to drop the override.
 Args parse_args(int argc, char** argv, bool with_admin, bool with_limits, bool allow_default, const std::string& help) {
@@ -138,7 +162,7 @@ Args parse_args(int argc, char** argv, bool with_admin, bool with_limits, bool a
     }
     static const std::vector<std::string> kLimitFlags = {"--max-kernels", "--memory", "--cpus", "--pids",
                                                          "--workspace-bytes", "--workspace-files", "--exec-timeout",
-                                                         "--max-connections"};
+                                                         "--max-connections", "--network"};
     if (!with_limits || std::find(kLimitFlags.begin(), kLimitFlags.end(), name) == kLimitFlags.end())
       throw UsageError("unknown option " + name + " (see --help)");
     std::string v = take();
@@ -152,6 +176,7 @@ Args parse_args(int argc, char** argv, bool with_admin, bool with_limits, bool a
     else if (name == "--workspace-bytes") dst.workspace_bytes = clear ? 0 : static_cast<int64_t>(parse_size(name, v));
     else if (name == "--workspace-files") dst.workspace_files = clear ? 0 : parse_int(name, v, 0, int64_t{1} << 40);
     else if (name == "--max-connections") dst.max_connections = clear ? 0 : parse_int(name, v, 0, 1 << 20);
+    else if (name == "--network") dst.network = clear ? std::string() : parse_network(v);
     else dst.exec_timeout_s = clear ? 0 : parse_int(name, v, 1, 365 * 86400);
   }
   if (a.data_dir.empty()) {
@@ -217,6 +242,7 @@ nlohmann::json limits_json(const UserLimits& l) {
   put("workspace_files", l.workspace_files);
   put("exec_timeout_s", l.exec_timeout_s);
   put("max_connections", l.max_connections);
+  j["network"] = l.network ? nlohmann::json::parse(*l.network, nullptr, false) : nlohmann::json(nullptr);
   return j;
 }
 
@@ -267,14 +293,14 @@ int cmd_list(int argc, char** argv) {
   if (!db) return rc;
   auto list = UserStore(*db).list_users();
   if (!list) return fail(list.error());
-  constexpr const char* kRow = "{:<24} {:<5} {:>11} {:>7} {:>5} {:>7} {:>9} {:>9} {:>12} {:>9}  {}\n";
+  constexpr const char* kRow = "{:<24} {:<5} {:>11} {:>7} {:>5} {:>7} {:>9} {:>9} {:>12} {:>9}  {:<20}  {}\n";
   fmt::print(kRow, "NAME", "ADMIN", "MAX-KERNELS", "MEMORY", "CPUS", "PIDS", "WS-BYTES", "WS-FILES", "EXEC-TIMEOUT",
-             "MAX-CONNS", "CREATED");
+             "MAX-CONNS", "CREATED", "NETWORK");
   for (const auto& u : list.value()) {
     const auto& l = u.limits;
     fmt::print(kRow, u.name, u.admin ? "yes" : "no", format_opt(l.max_kernels), format_size(l.memory_bytes),
                format_opt(l.cpus), format_opt(l.pids), format_size(l.workspace_bytes), format_opt(l.workspace_files),
-               format_opt(l.exec_timeout_s), format_opt(l.max_connections), u.created);
+               format_opt(l.exec_timeout_s), format_opt(l.max_connections), u.created, l.network ? *l.network : "-");
   }
   return 0;
 }
@@ -334,6 +360,7 @@ int cmd_set_limits(int argc, char** argv) {
   merge(l.workspace_files, a.limits.workspace_files, a.clear.workspace_files);
   merge(l.exec_timeout_s, a.limits.exec_timeout_s, a.clear.exec_timeout_s);
   merge(l.max_connections, a.limits.max_connections, a.clear.max_connections);
+  merge(l.network, a.limits.network, a.clear.network);
   if (auto s = users.set_limits(name, l); !s) return fail(s.error());
   audit(*db, a, "user.set_limits", name, {{"limits", limits_json(l)}});
   std::fprintf(stderr, "cellgate user: updated the limits of '%s'\n", name.c_str());

@@ -149,6 +149,10 @@ Statement& Statement::bind(int index, std::optional<double> value) {
   return value ? bind(index, *value) : bind_null(index);
 }
 
+Statement& Statement::bind(int index, const std::optional<std::string>& value) {
+  return value ? bind(index, std::string_view(*value)) : bind_null(index);
+}
+
 Statement& Statement::bind_null(int index) {
   note(cursor_->bind_null(index));
   return *this;

@@ -73,6 +73,7 @@ class Statement {
   Statement& bind(int index, bool value) { return bind(index, static_cast<int64_t>(value ? 1 : 0)); }
   Statement& bind(int index, std::optional<int64_t> value);
   Statement& bind(int index, std::optional<double> value);
+  Statement& bind(int index, const std::optional<std::string>& value);
   Statement& bind_null(int index);
 
   // true: a row is ready for the column_* accessors; false: done.

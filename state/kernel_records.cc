@@ -13,13 +13,14 @@ namespace {
 
 constexpr const char* kKernelColumns =
     "id, owner, kernelspec, workspace, runtime_dir, helper_pid, jail_status_file, created, state, node, reason, "
-    "memory_bytes";
+    "memory_bytes, network";
 constexpr const char* kSessionColumns = "id, owner, path, name, type, kernel_id";
 
 KernelRecord read_kernel(const Statement& st) {
   return KernelRecord{st.column_text(0), st.column_text(1), st.column_text(2),  st.column_text(3),
                       st.column_text(4), st.column_int(5),  st.column_text(6),  st.column_text(7),
-                      st.column_text(8), st.column_text(9), st.column_text(10), st.column_int(11)};
+                      st.column_text(8), st.column_text(9), st.column_text(10), st.column_int(11),
+                      st.column_text(12)};
 }
 
 SessionRow read_session(const Statement& st) {
@@ -31,11 +32,11 @@ SessionRow read_session(const Statement& st) {
 
 Status insert_kernel(Database& db, const KernelRecord& k) {
   auto st = db.prepare(std::string("INSERT INTO kernels (") + kKernelColumns +
-                       ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                       ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!st) return st.error();
   st->bind(1, k.id).bind(2, k.owner).bind(3, k.kernelspec).bind(4, k.workspace).bind(5, k.runtime_dir);
   st->bind(6, k.helper_pid).bind(7, k.jail_status_file).bind(8, k.created).bind(9, k.state).bind(10, k.node);
-  st->bind(11, k.reason).bind(12, k.memory_bytes);
+  st->bind(11, k.reason).bind(12, k.memory_bytes).bind(13, k.network);
   return st->run();
 }
 

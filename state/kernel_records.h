@@ -25,6 +25,7 @@ struct KernelRecord {
   std::string node{};            // the node it runs on ("" = the one machine's; docs/cluster.md)
   std::string reason{};          // why it is dead ("node lost", ...); "" while it is not
   int64_t memory_bytes = 0;      // the memory limit placement committed for it (0 = none counted)
+  std::string network{};         // its network policy's canonical JSON (egress/policy.h); "" = none
 };
 
 struct SessionRow {

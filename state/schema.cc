@@ -243,6 +243,17 @@ ALTER TABLE workspaces ADD COLUMN node TEXT COLLATE "C" NOT NULL DEFAULT '';
 CREATE FUNCTION cellgate_now_ms() RETURNS BIGINT LANGUAGE sql VOLATILE
   AS $$ SELECT (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT $$;
 )sql"},
+      // Network policies (egress/policy.h, canonical JSON): the most a user's kernels may have (NULL:
+      // the kernelspec's), and each kernel's own ('' = none), which a restarted gateway gives back to
+      // the egress proxy.
+      {6, R"sql(
+ALTER TABLE users ADD COLUMN network TEXT;
+ALTER TABLE kernels ADD COLUMN network TEXT NOT NULL DEFAULT '';
+)sql",
+       R"sql(
+ALTER TABLE users ADD COLUMN network TEXT COLLATE "C";
+ALTER TABLE kernels ADD COLUMN network TEXT COLLATE "C" NOT NULL DEFAULT '';
+)sql"},
   };
   return kMigrations;
 }

@@ -23,6 +23,9 @@ struct UserLimits {
   std::optional<int64_t> workspace_files;
   std::optional<int64_t> exec_timeout_s;  // per execute_request
   std::optional<int64_t> max_connections; // open WebSockets at once
+  // The most network its kernels may have: a policy's canonical JSON (egress/policy.h), which the
+  // caller validates; nullopt = what the kernelspec gives.
+  std::optional<std::string> network;
   bool operator==(const UserLimits&) const = default;
 };
 

@@ -152,6 +152,7 @@ TEST_CASE("limits round-trip, with unset meaning the config default", "[state][b
   limits.workspace_bytes = int64_t{10} << 30;
   limits.workspace_files = 100000;
   limits.exec_timeout_s = 600;
+  limits.network = R"({"mode":"allowlist","allow":[{"host":"pypi.org","ports":[443]}]})";
   REQUIRE(users.add_user("alice", false, limits));
   REQUIRE(users.add_user("bob", false, {}));
   CHECK(users.get_user("alice")->limits == limits);
@@ -159,6 +160,7 @@ TEST_CASE("limits round-trip, with unset meaning the config default", "[state][b
 
   UserLimits fewer;
   fewer.cpus = 2.0;
+  fewer.network = R"({"mode":"none"})";
   REQUIRE(users.set_limits("alice", fewer));
   auto alice = users.get_user("alice");
   CHECK(alice->limits == fewer);
