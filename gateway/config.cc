@@ -237,6 +237,30 @@ const std::vector<Option>& options() {
        [](Config& c, const std::string& v) { c.notebook_http_queue = static_cast<int>(parse_int("notebook-http-queue", v, 0, 1 << 20)); }},
       {"notebook-http-public", "true|false", false, "notebook-http: serve the endpoints without a token (default false)",
        [](Config& c, const std::string& v) { c.notebook_http_public = parse_bool("notebook-http-public", v); }},
+      {"egress", "on|off", false,
+       "start the egress proxy, cellgate-egress, through which kernels with a network policy reach the network "
+       "(default on; jail spawner only); off: a policy other than none is refused",
+       [](Config& c, const std::string& v) {
+         if (v == "on" || v == "true") c.egress = true;
+         else if (v == "off" || v == "false") c.egress = false;
+         else throw ConfigError("--egress: expected on or off, got '" + v + "'");
+       }},
+      {"egress-binary", "PATH", false, "the cellgate-egress binary (default: beside cellgate)",
+       [](Config& c, const std::string& v) { c.egress_binary = v; }},
+      {"egress-hosts", "FILE", false, "hosts(5)-style names the egress proxy resolves before DNS",
+       [](Config& c, const std::string& v) { c.egress_hosts = v; }},
+      {"egress-dns", "true|false", false, "false: the egress proxy resolves names from --egress-hosts only (default true)",
+       [](Config& c, const std::string& v) { c.egress_dns = parse_bool("egress-dns", v); }},
+      {"egress-secrets", "FILE", false,
+       "JSON {NAME: VALUE} (mode 0600) of the secrets header rules name as ${secret:NAME}; kernels never see them",
+       [](Config& c, const std::string& v) { c.egress_secrets = v; }},
+      {"egress-upstream-ca", "FILE", false, "PEM CAs the egress proxy trusts upstream besides the system store",
+       [](Config& c, const std::string& v) { c.egress_upstream_ca = v; }},
+      {"egress-ip-rules", "true|false", false, "accept IP and CIDR rules in network policies (default false)",
+       [](Config& c, const std::string& v) { c.egress_ip_rules = parse_bool("egress-ip-rules", v); }},
+      {"egress-limits", "JSON", false,
+       "per-kernel egress defaults, e.g. {\"bytes_out\":\"1G\",\"open\":64,\"rate\":50} (README \"Network policy\")",
+       [](Config& c, const std::string& v) { c.egress_limits = v; }},
       {"log-level", "LEVEL", false, "debug, info, warn or error (default info)",
        [](Config& c, const std::string& v) { c.log_level = v; }},
   };
@@ -308,6 +332,11 @@ void finish(Config& c) {
     auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
     c.zygote_binary = (self.parent_path() / "cellgate-zygote").string();
   }
+  if (c.egress_binary.empty()) {
+    auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    c.egress_binary = (self.parent_path() / "cellgate-egress").string();
+  }
+  if (c.spawner != "jail") c.egress = false;  // a plain kernel has the host's network; no proxy to put in front
   if (c.certfile.empty() != c.keyfile.empty())
     throw ConfigError(c.certfile.empty() ? "--keyfile needs --certfile" : "--certfile needs --keyfile");
   std::error_code aec;

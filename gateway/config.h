@@ -79,6 +79,16 @@ struct Config {
   std::map<std::string, int> pool;            // kernelspec → warm kernels kept ready for POST /api/kernels
   uint64_t pool_max_memory = 0;               // memory the pool's idle kernels may hold together; 0 = no cap
   int pool_concurrency = 1;                   // pool kernels started at once (its CPU budget)
+  // The egress proxy (README "Network policy"): on starts cellgate-egress with the gateway (jail
+  // spawner only); off: every kernel has loopback only, and a policy other than none is refused.
+  bool egress = true;
+  std::string egress_binary;                  // default: cellgate-egress beside the cellgate binary
+  std::string egress_hosts;                   // its --hosts FILE: names resolved before DNS
+  bool egress_dns = true;                     // false: --egress-hosts is the only source of addresses
+  std::string egress_secrets;                 // its --secrets FILE: what ${secret:NAME} in header rules stands for
+  std::string egress_upstream_ca;             // its --upstream-ca FILE: CAs it trusts upstream besides the system's
+  bool egress_ip_rules = false;               // accept {"cidr": ...} rules
+  std::string egress_limits;                  // its --limits JSON: per-kernel defaults
   int ws_ping_interval_s = 30;
   int shutdown_grace_ms = 3000;
 };

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <boost/asio/awaitable.hpp>
+#include <nlohmann/json.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
@@ -57,6 +58,9 @@ class KernelHub : public launcher::KernelObserver,
   std::string owner;
   std::string workspace;
   bool ephemeral = false;   // the workspace is deleted with the kernel
+  // Its network policy, canonical (egress/policy.h policy_json); mode none unless it has one.
+  nlohmann::json network = {{"mode", "none"}};
+  bool has_network() const { return network.value("mode", "none") != "none"; }
   int pause_after_s = 0;    // freeze the kernel after this long idle; 0 = never
   int requests_in_flight = 0;  // REST execute/tool calls running: never paused meanwhile (a tool's
                                // process runs in the jail's cgroup, unseen by the kernel's state)

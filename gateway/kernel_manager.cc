@@ -2,6 +2,8 @@
 // kernel_manager: the one owner of every kernel's life.
 #include "gateway/kernel_manager.h"
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -12,14 +14,18 @@
 
 #include "common/log.h"
 #include "common/random.h"
+#include "egress/policy.h"
 #include "gateway/audit.h"
+#include "gateway/egress_proxy.h"
 #include "gateway/execute_snapshot.h"
 #include "gateway/fork_server.h"
 #include "gateway/idle_watch.h"
+#include "gateway/kernel_network.h"
 #include "gateway/kernel_plan.h"
 #include "gateway/offload.h"
 #include "gateway/snapshot_index.h"
 #include "gateway/warm_pool.h"
+#include "kernel-launcher/egress_env.h"
 #include "kernel-launcher/kernel_env.h"
 #include "kernel-launcher/spawn_util.h"
 #include "state/kernel_records.h"
@@ -53,6 +59,26 @@ std::string status_reason(const std::string& status_file) {
   return "";
 }
 
+// cellgate-egress's options from the config: what it resolves and trusts, its secrets, its defaults,
+// and the gateway's own endpoint, which no rule reaches.
+EgressProxyOptions egress_options(const Config& c) {
+  EgressProxyOptions o{c.egress_binary, c.runtime_dir, c.data_dir, {}};
+  auto add = [&](const char* flag, const std::string& v) {
+    if (!v.empty()) o.extra.insert(o.extra.end(), {flag, v});
+  };
+  add("--hosts", c.egress_hosts);
+  add("--secrets", c.egress_secrets);
+  add("--upstream-ca", c.egress_upstream_ca);
+  add("--limits", c.egress_limits);
+  if (!c.egress_dns) o.extra.push_back("--no-dns");
+  if (c.egress_ip_rules) o.extra.push_back("--ip-rules");
+  if (c.port > 0) {
+    const std::string host = c.ip.find(':') != std::string::npos ? "[" + c.ip + "]" : c.ip;
+    o.extra.insert(o.extra.end(), {"--deny", fmt::format("{}:{}=the gateway", host, c.port)});
+  }
+  return o;
+}
+
 }  // namespace
 
 bool visible_to(const KernelHub& hub, const state::User& user) { return user.admin || hub.owner == user.name; }
@@ -69,6 +95,10 @@ KernelManager::KernelManager(asio::io_context& io, const Config& config, Service
     : io_(io), config_(config), services_(services),
       kernelspec_path_(launcher::kernelspec_search_path(config.kernelspec_dirs)),
       read_budget_(std::make_shared<launcher::ReadBudget>(config.kernel_read_budget)) {
+  // A kernelspec's network policy is configuration: one that does not parse stops the gateway, before
+  // anything is started.
+  for (const auto& [name, spec] : kernelspecs())
+    if (auto network = kernelspec_network(spec, config_.egress_ip_rules); !network) throw ConfigError(network.error().message);
   if (spawner) {
     spawner_ = std::move(spawner);
   } else if (config_.spawner == "plain") {
@@ -82,6 +112,11 @@ KernelManager::KernelManager(asio::io_context& io, const Config& config, Service
       if (!fork_server_->start()) fork_server_.reset();
     }
     spawner_ = fork_server_ ? launcher::make_zygote_spawner(fork_server_->socket(), std::move(jail), {}) : std::move(jail);
+    if (config_.egress) {
+      egress_ = std::make_unique<EgressProxy>(io_, egress_options(config_));
+      if (auto st = egress_->start(); !st) throw ConfigError("--egress: " + st.error().message);
+      egress_->on_restart([this] { resync_egress(); });
+    }
   }
   if (!config_.seed_notebook.empty()) {
     auto seed = load_seed(config_.seed_notebook);
@@ -92,6 +127,11 @@ KernelManager::KernelManager(asio::io_context& io, const Config& config, Service
     global_seed_ = seed.value();
   }
   const auto specs = kernelspecs();
+  for (const auto& [name, spec] : specs) {
+    auto network = kernelspec_network(spec, config_.egress_ip_rules);
+    if (*network && (*network)->mode != egress::Mode::kNone && !egress_)
+      throw ConfigError("kernelspec " + name + ": metadata.cellgate.network needs the egress proxy (--egress on, --spawner jail)");
+  }
   if (specs.count(config_.default_kernel) == 0)
     common::log_warn("msg=\"default kernelspec not found\" name={}", config_.default_kernel);
   if (!config_.pool.empty()) {
@@ -163,6 +203,12 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
   for (const auto& [u, n] : starting_) total += n;
   if (config_.max_kernels > 0 && total >= config_.max_kernels)
     co_return make_error(Errc::kForbidden, fmt::format("Resource Limit: max_kernels ({}) reached", config_.max_kernels));
+  auto network = kernel_network(spec->second, user, options.network, config_.egress_ip_rules);
+  if (!network) co_return network.error();
+  const bool networked = network->mode != egress::Mode::kNone;
+  if (networked && !egress_)
+    co_return make_error(Errc::kBadRequest, "network: this gateway runs no egress proxy (--egress off)");
+  if (networked && !egress_->unreachable().empty()) co_return make_error(Errc::kUnavailable, "network: " + egress_->unreachable());
   auto client_env = launcher::filter_client_env(options.env, config_.allow_env);
   if (!client_env) co_return client_env.error();
   std::shared_ptr<const Seed> seed = options.seed;
@@ -183,8 +229,18 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
   auto ws = co_await services_.offload.run([&] { return workspaces.ensure(ref); });
   if (!ws) co_return ws.error();
   auto ko = cold_start_plan(config_, read_budget_, id, spec->second, user, ws_name, ws->tree_path(), client_env.value());
+  const json network_json = egress::policy_json(network.value());
+  if (networked) {
+    // The proxy holds the policy before the jail announces itself under the kernel's id.
+    auto set = egress_->ask({{"op", "set"}, {"kernel", id}, {"user", user.name}, {"policy", network_json}});
+    if (!set) {
+      const Errc code = set.error().code == Errc::kBadRequest ? Errc::kBadRequest : Errc::kUnavailable;
+      co_return make_error(code, "network: " + set.error().message);
+    }
+    route_through_egress(ko);
+  }
 
-  if (pool_) {
+  if (pool_ && !networked) {  // a pooled kernel has no endpoint: a networked one starts cold
     // A warm kernel when one fits; anything else (none ready, env it cannot take) starts cold.
     ++starting_[user.name];
     auto claimed = co_await pool_->claim(ko, user.name);
@@ -209,6 +265,7 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
   }
   auto hub = make_hub(std::move(ko), user.name, ws_name, &user);
   hub->ephemeral = options.ephemeral;
+  hub->network = network_json;
   hub->workspace_config = workspace_config_for(workspaces.config(), user);
   if (!options.snapshots) hub->set_execute_reply_hook(nullptr);
   auto& kernel = hub->kernel();
@@ -221,6 +278,7 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
   }
   state::KernelRecord rec{id, user.name, name, ws_name, kernel.options().runtime_dir, 0, "",
                           common::iso8601_now(), "starting"};
+  if (networked) rec.network = network_json.dump();
   if (auto st = state::insert_kernel(services_.db, rec); !st)
     common::log_error("kernel={} msg=\"cannot record kernel\" error=\"{}\"", id, st.error().message);
   ++starting_[user.name];
@@ -229,6 +287,7 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
   if (!st) {
     kernels_.erase(id);
     co_await kernel.shutdown();  // the process is gone already; this removes its runtime dirs
+    if (networked) (void)egress_->ask({{"op", "remove"}, {"kernel", id}});
     forget_workspace_if_unused(*hub);
     (void)state::delete_kernel(services_.db, id);
     if (options.ephemeral) {
@@ -242,7 +301,7 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
   }
   (void)state::set_kernel_helper(services_.db, id, kernel.process().pid, kernel.process().status_file);
   (void)state::set_kernel_state(services_.db, id, "running");
-  audit(user.name, "start", id, {{"kernelspec", name}, {"workspace", ws_name}});
+  audit(user.name, "start", id, {{"kernelspec", name}, {"workspace", ws_name}, {"network", network_json}});
   common::log_info("kernel={} name={} owner={} msg=\"kernel started\"", id, name, user.name);
   co_return hub;
 }
@@ -269,6 +328,11 @@ awaitable<void> KernelManager::remove(std::string id, std::string who) {
   (void)state::delete_kernel(services_.db, id);  // its sessions go with it (foreign key)
   hub->close_all("kernel deleted");
   co_await hub->kernel().shutdown();
+  if (hub->has_network() && egress_) {
+    // Its endpoint closed with the jail's init; the policy and its counters go now.
+    if (auto r = egress_->ask({{"op", "remove"}, {"kernel", id}}); !r)
+      common::log_warn("kernel={} msg=\"egress proxy: remove failed\" error=\"{}\"", id, r.error().message);
+  }
   forget_workspace_if_unused(*hub);
   if (hub->ephemeral) {
     workspace::WorkspaceRef ref{hub->owner, hub->workspace};
@@ -295,9 +359,61 @@ json KernelManager::model(const KernelHub& hub) const {
             {"paused", k.paused()},
             {"connections", hub.connections()},
             {"owner", hub.owner},
-            {"workspace", hub.workspace}};
+            {"workspace", hub.workspace},
+            {"network", hub.network}};
   if (!k.reason().empty() && k.reason() != "shutdown") m["reason"] = k.reason();
   return m;
+}
+
+common::Result<json> KernelManager::egress(const KernelHub& hub, size_t recent) const {
+  const std::string id = const_cast<KernelHub&>(hub).kernel().id();
+  if (!hub.has_network()) return json{{"kernel", id}, {"policy", hub.network}, {"recent", json::array()}};
+  if (!egress_) return make_error(Errc::kUnavailable, "the egress proxy is off");
+  auto stats = egress_->ask({{"op", "stats"}, {"kernel", id}, {"recent", recent}});
+  if (!stats) return make_error(Errc::kUnavailable, "egress proxy: " + stats.error().message);
+  json out = std::move(stats.value());
+  out.erase("ok");
+  return out;
+}
+
+void KernelManager::route_through_egress(launcher::KernelOptions& ko) const {
+  ko.egress = launcher::EgressEndpoint{egress_->control(), 3128, egress_->ca_bundle()};
+  for (auto& [k, v] : launcher::egress_env(ko.egress)) ko.env[k] = v;
+}
+
+void KernelManager::resync_egress() {
+  if (!egress_) return;
+  for (const auto& [id, hub] : kernels_) {
+    if (!hub->has_network()) continue;
+    auto& kernel = hub->kernel();
+    auto set = egress_->ask({{"op", "set"}, {"kernel", id}, {"user", hub->owner}, {"policy", hub->network}});
+    if (!set) {
+      common::log_error("kernel={} msg=\"egress proxy: cannot restore the policy\" error=\"{}\"", id, set.error().message);
+      continue;
+    }
+    if (kernel.state() == launcher::KernelState::kDead || kernel.process().status_file.empty()) continue;
+    // The jail's init still holds its endpoint; cellgate-jail takes it (pidfd_getfd) to the proxy.
+    auto pid = launcher::spawn_in_session({config_.jail_helper, "--egress-attach", kernel.process().status_file,
+                                           "--egress", egress_->control(), "--name", id},
+                                          {{"PATH", "/usr/sbin:/usr/bin:/sbin:/bin"}}, "/", {});
+    if (!pid) {
+      common::log_error("kernel={} msg=\"egress endpoint not handed back\" error=\"{}\"", id, pid.error().message);
+      continue;
+    }
+    launcher::ProcessHandle attach;
+    attach.pid = pid.value();
+    int status = -1;
+    for (int i = 0; i < 1000 && (status = launcher::reap(attach)) < 0; ++i) ::usleep(10000);
+    if (status < 0) {
+      ::kill(attach.pid, SIGKILL);
+      ::waitpid(attach.pid, nullptr, 0);
+    }
+    if (status != 0)
+      common::log_error("kernel={} msg=\"egress endpoint not handed back\" status=\"{}\"", id,
+                        status < 0 ? std::string("still running after 10 s") : launcher::describe_wait_status(status));
+    else
+      common::log_info("kernel={} msg=\"egress endpoint handed to the proxy\"", id);
+  }
 }
 
 json KernelManager::pool_status() const { return pool_ ? pool_->status() : json(); }
@@ -311,8 +427,12 @@ awaitable<void> KernelManager::adopt() {
   auto specs = kernelspecs();
   for (const auto& rec : records.value()) {
     auto user = services_.users.get_user(rec.owner);
-    auto hub = make_hub(adoption_plan(config_, read_budget_, rec, specs), rec.owner, rec.workspace,
-                        user ? &user.value() : nullptr);
+    auto plan = adoption_plan(config_, read_budget_, rec, specs);
+    auto network = json::parse(rec.network.empty() ? std::string("{}") : rec.network, nullptr, false);
+    const bool networked = network.is_object() && network.value("mode", "none") != "none";
+    if (networked && egress_) route_through_egress(plan);  // its restarts go through the proxy too
+    auto hub = make_hub(std::move(plan), rec.owner, rec.workspace, user ? &user.value() : nullptr);
+    if (networked) hub->network = network;
     if (user) hub->workspace_config = workspace_config_for(services_.workspaces.config(), user.value());
     auto& kernel = hub->kernel();
     pid_t pid = static_cast<pid_t>(rec.helper_pid);
@@ -339,6 +459,7 @@ awaitable<void> KernelManager::adopt() {
 
 awaitable<void> KernelManager::start_services() {
   co_await adopt();
+  resync_egress();  // this gateway's proxy is new: adopted kernels' policies and endpoints go to it
   // A crashed gateway leaves its warm pool's and notebook-http's kernels behind; they are nobody's.
   std::vector<std::pair<std::string, std::string>> stale;
   for (const auto& [id, hub] : kernels_)
@@ -364,6 +485,7 @@ awaitable<void> KernelManager::stop() {
       hub->kernel().detach();
     }
   }
+  if (egress_) egress_->stop();  // kernels left running wait in their endpoints' backlogs for the next one
 }
 
 std::shared_ptr<KernelHub> KernelManager::make_pool_kernel(const std::string& name) {

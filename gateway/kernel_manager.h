@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <boost/asio/awaitable.hpp>
@@ -31,6 +32,7 @@ class WorkspaceManager;
 namespace cellgate::gateway {
 
 class Audit;
+class EgressProxy;
 class ForkServer;
 class IdleWatch;
 class Offload;
@@ -74,9 +76,12 @@ class KernelManager {
     std::shared_ptr<const Seed> seed;               // instead of the kernelspec's or --seed-notebook's
     bool snapshots = true;                          // snapshot the workspace after every execute
     std::shared_ptr<SeedFailure> seed_failure;      // filled when the seed fails, if set
+    std::optional<nlohmann::json> network;          // a network policy asked for (kernel_network.h)
   };
   // A kernel for user: claimed from the warm pool when one fits, else started cold (and seeded).
-  // Errors: kBadRequest, kNotFound (kernelspec), kForbidden (quota), kTimeout, kInternal.
+  // Errors: kBadRequest (also a network policy that does not parse), kNotFound (kernelspec),
+  // kForbidden (quota; a network past what the user may have), kUnavailable (the egress proxy),
+  // kTimeout, kInternal.
   boost::asio::awaitable<common::Result<std::shared_ptr<KernelHub>>> start(const state::User& user,
                                                                           StartOptions options);
   // By value: callers co_spawn them, and a reference would dangle by the time they resume.
@@ -88,6 +93,9 @@ class KernelManager {
   // Jupyter's kernel model, plus paused, connections, owner and workspace.
   nlohmann::json model(const KernelHub& hub) const;
   std::map<std::string, launcher::KernelSpec> kernelspecs() const;
+  // The egress proxy's record of the kernel: policy, limits, counters and its last `recent` audit
+  // lines (GET /api/kernels/{id}/egress). A kernel without network: its policy and nothing else.
+  common::Result<nlohmann::json> egress(const KernelHub& hub, size_t recent) const;
   // {spec: {size, ready, starting}}; null without a warm pool.
   nlohmann::json pool_status() const;
 
@@ -100,6 +108,11 @@ class KernelManager {
 
  private:
   boost::asio::awaitable<void> adopt();
+  // Routes a kernel with a network policy through the egress proxy: its endpoint in the jail's
+  // options, the proxy's variables in its environment.
+  void route_through_egress(launcher::KernelOptions& options) const;
+  // Gives every running kernel's policy to the (restarted) proxy, and its jail's endpoint back.
+  void resync_egress();
   // listed = false: a pool kernel, in nobody's list until it is claimed.
   std::shared_ptr<KernelHub> make_hub(launcher::KernelOptions options, const std::string& owner,
                                       const std::string& workspace, const state::User* user, bool listed = true);
@@ -118,6 +131,7 @@ class KernelManager {
   std::vector<std::string> kernelspec_path_;
   std::shared_ptr<launcher::ReadBudget> read_budget_;  // every kernel's large incoming messages
   std::unique_ptr<ForkServer> fork_server_;            // before spawner_, which connects to it
+  std::unique_ptr<EgressProxy> egress_;                // null: --egress off (kernels keep loopback only)
   std::unique_ptr<launcher::Spawner> spawner_;
   std::shared_ptr<const Seed> global_seed_;            // --seed-notebook
   std::map<std::string, std::shared_ptr<KernelHub>> kernels_;

@@ -2,6 +2,8 @@
 // kernels_api: /api/kernels.
 #include "gateway/api/kernels_api.h"
 
+#include <cstdlib>
+
 #include "gateway/kernel_manager.h"
 #include "protocol/json_text.h"
 
@@ -51,6 +53,7 @@ awaitable<http::Reply> KernelsApi::start(Call& call) {
     if (!e->is_boolean()) co_return reply(http::error_response(req, Errc::kBadRequest, "ephemeral must be a boolean"));
     opts.ephemeral = e->get<bool>();
   }
+  if (auto n = body->find("network"); n != body->end() && !n->is_null()) opts.network = *n;
   auto seed_failure = std::make_shared<gateway::SeedFailure>();
   opts.seed_failure = seed_failure;
   auto hub = co_await kernels_.start(call.caller.user, std::move(opts));
@@ -72,6 +75,20 @@ awaitable<http::Reply> KernelsApi::start(Call& call) {
 
 awaitable<http::Reply> KernelsApi::get(Call& call) {
   co_return reply(http::json_response(call.req, http::status::ok, kernels_.model(*call.kernel)));
+}
+
+awaitable<http::Reply> KernelsApi::egress(Call& call) {
+  size_t recent = 100;
+  if (std::string r = call.query("recent"); !r.empty()) {
+    char* end = nullptr;
+    unsigned long n = std::strtoul(r.c_str(), &end, 10);
+    if (*end || r[0] == '-' || n > 256)
+      co_return reply(http::error_response(call.req, Errc::kBadRequest, "recent must be an integer in [0, 256]"));
+    recent = n;
+  }
+  auto stats = kernels_.egress(*call.kernel, recent);
+  if (!stats) co_return reply(http::error_response(call.req, stats.error()));
+  co_return reply(http::json_response(call.req, http::status::ok, stats.value()));
 }
 
 awaitable<http::Reply> KernelsApi::remove(Call& call) {

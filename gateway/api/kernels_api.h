@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// kernels_api: /api/kernels: list, start ({"name", "env", "workspace", "ephemeral"}), get, shut
-// down, interrupt and restart, as jupyter_server answers them.
+// kernels_api: /api/kernels: list, start ({"name", "env", "workspace", "ephemeral", "network"}), get,
+// shut down, interrupt and restart, as jupyter_server answers them; and a kernel's egress record.
 #pragma once
 
 #include <string>
@@ -23,6 +23,9 @@ class KernelsApi {
   boost::asio::awaitable<http::Reply> remove(Call& call);
   boost::asio::awaitable<http::Reply> interrupt(Call& call);
   boost::asio::awaitable<http::Reply> restart(Call& call);
+  // GET /api/kernels/{id}/egress[?recent=N]: policy, limits, counters and the last N (default 100,
+  // at most 256) audit lines of its connections, from the egress proxy.
+  boost::asio::awaitable<http::Reply> egress(Call& call);
 
  private:
   gateway::KernelManager& kernels_;

@@ -43,6 +43,7 @@ std::vector<Route> make_routes(Handlers& h) {
       {V::delete_, "/api/kernels/{kernel}", kOwner, on(h.kernels, &KernelsApi::remove)},
       {V::post, "/api/kernels/{kernel}/interrupt", kOwner, on(h.kernels, &KernelsApi::interrupt)},
       {V::post, "/api/kernels/{kernel}/restart", kOwner, on(h.kernels, &KernelsApi::restart)},
+      {V::get, "/api/kernels/{kernel}/egress", kOwner, on(h.kernels, &KernelsApi::egress)},
       {V::get, "/api/kernels/{kernel}/channels", kOwner, on(h.channels, &ChannelsApi::connect)},
       {V::post, "/api/kernels/{kernel}/execute", kOwner, on(h.execute, &ExecuteApi::execute)},
       {V::post, "/api/kernels/{kernel}/tools/read", kOwner, on(h.tools, &ToolsApi::read)},

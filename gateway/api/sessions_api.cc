@@ -116,7 +116,7 @@ awaitable<http::Reply> SessionsApi::create(Call& call) {
     rec.kernel_id = ref->id;
   } else {
     // A named argument: GCC 12 can destroy a temporary in a co_await operand twice.
-    gateway::KernelManager::StartOptions start{ref->name, ref->env, "", false, nullptr, true, nullptr};
+    gateway::KernelManager::StartOptions start{ref->name, ref->env, "", false, nullptr, true, nullptr, std::nullopt};
     auto hub = co_await kernels_.start(call.caller.user, std::move(start));
     if (!hub) {
       // jupyter_server answers a missing kernelspec with 501.
@@ -164,7 +164,7 @@ awaitable<http::Reply> SessionsApi::update(Call& call) {
       co_return reply(http::error_response(req, Errc::kNotFound, "Kernel does not exist: " + ref->id));
     updated.kernel_id = ref->id;
   } else if (!ref->name.empty()) {
-    gateway::KernelManager::StartOptions start{ref->name, ref->env, "", false, nullptr, true, nullptr};
+    gateway::KernelManager::StartOptions start{ref->name, ref->env, "", false, nullptr, true, nullptr, std::nullopt};
     auto hub = co_await kernels_.start(call.caller.user, std::move(start));
     if (!hub) co_return reply(http::error_response(req, hub.error()));
     updated.kernel_id = hub.value()->kernel().id();

@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// egress_proxy: the gateway's cellgate-egress.
+#include "gateway/egress_proxy.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "common/log.h"
+#include "kernel-launcher/spawn_util.h"
+
+namespace cellgate::gateway {
+
+using common::Errc;
+using common::make_error;
+
+namespace {
+
+std::string last_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty()) last = line;
+  return last;
+}
+
+// Reads one line from fd until deadline (poll(2)); "" on EOF or timeout.
+std::string read_line(int fd, std::chrono::steady_clock::time_point deadline) {
+  std::string line;
+  while (line.size() < 4096) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return "";
+    pollfd p{fd, POLLIN, 0};
+    int r = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return "";
+    char c;
+    ssize_t n = ::read(fd, &c, 1);
+    if (n <= 0) return "";
+    if (c == '\n') return line;
+    line.push_back(c);
+  }
+  return line;
+}
+
+// Copies from to to (0644), through a temporary file renamed over it.
+common::Status publish_bundle(const std::string& from, const std::string& to) {
+  std::ifstream in(from, std::ios::binary);
+  if (!in) return make_error(Errc::kInternal, "cannot read " + from);
+  const std::string tmp = to + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << in.rdbuf();
+    if (!out.flush()) return make_error(Errc::kInternal, "cannot write " + tmp);
+  }
+  if (::chmod(tmp.c_str(), 0644) != 0 || ::rename(tmp.c_str(), to.c_str()) != 0)
+    return make_error(Errc::kInternal, "cannot publish " + to, errno);
+  return common::ok();
+}
+
+// A jail binds the bundle by path from inside its user namespace, as a uid that is nobody on the
+// host: every directory above it must be searchable by others. Why not, or "".
+std::string unreachable_by_jails(const std::string& path) {
+  for (auto dir = std::filesystem::path(path).parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) == 0 && !(st.st_mode & S_IXOTH))
+      return "the jails cannot reach " + path + ": " + dir.string() +
+             " is not searchable by others (chmod o+x, or another --runtime-dir)";
+  }
+  return "";
+}
+
+}  // namespace
+
+EgressProxy::EgressProxy(boost::asio::io_context& io, EgressProxyOptions options, std::chrono::milliseconds restart_delay)
+    : io_(io), options_(std::move(options)), control_(options_.runtime_dir + "/egress.sock"),
+      log_(options_.runtime_dir + "/egress.log"), ca_bundle_(options_.runtime_dir + "/egress-ca.pem"),
+      restart_delay_(restart_delay), restart_(io) {}
+
+EgressProxy::~EgressProxy() { stop(); }
+
+common::Status EgressProxy::start() {
+  if (stopped_) return make_error(Errc::kUnavailable, "the egress proxy is stopped");
+  std::vector<std::string> argv = {options_.binary, "--control", control_, "--ca-dir", options_.data_dir + "/egress-ca",
+                                   "--audit-log", options_.data_dir + "/egress-audit.jsonl",
+                                   "--parent-pid", std::to_string(::getpid())};
+  argv.insert(argv.end(), options_.extra.begin(), options_.extra.end());
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return make_error(Errc::kInternal, "pipe", errno);
+  common::UniqueFd ready(pipe_fds[0]), ready_w(pipe_fds[1]);
+  common::UniqueFd null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  common::UniqueFd log(::open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  if (!null || !log) return make_error(Errc::kInternal, "open " + log_, errno);
+  // stdin /dev/null, stdout the ready pipe, stderr its log; its own session.
+  auto pid = launcher::spawn_in_session(argv, {{"PATH", "/usr/sbin:/usr/bin:/sbin:/bin"}}, "/",
+                                        {null.get(), ready_w.get(), log.get()});
+  if (!pid) return make_error(Errc::kUnavailable, "cannot start " + options_.binary + ": " + pid.error().message);
+  ready_w.reset();
+  process_ = launcher::ProcessHandle{};
+  process_.pid = pid.value();
+  process_.pidfd = launcher::open_pidfd(pid.value());
+  const std::string line = read_line(ready.get(), std::chrono::steady_clock::now() + std::chrono::seconds(30));
+  if (line.rfind("cellgate-egress: ready", 0) != 0) {
+    stop_process();
+    const std::string why = last_line(log_);
+    return make_error(Errc::kUnavailable, "the egress proxy did not start" + (why.empty() ? "" : ": " + why));
+  }
+  // The bundle (public certificates only) where a jail's mount can reach it: the data dir is 0700,
+  // closed to the jail's user namespace (jail-on-this-machine.md), the runtime dir is not.
+  if (auto st = publish_bundle(options_.data_dir + "/egress-ca/bundle.pem", ca_bundle_); !st) {
+    stop_process();
+    return make_error(Errc::kUnavailable, "the egress proxy's CA bundle: " + st.error().message);
+  }
+  unreachable_ = unreachable_by_jails(ca_bundle_);
+  if (!unreachable_.empty()) common::log_warn("msg=\"networked kernels cannot start\" why=\"{}\"", unreachable_);
+  common::log_info("msg=\"egress proxy ready\" pid={} control={}", process_.pid, control_);
+  watch();
+  return common::ok();
+}
+
+void EgressProxy::watch() {
+  watch_ = std::make_unique<launcher::ExitWatch>(io_.get_executor(), process_.pidfd.get());
+  watch_->async_wait([this] {
+    if (process_.pid <= 0) return;  // we are stopping it
+    int status = launcher::reap(process_);
+    common::log_error("msg=\"egress proxy exited; restarting it\" pid={} status=\"{}\"", process_.pid,
+                      launcher::describe_wait_status(status));
+    process_.pid = -1;
+    restart_.expires_after(restart_delay_);
+    restart_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec || stopped_) return;
+      if (auto st = start(); !st) {
+        common::log_error("msg=\"egress proxy restart failed\" error=\"{}\"", st.error().message);
+        process_.pid = -1;
+        restart_.expires_after(restart_delay_ * 5);
+        restart_.async_wait([this](const boost::system::error_code& again) {
+          if (!again && !stopped_ && start() && on_restart_) on_restart_();
+        });
+        return;
+      }
+      if (on_restart_) on_restart_();
+    });
+  });
+}
+
+void EgressProxy::stop_process() {
+  if (process_.pid <= 0) return;
+  ::kill(process_.pid, SIGTERM);
+  bool reaped = false;
+  for (int i = 0; i < 100 && !(reaped = launcher::reap(process_) >= 0); ++i) ::usleep(10000);
+  if (!reaped) {  // still our unreaped child, so the pid is still its own
+    ::kill(process_.pid, SIGKILL);
+    ::waitpid(process_.pid, nullptr, 0);
+  }
+  process_.pid = -1;
+}
+
+void EgressProxy::stop() {
+  stopped_ = true;
+  restart_.cancel();
+  if (watch_) watch_->cancel();
+  stop_process();
+}
+
+common::Result<nlohmann::json> EgressProxy::ask(const nlohmann::json& request) const {
+  common::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return make_error(Errc::kUnavailable, "egress proxy: socket", errno);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, control_.c_str(), sizeof addr.sun_path - 1);
+  timeval tv{5, 0};
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    return make_error(Errc::kUnavailable, "the egress proxy is not running", errno);
+  const std::string line = request.dump() + "\n";
+  if (::send(fd.get(), line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size()))
+    return make_error(Errc::kUnavailable, "egress proxy: send", errno);
+  std::string answer;
+  char buf[65536];
+  for (ssize_t n; answer.size() < (64u << 20) && (n = ::recv(fd.get(), buf, sizeof buf, 0)) > 0;) {
+    answer.append(buf, static_cast<size_t>(n));
+    if (answer.back() == '\n') break;
+  }
+  auto doc = nlohmann::json::parse(answer, nullptr, false);
+  if (!doc.is_object()) return make_error(Errc::kUnavailable, "the egress proxy gave no answer");
+  if (!doc.value("ok", false)) return make_error(Errc::kBadRequest, doc.value("error", std::string("refused")));
+  return doc;
+}
+
+}  // namespace cellgate::gateway

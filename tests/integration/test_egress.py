@@ -1,0 +1,334 @@
+# SPDX-License-Identifier: Apache-2.0
+# Network policy through `cellgate serve`: the policy from the kernelspec (metadata.cellgate.network),
+# from the user's limit (`cellgate user set-limits --network`) and from POST /api/kernels within it;
+# the kernel model's `network`; GET /api/kernels/{id}/egress; brokered headers; curl through
+# tools/process; the proxy restarted under running kernels; a gateway restart; a bad kernelspec
+# policy stopping `cellgate serve`. Real jails, the real proxy, an upstream HTTP server on 127.0.0.1.
+import http.server
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+import targets as targets_mod
+from conftest import selected_targets
+
+pytestmark = pytest.mark.skipif("cellgate" not in selected_targets(), reason="network policy is a cellgate extension")
+
+SECRET = "sk-test-" + os.urandom(12).hex()
+
+
+class Upstream(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"path": self.path, "host": self.headers.get("Host"),
+                           "authorization": self.headers.get("Authorization")}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def rule(host, port, **kw):
+    return dict({"host": host, "ports": [port], "addresses": ["127.0.0.1/32"]}, **kw)
+
+
+class User(targets_mod.TokenClient):
+    def start(self, expect=201, **body):
+        r = self.api("POST", "api/kernels", json=body)
+        assert r.status_code == expect, (self.name, r.status_code, r.text)
+        return r.json()
+
+    def run(self, kid, code):
+        r = self.api("POST", "api/kernels/%s/execute" % kid, json={"code": code, "timeout": 60})
+        assert r.status_code == 200, (r.status_code, r.text)
+        rep = r.json()
+        out = "".join(o.get("text", "") for o in rep["outputs"] if o.get("name") == "stdout")
+        errors = [o for o in rep["outputs"] if o.get("output_type") == "error"]
+        assert not errors, errors
+        return out
+
+
+@pytest.fixture(scope="module")
+def site():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1]
+    server.shutdown()
+
+
+def write_spec(kernels_dir, name, network):
+    d = os.path.join(kernels_dir, name)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "kernel.json"), "w") as f:
+        json.dump({"argv": [targets_mod.PYTHON, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                   "display_name": name, "language": "python",
+                   "metadata": {"cellgate": {"network": network}}}, f)
+
+
+@pytest.fixture(scope="module")
+def gw(site):
+    path, why = targets_mod.cellgate_binary()
+    if not path:
+        pytest.fail("cellgate target required but " + why)
+    if os.geteuid() != 0:
+        pytest.skip("the jail needs root")
+    tokens = {}
+
+    def setup(t):
+        tokens["alice"] = t.add_user("alice")
+        tokens["bob"] = t.add_user("bob")
+        tokens["admin"] = t.add_user("admin", "--admin")
+        t.token = tokens["admin"]
+        t.http.headers["Authorization"] = "token " + t.token
+
+    t = targets_mod.jail_target()
+    # The jails bind the proxy's CA bundle from <runtime-dir> by path: its parents must be searchable.
+    os.chmod(t.tmp, 0o711)
+    hosts = os.path.join(t.tmp, "egress-hosts")
+    with open(hosts, "w") as f:
+        f.write("127.0.0.1 web.test api.test other.test\n")
+    secrets = os.path.join(t.tmp, "egress-secrets.json")
+    with open(secrets, "w") as f:
+        json.dump({"api": SECRET}, f)
+    os.chmod(secrets, 0o600)
+    write_spec(t.kernels_dir, "py-net", {"mode": "allowlist", "allow": [
+        rule("web.test", site),
+        rule("api.test", site, headers={"Authorization": "Bearer ${secret:api}"}, insecure_http=True)]})
+    t.extra_args += ["--egress-hosts", hosts, "--egress-dns", "false", "--egress-secrets", secrets,
+                     "--default-kernel", "cgtest"]
+    t.pre_start = setup
+    t.start()
+    users = {n: User(t, n, tok) for n, tok in tokens.items()}
+    yield t, users
+    t.stop()
+
+
+FETCH = """
+import json, urllib.request, requests
+def fetch(url):
+    try:
+        r = requests.get(url, timeout=20)
+        return r.status_code, r.text
+    except requests.exceptions.ProxyError as e:
+        return 'proxy', str(e)
+    except Exception as e:
+        return 'error', type(e).__name__ + ': ' + str(e)
+"""
+
+
+def fetch(user, kid, url):
+    return json.loads(user.run(kid, FETCH + "print(json.dumps(fetch(%r)))" % url))
+
+
+def test_kernelspec_policy_in_the_model_and_in_the_kernel(gw, site):
+    t, u = gw
+    k = u["alice"].start(name="py-net")
+    assert k["network"]["mode"] == "allowlist"
+    assert [r["host"] for r in k["network"]["allow"]] == ["web.test", "api.test"]
+    # The operator's secret is named, never shown.
+    assert "${secret:api}" in json.dumps(k["network"]) and SECRET not in json.dumps(k["network"])
+    assert u["alice"].api("GET", "api/kernels/" + k["id"]).json()["network"] == k["network"]
+    status, body = fetch(u["alice"], k["id"], "http://web.test:%d/hello" % site)
+    assert status == 200 and json.loads(body)["path"] == "/hello"
+    out = u["alice"].run(k["id"], "import urllib.request\n"
+                                  "print(urllib.request.urlopen('http://web.test:%d/u', timeout=20).status)" % site)
+    assert out.strip() == "200"
+    status, body = fetch(u["alice"], k["id"], "http://other.test:%d/" % site)
+    assert status == 403 and "cellgate egress" in body and "other.test" in body
+    # No route but the proxy: the host's loopback is not the jail's, and nothing else is reachable.
+    out = u["alice"].run(k["id"], "import socket, errno\n"
+                                  "for a in [('127.0.0.1', %d), ('10.1.2.3', 80), ('169.254.169.254', 80)]:\n"
+                                  "    s = socket.socket(); s.settimeout(3)\n"
+                                  "    print(errno.errorcode.get(s.connect_ex(a), 'ok'))\n" % site)
+    assert out.split() == ["ECONNREFUSED", "ENETUNREACH", "ENETUNREACH"], out
+
+
+def test_brokered_header_the_kernel_never_sees(gw, site):
+    t, u = gw
+    k = u["alice"].start(name="py-net")
+    status, body = fetch(u["alice"], k["id"], "http://api.test:%d/v1/me" % site)
+    assert status == 200 and json.loads(body)["authorization"] == "Bearer " + SECRET
+    # Neither the kernel's environment nor its files hold the key (egress.header_injection also
+    # searches the kernel's memory, through the same proxy).
+    out = u["alice"].run(k["id"], """
+import os
+key = %r[::-1].encode()
+found = [k for k, v in os.environ.items() if key in v.encode()]
+for root in ('/etc', '/tmp', '/workspace', '/home'):
+    for d, _, files in os.walk(root):
+        for f in files:
+            try:
+                if key in open(os.path.join(d, f), 'rb').read(1 << 20): found.append(os.path.join(d, f))
+            except OSError:
+                pass
+print('FOUND', found)
+""" % SECRET[::-1])
+    assert out.strip() == "FOUND []", out
+
+
+def test_kernel_without_policy_has_no_network(gw, site):
+    t, u = gw
+    k = u["alice"].start(name="cgtest")
+    assert k["network"] == {"mode": "none"}
+    status, body = fetch(u["alice"], k["id"], "http://web.test:%d/" % site)
+    assert status == "error", body
+    e = u["alice"].api("GET", "api/kernels/%s/egress" % k["id"])
+    assert e.status_code == 200 and e.json()["policy"] == {"mode": "none"} and e.json()["recent"] == []
+
+
+def test_request_within_what_the_user_may_have(gw, site):
+    t, u = gw
+    k = u["bob"].start(name="py-net", network={"mode": "allowlist", "allow": [rule("web.test", site)]})
+    assert [r["host"] for r in k["network"]["allow"]] == ["web.test"]
+    assert fetch(u["bob"], k["id"], "http://web.test:%d/" % site)[0] == 200
+    status, body = fetch(u["bob"], k["id"], "http://api.test:%d/" % site)
+    assert status == 403, body
+    # A request naming a host inherits the operator's headers for it, and cannot bring its own.
+    k2 = u["bob"].start(name="py-net", network={"mode": "allowlist", "allow": [rule("api.test", site)]})
+    assert json.loads(fetch(u["bob"], k2["id"], "http://api.test:%d/" % site)[1])["authorization"] == "Bearer " + SECRET
+    none = u["bob"].start(name="py-net", network={"mode": "none"})
+    assert none["network"] == {"mode": "none"}
+
+
+@pytest.mark.parametrize("network,status,field", [
+    ({"mode": "allowlist", "allow": [rule("other.test", 80)]}, 403, "network.allow[0]"),
+    ({"mode": "allowlist", "allow": [rule("web.test", 1)]}, 403, "network.allow[0]"),
+    ({"mode": "allowlist", "allow": [dict(rule("web.test", 1), headers={"Authorization": "x"})]}, 403,
+     "network.allow[0].headers"),
+    ({"mode": "sometimes"}, 400, "network.mode"),
+    ({"mode": "allowlist", "allow": [{"host": "web.test", "ports": [70000]}]}, 400, "network.allow[0].ports[0]"),
+    ({"mode": "allowlist", "allow": [{"cidr": "127.0.0.0/8"}]}, 400, "network.allow[0]"),
+    ("web.test", 400, "network"),
+])
+def test_bad_or_excessive_requests_are_refused(gw, network, status, field):
+    t, u = gw
+    before = len(t.get("api/kernels").json())
+    r = u["bob"].api("POST", "api/kernels", json={"name": "py-net", "network": network})
+    assert r.status_code == status, r.text
+    assert set(r.json()) >= {"reason", "message"}
+    if field:
+        assert field in r.json()["message"], r.json()
+    assert len(t.get("api/kernels").json()) == before
+
+
+def test_spec_without_network_gives_none_unless_the_user_limit_allows(gw, site):
+    t, u = gw
+    r = u["bob"].api("POST", "api/kernels", json={"name": "cgtest", "network": {"mode": "allowlist",
+                                                                                "allow": [rule("web.test", site)]}})
+    assert r.status_code == 403 and "may not have network access" in r.json()["message"], r.text
+    t.cli("user", "set-limits", "bob", "--network", json.dumps({"mode": "allowlist", "allow": [rule("web.test", site)]}))
+    try:
+        k = u["bob"].start(name="cgtest", network={"mode": "allowlist", "allow": [rule("web.test", site)]})
+        assert fetch(u["bob"], k["id"], "http://web.test:%d/" % site)[0] == 200
+        # The kernelspec's own rules are judged against bob's limit: api.test is not within it.
+        r = u["bob"].api("POST", "api/kernels", json={"name": "py-net"})
+        assert r.status_code == 403 and "api.test" in r.json()["message"], r.text
+        t.cli("user", "set-limits", "bob", "--network", "none")
+        r = u["bob"].api("POST", "api/kernels", json={"name": "py-net", "network": {"mode": "allowlist",
+                                                                                    "allow": [rule("web.test", site)]}})
+        assert r.status_code == 403, r.text
+    finally:
+        t.cli("user", "set-limits", "bob", "--network", "default")
+    listed = t.cli("user", "list")
+    assert "bob" in listed
+
+
+def test_user_cli_refuses_a_bad_policy_with_one_line(gw):
+    t, u = gw
+    out = subprocess.run([t.binary, "user", "set-limits", "bob", "--network", '{"mode":"allowlist","allow":[{"host":"a b"}]}',
+                          "--data-dir", t.data_dir], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "network.allow[0]" in out.stderr, out.stderr
+
+
+def test_egress_route_and_audit_log(gw, site):
+    t, u = gw
+    k = u["alice"].start(name="py-net")
+    fetch(u["alice"], k["id"], "http://web.test:%d/a" % site)
+    fetch(u["alice"], k["id"], "http://other.test:%d/b" % site)
+    r = u["alice"].api("GET", "api/kernels/%s/egress?recent=10" % k["id"])
+    assert r.status_code == 200, r.text
+    e = r.json()
+    lines = e["recent"]
+    allowed = [l for l in lines if l["host"] == "web.test" and l["decision"] == "allowed"]
+    refused = [l for l in lines if l["host"] == "other.test" and l["decision"] == "refused"]
+    assert allowed and refused, lines
+    assert allowed[0]["user"] == "alice" and allowed[0]["kernel"] == k["id"] and allowed[0]["bytes_in"] > 0
+    assert "not in the allowlist" in refused[0]["reason"]
+    assert e["counters"]["bytes_in"] > 0
+    assert u["bob"].api("GET", "api/kernels/%s/egress" % k["id"]).status_code == 404
+    assert t.get("api/kernels/%s/egress" % k["id"]).status_code == 200  # an admin
+    assert u["alice"].api("GET", "api/kernels/%s/egress?recent=x" % k["id"]).status_code == 400
+    with open(os.path.join(t.data_dir, "egress-audit.jsonl")) as f:
+        audit = [json.loads(l) for l in f]
+    assert any(a["kernel"] == k["id"] and a["host"] == "other.test" and a["decision"] == "refused" for a in audit)
+
+
+def test_curl_through_tools_process(gw, site):
+    t, u = gw
+    k = u["alice"].start(name="py-net")
+    r = u["alice"].api("POST", "api/kernels/%s/tools/process" % k["id"],
+                       json={"command": "curl", "args": ["-s", "http://web.test:%d/curl" % site]})
+    assert r.status_code == 200 and json.loads(r.json()["stdout"])["path"] == "/curl", r.text
+    r = u["alice"].api("POST", "api/kernels/%s/tools/process" % k["id"],
+                       json={"command": "curl", "args": ["-s", "http://other.test:%d/" % site]})
+    assert "cellgate egress" in r.json()["stdout"], r.text
+
+
+def egress_pid(t):
+    out = subprocess.run(["pgrep", "-f", "--", "--control " + t.run_dir + "/egress.sock"], capture_output=True, text=True)
+    pids = [int(p) for p in out.stdout.split()]
+    assert len(pids) == 1, pids
+    return pids[0]
+
+
+def test_proxy_restarted_under_running_kernels(gw, site):
+    t, u = gw
+    k = u["alice"].start(name="py-net")
+    assert fetch(u["alice"], k["id"], "http://web.test:%d/1" % site)[0] == 200
+    old = egress_pid(t)
+    os.kill(old, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if egress_pid(t) != old:
+                break
+        except AssertionError:
+            pass
+        time.sleep(0.2)
+    # The new proxy has the policy and the jail's endpoint back; the caps' counters start again.
+    assert fetch(u["alice"], k["id"], "http://web.test:%d/2" % site)[0] == 200
+    assert fetch(u["alice"], k["id"], "http://other.test:%d/" % site)[0] == 403
+
+
+def test_gateway_restart_keeps_kernels_networked(gw, site):
+    t, u = gw
+    k = u["alice"].start(name="py-net")
+    assert fetch(u["alice"], k["id"], "http://web.test:%d/before" % site)[0] == 200
+    t.kill_gateway()
+    t.start()
+    deadline = time.monotonic() + 60
+    while (r := u["alice"].api("GET", "api/kernels/" + k["id"])).status_code == 404 and time.monotonic() < deadline:
+        time.sleep(0.2)  # re-adoption runs after the gateway starts answering
+    assert r.status_code == 200 and r.json()["network"]["mode"] == "allowlist", r.text
+    assert fetch(u["alice"], k["id"], "http://web.test:%d/after" % site)[0] == 200
+    assert fetch(u["alice"], k["id"], "http://other.test:%d/" % site)[0] == 403
+
+
+def test_bad_kernelspec_policy_stops_serve():
+    t = targets_mod.jail_target()
+    write_spec(t.kernels_dir, "badnet", {"mode": "allowlist", "allow": [{"host": "web.test", "ports": ["http"]}]})
+    os.makedirs(t.run_dir, exist_ok=True)
+    out = subprocess.run([t.binary, "serve", "--port", "0", "--data-dir", t.data_dir, "--runtime-dir", t.run_dir,
+                          "--kernelspec-dir", t.kernels_dir], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2, (out.returncode, out.stderr)
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("cellgate: kernelspec badnet: metadata.cellgate.network.allow[0].ports[0]"), out.stderr
+    assert out.stdout == "", out.stdout  # no URL line: it never served
