@@ -106,6 +106,43 @@ def write_test_kernelspec(kernels_dir):
     return d
 
 
+# A killed test (a ctest TIMEOUT sends SIGKILL) never reaches stop(), and its temp dir, with a data
+# dir, kernels' logs and a workspace volume, stayed in /tmp until the disk filled. Each dir names
+# its owner (pid and start time, which a reused pid does not share); a new Target removes the dirs
+# of owners that are gone, after detaching what is mounted under them so that rmtree never walks
+# into a mount. Dirs of live owners (other worktrees' runs) are left alone.
+OWNER_FILE = "owner"
+
+
+def _start_time(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def claim_dir(path):
+    with open(os.path.join(path, OWNER_FILE), "w") as f:
+        f.write("%d %s\n" % (os.getpid(), _start_time(os.getpid())))
+
+
+def sweep_stale_dirs(pattern):
+    for d in glob.glob(pattern):
+        try:
+            with open(os.path.join(d, OWNER_FILE)) as f:
+                pid, start = f.read().split()
+        except (OSError, ValueError):
+            continue  # not made by claim_dir, or being made now
+        if _start_time(int(pid)) == start:
+            continue
+        with open("/proc/self/mountinfo") as f:
+            mounts = [line.split()[4] for line in f]
+        for m in sorted((m for m in mounts if m.startswith(d + "/")), key=len, reverse=True):
+            subprocess.run(["umount", "-l", m], stderr=subprocess.DEVNULL, check=False)
+        shutil.rmtree(d, ignore_errors=True)
+
+
 class Target:
     """A running server. url ends with '/', e.g. http://127.0.0.1:PORT/."""
 
@@ -121,7 +158,9 @@ class Target:
         Target.made.add(self)
         self.token = token
         self.extra_args = list(extra_args)
+        sweep_stale_dirs(os.path.join(tempfile.gettempdir(), "cgclients-it-*"))
         self.tmp = tempfile.mkdtemp(prefix="cgclients-it-")
+        claim_dir(self.tmp)
         self.jpath = os.path.join(self.tmp, "jpath")
         self.kernels_dir = os.path.join(self.jpath, "kernels")
         write_test_kernelspec(self.kernels_dir)

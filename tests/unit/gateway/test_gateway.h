@@ -19,28 +19,9 @@
 #include "gateway/config.h"
 #include "gateway/gateway.h"
 #include "tests/unit/gateway/fake_spawner.h"
+#include "tests/unit/gateway/scratch_dir.h"
 
 namespace cellgate::testing {
-
-class ScratchDir {
- public:
-  ScratchDir() {
-    // Short: ipc socket paths under it must fit sun_path (108 bytes).
-    std::string tmpl = "/tmp/cgt-XXXXXX";
-    if (!::mkdtemp(tmpl.data())) std::abort();
-    path_ = tmpl;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // Forwards to a FakeSpawner the test keeps: its kernels outlive one gateway (re-adoption).
 class SpawnerRef : public launcher::Spawner {
