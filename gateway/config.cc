@@ -261,6 +261,12 @@ const std::vector<Option>& options() {
       {"egress-limits", "JSON", false,
        "per-kernel egress defaults, e.g. {\"bytes_out\":\"1G\",\"open\":64,\"rate\":50} (README \"Network policy\")",
        [](Config& c, const std::string& v) { c.egress_limits = v; }},
+      {"metrics-token", "T", false, "a token that may read GET /metrics (and nothing else); admins' tokens may too",
+       [](Config& c, const std::string& v) { c.metrics_token = v; }},
+      {"events-buffer", "N", false, "GET /api/events: recent events kept to resume from (default 4096; a reader further behind is dropped)",
+       [](Config& c, const std::string& v) { c.events_buffer = static_cast<int>(parse_int("events-buffer", v, 16, 1 << 20)); }},
+      {"metrics-per-user", "true|false", false, "GET /metrics: figures per user (a label value per user; default false)",
+       [](Config& c, const std::string& v) { c.metrics_per_user = parse_bool("metrics-per-user", v); }},
       {"log-level", "LEVEL", false, "debug, info, warn or error (default info)",
        [](Config& c, const std::string& v) { c.log_level = v; }},
   };

@@ -37,6 +37,9 @@ struct Config {
   std::string jail_policy;                   // policy file for every kernel ("" = built-in default)
   std::string transport = "ipc";
   std::string log_level = "info";
+  std::string metrics_token;                 // besides an admin's token, this one may read /metrics
+  bool metrics_per_user = false;             // /metrics: the cellgate_user_* families (a label per user)
+  int events_buffer = 4096;                  // GET /api/events: events kept for Last-Event-ID resume
   launcher::Limits limits;                   // per-kernel defaults
   std::string certfile;                      // PEM chain; with keyfile, serve HTTPS/WSS only
   std::string keyfile;

@@ -64,8 +64,9 @@ bool splice_snapshot_info(protocol::Message& reply, const std::string& info_text
 
 }  // namespace
 
-Snapshots::Snapshots(asio::io_context& io, workspace::WorkspaceManager& workspaces, state::Database& db, Offload& offload)
-    : io_(io), workspaces_(workspaces), db_(db), offload_(offload) {}
+Snapshots::Snapshots(asio::io_context& io, workspace::WorkspaceManager& workspaces, state::Database& db, Offload& offload,
+                     metrics::GatewayMetrics* metrics, events::EventLog* events)
+    : io_(io), workspaces_(workspaces), db_(db), offload_(offload), metrics_(metrics), events_(events) {}
 
 void Snapshots::forget(const workspace::WorkspaceRef& ref) {
   if (auto ws = workspaces_.open(ref)) change_watch_.forget(ws->tree_path());
@@ -109,7 +110,9 @@ void Snapshots::after_execute(const std::shared_ptr<KernelHub>& hub, protocol::M
     } else {
       change_watch_.begin_walk(ws->tree_path());
       workspace::Workspace w(workspaces_.store(), ws->dir(), ws_config);
+      const auto began = std::chrono::steady_clock::now();
       auto snap = w.snapshot({});
+      if (snap && metrics_) metrics_->snapshot_taken(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
       if (!snap) {
         change_watch_.invalidate(ws->tree_path());
         info = {{"error", "snapshot failed: " + snap.error().message}};
@@ -128,6 +131,9 @@ void Snapshots::after_execute(const std::shared_ptr<KernelHub>& hub, protocol::M
     asio::post(io_, [this, ref, taken = std::move(taken), origin = std::move(origin), reply = std::move(reply),
                      deliver = std::move(deliver)]() mutable {
       // The database is the io thread's; the index is written before the client hears of the snapshot.
+      if (taken.created && events_)
+        events_->publish(events::EventType::kSnapshot, ref.owner,
+                         {{"workspace", ref.name}, {"snapshot", taken.id}, {"kernel_id", origin.kernel_id}, {"automatic", true}});
       if (taken.created || !taken.pruned.empty()) {
         if (auto st = index_snapshot(db_, ref, taken, workspace::SnapshotOptions{}, origin); !st)
           common::log_error("kernel={} msg=\"cannot index snapshot\" error=\"{}\"", origin.kernel_id, st.error().message);

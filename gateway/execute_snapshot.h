@@ -8,6 +8,8 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include "events/event_log.h"
+#include "metrics/gateway_metrics.h"
 #include "protocol/message.h"
 #include "workspace/change_watch.h"
 #include "workspace/workspace_manager.h"
@@ -25,7 +27,7 @@ class Offload;
 class Snapshots {
  public:
   Snapshots(boost::asio::io_context& io, workspace::WorkspaceManager& workspaces, state::Database& db,
-            Offload& offload);
+            Offload& offload, metrics::GatewayMetrics* metrics = nullptr, events::EventLog* events = nullptr);
   // KernelHub's execute-reply hook: snapshots the kernel's workspace if anything changed (most cells
   // write no file: inotify says so, and the walk is skipped), then calls deliver with the reply.
   void after_execute(const std::shared_ptr<KernelHub>& hub, protocol::Message reply,
@@ -38,6 +40,8 @@ class Snapshots {
   workspace::WorkspaceManager& workspaces_;
   state::Database& db_;
   Offload& offload_;
+  metrics::GatewayMetrics* metrics_;  // walks' durations (null: not counted)
+  events::EventLog* events_;          // a snapshot that was taken (null: not told)
   // Workspaces no execute has touched since their last walk are not walked again (see change_watch.h).
   workspace::ChangeWatch change_watch_;
 };

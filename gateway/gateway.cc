@@ -19,7 +19,16 @@
 namespace cellgate::gateway {
 
 Gateway::Gateway(boost::asio::io_context& io, Config config, std::unique_ptr<launcher::Spawner> spawner)
-    : io_(io), config_(std::move(config)), started_(std::chrono::system_clock::now()) {
+    : io_(io),
+      config_(std::move(config)),
+      started_(std::chrono::system_clock::now()),
+      events_(static_cast<uint64_t>(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(started_.time_since_epoch()).count()),
+              [this] {
+                events::EventLogLimits limits;
+                limits.max_events = static_cast<size_t>(config_.events_buffer);
+                return limits;
+              }()) {
   prepare_runtime_dirs(config_);
   make_dirs(config_.data_dir, 0700);
   // One node per PostgreSQL database until cluster membership lands (docs/cluster.md); a database that
@@ -53,9 +62,9 @@ Gateway::Gateway(boost::asio::io_context& io, Config config, std::unique_ptr<lau
     common::log_info("msg=\"snapshot index reconciled with the store\" rebuilt={} dropped={}", reconciled->rebuilt,
                      reconciled->dropped);
   offload_ = std::make_unique<Offload>(2);
-  snapshots_ = std::make_unique<Snapshots>(io_, *workspaces_, *db_, *offload_);
+  snapshots_ = std::make_unique<Snapshots>(io_, *workspaces_, *db_, *offload_, &metrics_, &events_);
   kernels_ = std::make_unique<KernelManager>(
-      io_, config_, KernelManager::Services{*db_, *users_, *workspaces_, *offload_, *audit_, snapshots_.get()},
+      io_, config_, KernelManager::Services{*db_, *users_, *workspaces_, *offload_, *audit_, snapshots_.get(), &metrics_, &events_},
       std::move(spawner));
 }
 

@@ -11,6 +11,8 @@
 
 #include "common/time_format.h"
 #include "gateway/config.h"
+#include "events/event_log.h"
+#include "metrics/gateway_metrics.h"
 
 namespace cellgate::launcher {
 class Spawner;
@@ -57,6 +59,8 @@ class Gateway {
   workspace::WorkspaceManager& workspaces() { return *workspaces_; }
   Offload& offload() { return *offload_; }
   KernelManager& kernels() { return *kernels_; }
+  metrics::GatewayMetrics& metrics() { return metrics_; }
+  events::EventLog& events() { return events_; }
 
  private:
   // In construction order, destroyed the other way round; the destructor joins the offload pool
@@ -64,6 +68,8 @@ class Gateway {
   boost::asio::io_context& io_;
   Config config_;
   common::SystemTime started_;
+  metrics::GatewayMetrics metrics_;  // before everything that reports into it
+  events::EventLog events_;          // likewise; its epoch is this process's start
   std::unique_ptr<state::Database> db_;
   std::unique_ptr<state::UserStore> users_;
   std::unique_ptr<Authenticator> auth_;

@@ -117,6 +117,7 @@ void KernelHub::from_client(WsSession& session, const std::string& channel, prot
       note_silent(*header, message);
       if (execute_limit_.count() > 0 && header->msg_type == "execute_request" && limited_.size() < 1024)
         limited_.emplace(header->msg_id, message.header);
+      if (header->msg_type == "execute_request") note_execute_sent(header->msg_id);
       msg_type = std::move(header->msg_type);
     }
   }
@@ -144,6 +145,12 @@ void KernelHub::broadcast(const OutgoingPtr& m) {
   for (auto& [sid, r] : offline_) buffer(r, m);
 }
 
+void KernelHub::note_execute_sent(const std::string& msg_id) {
+  // Bounded like the other per-request tables: past the cap, executes are not timed.
+  if (metrics_ && !msg_id.empty() && execute_sent_.size() < kMaxTimedExecutes)
+    execute_sent_.emplace(msg_id, std::chrono::steady_clock::now());
+}
+
 void KernelHub::note_silent(const protocol::HeaderFields& header, const protocol::Message& message) {
   // A silent execute leaves no trace in the notebook; its reply skips the after-execute snapshot (the
   // next ordinary execute's snapshot sees whatever it changed). Bounded: past the cap, replies snapshot.
@@ -157,6 +164,7 @@ bool KernelHub::send_watched(Channel channel, const protocol::Message& message, 
   std::string msg_type;
   if (auto header = protocol::peek_header(message.header)) {
     note_silent(*header, message);
+    if (header->msg_type == "execute_request") note_execute_sent(header->msg_id);
     msg_type = std::move(header->msg_type);
   }
   watchers_[msg_id] = watcher;
@@ -173,9 +181,14 @@ void KernelHub::unwatch(const std::string& msg_id) {
 }
 
 void KernelHub::on_kernel_message(Channel channel, protocol::Message&& message) {
+  if (metrics_ && channel == Channel::kIopub) {
+    uint64_t bytes = message.header.size() + message.parent_header.size() + message.metadata.size() + message.content.size();
+    for (const auto& b : message.buffers) bytes += b.size();
+    metrics_->iopub_message(bytes);
+  }
   std::string parent_id;
   bool is_execute_reply = false;
-  if (channel == Channel::kShell && (reply_hook_ || !limited_.empty())) {
+  if (channel == Channel::kShell && (reply_hook_ || !limited_.empty() || !execute_sent_.empty())) {
     auto header = protocol::peek_header(message.header);
     is_execute_reply = header && header->msg_type == "execute_reply";
   }
@@ -193,6 +206,13 @@ void KernelHub::on_kernel_message(Channel channel, protocol::Message&& message) 
         }
         limited_.erase(it);
       }
+    }
+  }
+  if (is_execute_reply && !execute_sent_.empty()) {
+    if (parent_id.empty()) parent_id = protocol::peek_parent_msg_id(message.parent_header);
+    if (auto it = execute_sent_.find(parent_id); it != execute_sent_.end()) {
+      if (metrics_) metrics_->execute_done(std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second).count());
+      execute_sent_.erase(it);
     }
   }
   if (is_execute_reply && !silent_.empty()) {
@@ -241,7 +261,10 @@ void KernelHub::dispatch(Channel channel, protocol::Message message, std::string
 }
 
 void KernelHub::on_kernel_state(KernelState state, const std::string& reason) {
-  if (state == KernelState::kRestarting || state == KernelState::kDead) silent_.clear();  // no replies will come
+  if (state == KernelState::kRestarting || state == KernelState::kDead) {  // no replies will come
+    silent_.clear();
+    execute_sent_.clear();
+  }
   auto watchers = watchers_;  // a watcher may unwatch itself from its callback
   for (auto& [id, w] : watchers)
     if (auto sw = w.lock()) sw->on_state(state, reason);
@@ -252,6 +275,9 @@ void KernelHub::on_kernel_state(KernelState state, const std::string& reason) {
   else if (state == KernelState::kDead && reason != "shutdown") es = "dead";
   else if (state == KernelState::kStarting) es = "starting";
   if (!es) return;
+  if (lifecycle_hook_ && (state == KernelState::kRestarting || state == KernelState::kDead) && !reason.empty() &&
+      reason != "shutdown")
+    lifecycle_hook_(state == KernelState::kDead ? Lifecycle::kDied : Lifecycle::kAutoRestart, reason);
   nlohmann::json content = {{"execution_state", es}};
   if (!reason.empty()) content["reason"] = reason;
   broadcast(std::make_shared<http::Outgoing>("iopub", protocol::make_message("status", synth_session_, content.dump())));
@@ -260,6 +286,10 @@ void KernelHub::on_kernel_state(KernelState state, const std::string& reason) {
     nlohmann::json err = {{"ename", "KernelDied"}, {"evalue", reason}, {"traceback", {"Kernel died: " + reason}}};
     broadcast(std::make_shared<http::Outgoing>("iopub", protocol::make_message("error", synth_session_, err.dump())));
   }
+}
+
+void KernelHub::on_kernel_paused(bool paused) {
+  if (lifecycle_hook_) lifecycle_hook_(paused ? Lifecycle::kPaused : Lifecycle::kResumed, "");
 }
 
 void KernelHub::on_execute_started(const std::string& msg_id) {

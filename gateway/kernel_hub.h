@@ -19,6 +19,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <optional>
 
+#include "metrics/gateway_metrics.h"
 #include "gateway/http/outgoing.h"
 #include "gateway/http/ws_connection.h"
 #include "kernel-launcher/kernel.h"
@@ -73,6 +74,12 @@ class KernelHub : public launcher::KernelObserver,
   // possibly with metadata added (the workspace snapshot). Replies are delivered in order.
   using ReplyHook = std::function<void(protocol::Message reply, std::function<void(protocol::Message)> deliver)>;
   void set_execute_reply_hook(ReplyHook hook) { reply_hook_ = std::move(hook); }
+  // Where iopub traffic is counted (null: nowhere); set once, before the kernel starts.
+  void set_metrics(metrics::GatewayMetrics* metrics) { metrics_ = metrics; }
+  // What an operator hears of: the kernel paused or resumed (by anyone), restarted on its own, or died.
+  enum class Lifecycle { kPaused, kResumed, kAutoRestart, kDied };
+  using LifecycleHook = std::function<void(Lifecycle what, const std::string& reason)>;
+  void set_lifecycle_hook(LifecycleHook hook) { lifecycle_hook_ = std::move(hook); }
 
   launcher::Kernel& kernel() { return *kernel_; }
   // A wall-clock limit per execution (0 = off): past it the cell is interrupted, and if the interrupt
@@ -97,6 +104,7 @@ class KernelHub : public launcher::KernelObserver,
 
   void on_kernel_message(launcher::Channel channel, protocol::Message&& message) override;
   void on_kernel_state(launcher::KernelState state, const std::string& reason) override;
+  void on_kernel_paused(bool paused) override;
 
  private:
   struct Replay {
@@ -127,6 +135,13 @@ class KernelHub : public launcher::KernelObserver,
   std::unordered_set<std::string> hidden_;  // watched msg_ids whose iopub only the watcher sees
   std::chrono::seconds execute_limit_{0};
   ReplyHook reply_hook_;
+  LifecycleHook lifecycle_hook_;
+  // execute_request msg_id → when it went to the kernel, until its reply: the execute-latency
+  // histogram (queueing in the kernel included, as a client sees it).
+  static constexpr size_t kMaxTimedExecutes = 1024;
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> execute_sent_;
+  void note_execute_sent(const std::string& msg_id);
+  metrics::GatewayMetrics* metrics_ = nullptr;
   std::unordered_map<std::string, std::string> limited_;  // execute msg_id → its header, until the reply
   std::unordered_set<std::string> silent_;                 // silent execute msg_ids, until the reply
   std::unordered_map<std::string, std::shared_ptr<boost::asio::steady_timer>> limit_timers_;

@@ -155,6 +155,8 @@ KernelManager::KernelManager(asio::io_context& io, const Config& config, Service
   IdleOptions idle{config_.cull_idle_timeout_s, config_.cull_interval_s, config_.cull_busy, config_.cull_connected,
                    config_.pause_after_s};
   idle_ = std::make_unique<IdleWatch>(io_, idle, kernels_, [this](const std::string& id) {
+    if (services_.metrics) services_.metrics->kernel_culled();
+    if (auto it = kernels_.find(id); it != kernels_.end()) publish(events::EventType::kKernelCulled, *it->second, {});
     asio::co_spawn(io_, remove(id, "culler"), asio::detached);
   });
   idle_->start();
@@ -172,6 +174,8 @@ std::shared_ptr<KernelHub> KernelManager::make_hub(launcher::KernelOptions optio
   const int pause_after = pause_after_for(config_, options.spec);
   auto kernel = std::make_shared<launcher::Kernel>(io_, *spawner_, std::move(options));
   auto hub = std::make_shared<KernelHub>(kernel, config_.replay_bytes);
+  hub->set_metrics(services_.metrics);
+  hub->set_lifecycle_hook(lifecycle_hook(*hub));
   hub->owner = owner;
   hub->workspace = workspace;
   hub->pause_after_s = pause_after;
@@ -197,12 +201,19 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
   int owned = starting_[user.name];
   for (const auto& [id, hub] : kernels_) owned += hub->owner == user.name ? 1 : 0;
   int64_t max_user = user.limits.max_kernels ? *user.limits.max_kernels : config_.max_kernels_per_user;
-  if (max_user > 0 && owned >= max_user)
+  if (max_user > 0 && owned >= max_user) {
+    if (services_.metrics) services_.metrics->request_refused(metrics::RefusedReason::kQuota);
+    if (services_.events)
+      services_.events->publish(events::EventType::kQuotaRefused, user.name,
+                                {{"limit", "max_kernels"}, {"value", max_user}, {"kernelspec", name}});
     co_return make_error(Errc::kForbidden, fmt::format("quota exceeded: max_kernels ({}) for user {}", max_user, user.name));
+  }
   int total = static_cast<int>(kernels_.size());
   for (const auto& [u, n] : starting_) total += n;
-  if (config_.max_kernels > 0 && total >= config_.max_kernels)
+  if (config_.max_kernels > 0 && total >= config_.max_kernels) {
+    if (services_.metrics) services_.metrics->request_refused(metrics::RefusedReason::kLimit);
     co_return make_error(Errc::kForbidden, fmt::format("Resource Limit: max_kernels ({}) reached", config_.max_kernels));
+  }
   auto network = kernel_network(spec->second, user, options.network, config_.egress_ip_rules);
   if (!network) co_return network.error();
   const bool networked = network->mode != egress::Mode::kNone;
@@ -240,6 +251,8 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
     route_through_egress(ko);
   }
 
+  const auto began = std::chrono::steady_clock::now();
+  auto seconds_since = [began] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(); };
   if (pool_ && !networked) {  // a pooled kernel has no endpoint: a networked one starts cold
     // A warm kernel when one fits; anything else (none ready, env it cannot take) starts cold.
     ++starting_[user.name];
@@ -260,6 +273,8 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
         common::log_error("kernel={} msg=\"cannot record kernel\" error=\"{}\"", kernel.id(), st.error().message);
       audit(user.name, "start", kernel.id(), {{"kernelspec", name}, {"workspace", ws_name}, {"pool", true}});
       common::log_info("kernel={} name={} owner={} msg=\"pooled kernel claimed\"", kernel.id(), name, user.name);
+      if (services_.metrics) services_.metrics->kernel_started(metrics::StartPath::kWarmPool, seconds_since());
+      publish(events::EventType::kKernelStarted, *claimed, {{"path", "warm_pool"}});
       co_return claimed;
     }
   }
@@ -295,6 +310,16 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
       (void)unindex_workspace(services_.db, ref);
     }
     audit(user.name, "start", id, {{"kernelspec", name}, {"error", st.error().message}}, false);
+    if (auto* m = services_.metrics) {
+      m->kernel_start_failed(config_.fork_server && config_.spawner == "jail" ? metrics::StartPath::kForkServer
+                                                                              : metrics::StartPath::kCold);
+      // cellgate-jail reports a setup step that failed as "cellgate-jail: <stage>: <message>" (jail_help.cc).
+      const std::string_view text = st.error().message;
+      if (const auto at = text.find("cellgate-jail: "); at != std::string_view::npos) {
+        const auto from = at + 15, colon = text.find(':', from);
+        if (colon != std::string_view::npos) m->jail_failed(text.substr(from, colon - from));
+      }
+    }
     common::log_error("kernel={} msg=\"kernel failed to start\" error=\"{}\"", id, st.error().message);
     co_return make_error(st.error().code == Errc::kTimeout ? Errc::kTimeout : Errc::kInternal,
                          "kernel failed to start: " + st.error().message);
@@ -303,12 +328,17 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
   (void)state::set_kernel_state(services_.db, id, "running");
   audit(user.name, "start", id, {{"kernelspec", name}, {"workspace", ws_name}, {"network", network_json}});
   common::log_info("kernel={} name={} owner={} msg=\"kernel started\"", id, name, user.name);
+  const auto path = kernel.process().forked ? metrics::StartPath::kForkServer : metrics::StartPath::kCold;
+  if (services_.metrics) services_.metrics->kernel_started(path, seconds_since());
+  publish(events::EventType::kKernelStarted, *hub, {{"path", path == metrics::StartPath::kCold ? "cold" : "fork_server"}});
   co_return hub;
 }
 
 awaitable<common::Status> KernelManager::restart(std::shared_ptr<KernelHub> hub, std::string who) {
   auto st = co_await hub->kernel().restart();
   audit(who, "restart", hub->kernel().id(), json::object(), st.has_value());
+  if (st && services_.metrics) services_.metrics->kernel_restarted(metrics::RestartReason::kRequested);
+  if (st) publish(events::EventType::kKernelRestarted, *hub, {{"by", who}});
   co_return st;
 }
 
@@ -341,6 +371,7 @@ awaitable<void> KernelManager::remove(std::string id, std::string who) {
     (void)unindex_workspace(services_.db, ref);
   }
   audit(who, "stop", id, {{"owner", hub->owner}});
+  publish(events::EventType::kKernelStopped, *hub, {{"by", who}});
   common::log_info("kernel={} by={} msg=\"kernel deleted\"", id, who);
 }
 
@@ -348,6 +379,46 @@ std::shared_ptr<KernelHub> KernelManager::find(const std::string& id, const stat
   auto it = kernels_.find(id);
   if (it == kernels_.end() || !visible_to(*it->second, user)) return nullptr;
   return it->second;
+}
+
+void KernelManager::publish(events::EventType type, const KernelHub& hub, json data) {
+  if (!services_.events || hub.owner.empty() || hub.owner == kPoolOwner) return;
+  auto& k = const_cast<KernelHub&>(hub).kernel();
+  data["kernel_id"] = k.id();
+  data["kernelspec"] = k.name();
+  if (!hub.workspace.empty()) data["workspace"] = hub.workspace;
+  services_.events->publish(type, hub.owner, std::move(data));
+}
+
+KernelHub::LifecycleHook KernelManager::lifecycle_hook(KernelHub& hub) {
+  // The hub owns the hook, so &hub outlives it; the manager outlives every hub's callbacks (the io
+  // thread runs none after the gateway stops).
+  return [this, &hub](KernelHub::Lifecycle what, const std::string& reason) {
+    auto* m = services_.metrics;
+    switch (what) {
+      case KernelHub::Lifecycle::kPaused:
+        if (m) m->kernel_paused();
+        publish(events::EventType::kKernelPaused, hub, {});
+        break;
+      case KernelHub::Lifecycle::kResumed:
+        if (m) m->kernel_resumed();
+        publish(events::EventType::kKernelResumed, hub, {});
+        break;
+      case KernelHub::Lifecycle::kAutoRestart:
+        if (m) m->kernel_restarted(reason.find("heartbeat") != std::string::npos ? metrics::RestartReason::kHeartbeat
+                                                                                 : metrics::RestartReason::kDied);
+        publish(events::EventType::kKernelRestarted, hub, {{"reason", reason}, {"automatic", true}});
+        break;
+      case KernelHub::Lifecycle::kDied:
+        if (m) {
+          m->kernel_died();
+          // isolation/cgroup.cc's exit reason for a kernel its memory cgroup OOM-killed.
+          if (reason.starts_with("memory limit ")) m->kernel_oom_killed();
+        }
+        publish(events::EventType::kKernelDied, hub, {{"reason", reason}});
+        break;
+    }
+  };
 }
 
 json KernelManager::model(const KernelHub& hub) const {
@@ -361,6 +432,11 @@ json KernelManager::model(const KernelHub& hub) const {
             {"owner", hub.owner},
             {"workspace", hub.workspace},
             {"network", hub.network}};
+  if (k.state() != launcher::KernelState::kDead && k.process().pid > 0) {
+    // From the kernel's cgroup (jailed kernels; a plain kernel has none): two small reads.
+    if (const uint64_t memory = k.spawner().memory_usage(k.process())) m["memory_bytes"] = memory;
+    if (const double cpu = k.spawner().cpu_seconds(k.process()); cpu > 0) m["cpu_seconds"] = cpu;
+  }
   if (!k.reason().empty() && k.reason() != "shutdown") m["reason"] = k.reason();
   return m;
 }

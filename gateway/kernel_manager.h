@@ -15,6 +15,8 @@
 #include "common/result.h"
 #include "gateway/config.h"
 #include "gateway/kernel_hub.h"
+#include "events/event_log.h"
+#include "metrics/gateway_metrics.h"
 #include "gateway/seed.h"
 #include "kernel-launcher/kernelspec.h"
 #include "kernel-launcher/read_budget.h"
@@ -59,6 +61,8 @@ class KernelManager {
     Offload& offload;
     Audit& audit;
     Snapshots* snapshots;  // after-execute snapshots; null = none (tests)
+    metrics::GatewayMetrics* metrics = nullptr;  // where starts, restarts and refusals are counted
+    events::EventLog* events = nullptr;          // where kernel events are told (GET /api/events)
   };
   // spawner null: the config's (plain; or jail, behind the fork server when it is on). Throws
   // ConfigError for a configuration it cannot run (a missing jail helper, a bad --pool or seed).
@@ -98,6 +102,8 @@ class KernelManager {
   common::Result<nlohmann::json> egress(const KernelHub& hub, size_t recent) const;
   // {spec: {size, ready, starting}}; null without a warm pool.
   nlohmann::json pool_status() const;
+  // Where kernel events are counted (null in tests that give none).
+  metrics::GatewayMetrics* metrics() const { return services_.metrics; }
 
   // Re-adopts the kernels the database says are running, shuts down what a crashed gateway left of
   // the pool's and notebook-http's, then starts filling the warm pool.
@@ -124,6 +130,10 @@ class KernelManager {
   void forget_workspace_if_unused(const KernelHub& gone);
   void audit(const std::string& user, const std::string& action, const std::string& id, nlohmann::json detail,
              bool ok = true);
+  // Tells the event stream (and the log) about a kernel that has an owner (not a warm-pool kernel).
+  void publish(events::EventType type, const KernelHub& hub, nlohmann::json data);
+  // Counts and tells what the kernel does on its own (pause, thaw, death, automatic restart).
+  KernelHub::LifecycleHook lifecycle_hook(KernelHub& hub);
 
   boost::asio::io_context& io_;
   const Config& config_;

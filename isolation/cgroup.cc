@@ -362,6 +362,20 @@ uint64_t Cgroup::memory_usage() const {
   return std::strtoull(read_file(paths_.memory + file).c_str(), nullptr, 10);
 }
 
+double Cgroup::cpu_seconds() const {
+  if (paths_.cpu.empty()) return 0;
+  if (paths_.layout == CgroupLayout::kV2)
+    return static_cast<double>(counter(read_file(paths_.cpu + "/cpu.stat"), "usage_usec")) / 1e6;
+  // v1: cpuacct.usage (ns), in the cpu dir when cpu and cpuacct share a hierarchy (cpu,cpuacct),
+  // else in the same place under the cpuacct mount.
+  std::string usage = read_file(paths_.cpu + "/cpuacct.usage");
+  if (usage.empty()) {
+    std::string dir = paths_.cpu;
+    if (const auto at = dir.rfind("/cpu/"); at != std::string::npos) usage = read_file(dir.replace(at, 5, "/cpuacct/") + "/cpuacct.usage");
+  }
+  return static_cast<double>(std::strtoull(usage.c_str(), nullptr, 10)) / 1e9;
+}
+
 std::string Cgroup::exit_reason() const {
   uint64_t oom = paths_.layout == CgroupLayout::kV2
                      ? counter(read_file(paths_.memory + "/memory.events"), "oom_kill")

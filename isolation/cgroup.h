@@ -69,6 +69,8 @@ class Cgroup {
   common::Status set_limits(const CgroupLimits& limits);
   // Memory charged to the jail now (memory.current / memory.usage_in_bytes); 0 when unknown.
   uint64_t memory_usage() const;
+  // CPU time the jail's tasks used (cpu.stat usage_usec / cpuacct.usage), in seconds; 0 when unknown.
+  double cpu_seconds() const;
   // "memory limit … exceeded", "pids limit … reached" or "" from the event counters.
   std::string exit_reason() const;
   // rmdir every dir, children first, retrying briefly while the kernel drains them.

@@ -78,6 +78,11 @@ class JailSpawner final : public Spawner {
     return cg ? cg->memory_usage() : 0;
   }
 
+  double cpu_seconds(const ProcessHandle& p) override {
+    auto cg = cgroup_of(p);
+    return cg ? cg->cpu_seconds() : 0;
+  }
+
   std::optional<uid_t> kernel_uid(const ProcessHandle& p) override {
     auto j = read_status(p);
     auto u = j.is_object() ? j.find("host_uid") : j.end();

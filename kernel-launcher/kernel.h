@@ -41,6 +41,8 @@ class KernelObserver {
   virtual void on_kernel_message(Channel channel, protocol::Message&& message) = 0;
   // The state changed (e.g. restarting, dead with a reason).
   virtual void on_kernel_state(KernelState state, const std::string& reason) = 0;
+  // pause() froze the kernel (true) or resume() thawed it (false), whoever asked.
+  virtual void on_kernel_paused(bool /*paused*/) {}
 };
 
 // Owned through shared_ptr: pending coroutines and callbacks keep it alive. Every method runs on the io

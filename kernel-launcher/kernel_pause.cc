@@ -17,6 +17,7 @@ common::Status Kernel::pause() {
   if (auto st = spawner_.freeze(process_, true, options_.freezer); !st) return st;
   paused_ = true;
   common::log_info("kernel={} msg=\"kernel paused\"", id());
+  if (observer_) observer_->on_kernel_paused(true);
   return common::ok();
 }
 
@@ -28,6 +29,7 @@ void Kernel::resume() {
     common::log_error("kernel={} msg=\"thaw failed\" error=\"{}\"", id(), st.error().message);
   else
     common::log_info("kernel={} msg=\"kernel resumed\"", id());
+  if (observer_) observer_->on_kernel_paused(false);
 }
 
 void Kernel::retarget(std::string workspace_dir, std::map<std::string, std::string> env, Limits limits) {

@@ -131,6 +131,8 @@ common::Status Spawner::set_limits(const ProcessHandle&, const Limits&) {
 
 uint64_t Spawner::memory_usage(const ProcessHandle&) { return 0; }
 
+double Spawner::cpu_seconds(const ProcessHandle&) { return 0; }
+
 std::optional<uid_t> Spawner::kernel_uid(const ProcessHandle&) { return ::geteuid(); }
 
 std::function<bool()> Spawner::release(const ProcessHandle&) { return {}; }

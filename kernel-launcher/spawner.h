@@ -47,6 +47,7 @@ struct ProcessHandle {
   common::UniqueFd ready_fd;   // jail only: one JSON line, then EOF; invalid for plain spawns
   std::string status_file;     // jail only: JSON status written by the helper
   bool is_child = true;        // false when re-adopted after a gateway restart (cannot waitpid)
+  bool forked = false;         // forked by the fork server (cellgate-zygote), not started cold
 };
 
 enum class KernelSignal { kInterrupt, kTerminate, kKill };
@@ -71,6 +72,8 @@ class Spawner {
   virtual common::Status set_limits(const ProcessHandle& process, const Limits& limits);
   // Memory charged to the kernel's cgroup now; 0 when unknown.
   virtual uint64_t memory_usage(const ProcessHandle& process);
+  // CPU seconds the kernel's cgroup used so far; 0 when unknown.
+  virtual double cpu_seconds(const ProcessHandle& process);
   // The host uid the kernel runs as, which its sockets' listeners carry (SO_PEERCRED); nullopt while
   // not known yet. The gateway connects to nothing else: the kernel can swap its socket paths for
   // symlinks to any host socket. Default: our own uid (plain kernels are our children).

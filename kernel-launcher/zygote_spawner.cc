@@ -52,6 +52,7 @@ class ZygoteSpawner final : public Spawner {
     auto out = zygote_spawn(socket_, jail_args(forked, extra_, 3), req.private_dir + "/kernel.log",
                             jail_status_file(req), kRequestTimeout);
     if (out.handle) {
+      out.handle->forked = true;
       common::log_debug("kernel={} helper={} msg=\"kernel forked by the fork server\"", req.kernel_id, out.handle->pid);
       return std::move(out.handle);
     }
@@ -73,6 +74,7 @@ class ZygoteSpawner final : public Spawner {
     return cold_->set_limits(p, limits);
   }
   uint64_t memory_usage(const ProcessHandle& p) override { return cold_->memory_usage(p); }
+  double cpu_seconds(const ProcessHandle& p) override { return cold_->cpu_seconds(p); }
   std::optional<uid_t> kernel_uid(const ProcessHandle& p) override { return cold_->kernel_uid(p); }
 
  private:

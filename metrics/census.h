@@ -34,6 +34,7 @@ struct Census {
   uint64_t warm_pool_ready = 0;
   uint64_t kernel_memory_bytes = 0;   // all kernels' cgroups
   double kernel_cpu_seconds = 0;
+  uint64_t websockets = 0;            // open kernel WebSockets
   uint64_t mcp_running = 0;
   uint64_t mcp_waiting = 0;
   uint64_t store_bytes = 0;           // the snapshot store's objects, as last measured

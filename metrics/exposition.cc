@@ -122,7 +122,7 @@ void traffic_families(Families& out, const GatewayMetrics& m, const Census& c) {
   counter(out.add("cellgate_iopub_bytes_total", "Bytes of iopub messages relayed from kernels", MetricType::Counter),
           {}, d(m.iopub_bytes().value()));
   gauge(out.add("cellgate_websockets_open", "Open kernel WebSockets", MetricType::Gauge), {},
-        static_cast<double>(m.websockets().value()));
+        d(c.websockets));
   counter_by(out.add("cellgate_requests_refused_total",
                      "Requests refused, by reason (auth, rate_limit, quota, limit, forbidden)", MetricType::Counter),
              "reason", m.refused());

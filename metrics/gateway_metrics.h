@@ -40,8 +40,6 @@ class GatewayMetrics {
     iopub_messages_.add();
     iopub_bytes_.add(bytes);
   }
-  void websocket_opened() noexcept { websockets_.up(); }
-  void websocket_closed() noexcept { websockets_.down(); }
   void request_refused(RefusedReason reason) noexcept { refused_[reason].add(); }
 
   // Storage.
@@ -61,7 +59,6 @@ class GatewayMetrics {
   const LatencyHistogram& execute_seconds() const noexcept { return execute_seconds_; }
   const SingleWriterCounter& iopub_messages() const noexcept { return iopub_messages_; }
   const SingleWriterCounter& iopub_bytes() const noexcept { return iopub_bytes_; }
-  const Level& websockets() const noexcept { return websockets_; }
   const CounterByLabel<RefusedReason>& refused() const noexcept { return refused_; }
   const LatencyHistogram& snapshot_seconds() const noexcept { return snapshot_seconds_; }
   const LatencyHistogram& restore_seconds() const noexcept { return restore_seconds_; }
@@ -76,7 +73,6 @@ class GatewayMetrics {
   CounterByLabel<JailStage> jail_failures_;
   LatencyHistogram execute_seconds_;
   SingleWriterCounter iopub_messages_, iopub_bytes_;
-  Level websockets_;
   CounterByLabel<RefusedReason> refused_;
   LatencyHistogram snapshot_seconds_;
   LatencyHistogram restore_seconds_;

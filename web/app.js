@@ -214,12 +214,15 @@
       const lim = u.limits || {};
       const use = u.usage || {};
       const of = (used, limit, fmt) => (fmt(used) + (limit ? ' of ' + fmt(limit) : ''));
+      const per = (limit, fmt, what) => (limit ? ` (${fmt(limit)} per ${what})` : '');
       tbody.append(el('tr', { 'data-user': u.name },
         cell('User', u.name), cell('Role', u.admin ? 'admin' : 'user'),
         cell('Kernels', of(use.kernels ?? 0, lim.max_kernels, String), 'num'),
-        cell('Memory', of(use.memory_bytes, lim.memory, bytes), 'num'),
+        cell('Memory', bytes(use.memory_bytes) + per(lim.memory_bytes, bytes, 'kernel'), 'num'),
+        cell('CPU', (typeof use.cpu_seconds === 'number' ? use.cpu_seconds.toFixed(1) + ' s' : '—') +
+          per(lim.cpus, (c) => c + ' cores', 'kernel'), 'num'),
         cell('Connections', of(use.connections ?? 0, lim.max_connections, String), 'num'),
-        cell('Workspace bytes', of(use.workspace_bytes, lim.workspace_bytes, bytes), 'num')));
+        cell('Workspace cap', lim.workspace_bytes ? bytes(lim.workspace_bytes) + ' each' : 'no cap', 'num')));
     }
   }
 

@@ -55,10 +55,14 @@ awaitable<http::Upgrade> ChannelsApi::connect(Call& call) {
   if (session_id.empty()) session_id = common::random_uuid();
   if (session_id.size() > 256) co_return http::error_response(call.req, Errc::kBadRequest, "session_id too long");
   const int64_t cap = user.limits.max_connections ? *user.limits.max_connections : options_.max_connections_per_user;
-  if (auto it = open_->find(user.name); cap > 0 && it != open_->end() && it->second >= cap)
+  if (auto it = open_->find(user.name); cap > 0 && it != open_->end() && it->second >= cap) {
+    if (options_.metrics) options_.metrics->request_refused(metrics::RefusedReason::kQuota);
+    if (options_.events)
+      options_.events->publish(events::EventType::kQuotaRefused, user.name, {{"limit", "max_connections"}, {"value", cap}});
     co_return http::error_response(
         call.req, Errc::kForbidden,
         fmt::format("quota exceeded: max_connections ({}) open WebSockets for user {}", cap, user.name));
+  }
   auto lease = std::make_shared<OpenSocket>(open_, user.name);
   co_return http::WsAccept{call.kernel, std::move(session_id), negotiate(call.req), options_.limits, std::move(lease)};
 }

@@ -7,13 +7,17 @@
 #include <memory>
 #include <string>
 
+#include "events/event_log.h"
 #include "gateway/api/route.h"
+#include "metrics/gateway_metrics.h"
 
 namespace cellgate::api {
 
 struct ChannelsOptions {
   http::WsLimits limits;
   int64_t max_connections_per_user = 64;  // 0 = none; a user's own max_connections wins
+  metrics::GatewayMetrics* metrics = nullptr;  // refusals counted (null: not)
+  events::EventLog* events = nullptr;          // refusals told (null: not)
 };
 
 class ChannelsApi {

@@ -3,14 +3,19 @@
 #pragma once
 
 #include "gateway/api/channels_api.h"
+#include "gateway/api/events_api.h"
 #include "gateway/api/execute_api.h"
 #include "gateway/api/kernels_api.h"
+#include "gateway/api/health_api.h"
 #include "gateway/api/kernelspecs_api.h"
 #include "gateway/api/mcp_api.h"
+#include "gateway/api/metrics_api.h"
+#include "gateway/api/pages_api.h"
 #include "gateway/api/sessions_api.h"
 #include "gateway/api/snapshots_api.h"
 #include "gateway/api/status_api.h"
 #include "gateway/api/tools_api.h"
+#include "gateway/api/users_api.h"
 #include "gateway/api/workspaces_api.h"
 
 namespace cellgate::gateway {
@@ -32,6 +37,11 @@ struct Handlers {
   SessionsApi sessions;
   WorkspacesApi workspaces;
   SnapshotsApi snapshots;
+  EventsApi events;
+  UsersApi users;
+  PagesApi pages;
+  HealthApi health;
+  MetricsApi metrics;
 };
 
 }  // namespace cellgate::api

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "common/log.h"
 #include "gateway/kernel_manager.h"
 #include "protocol/json_text.h"
 
@@ -104,6 +105,25 @@ awaitable<http::Reply> KernelsApi::interrupt(Call& call) {
     co_return reply(http::error_response(call.req, Errc::kConflict, "kernel is dead: " + kernel.reason()));
   co_await kernel.interrupt();
   co_return reply(http::empty_response(call.req));
+}
+
+awaitable<http::Reply> KernelsApi::pause(Call& call) {
+  auto& kernel = call.kernel->kernel();
+  if (!kernel.paused()) {
+    if (auto st = kernel.pause(); !st)
+      co_return reply(http::error_response(call.req, Errc::kConflict, "cannot pause the kernel: " + st.error().message));
+    common::log_info("kernel={} by={} msg=\"kernel paused\"", kernel.id(), call.caller.user.name);
+  }
+  co_return reply(http::json_response(call.req, http::status::ok, kernels_.model(*call.kernel)));
+}
+
+awaitable<http::Reply> KernelsApi::resume(Call& call) {
+  auto& kernel = call.kernel->kernel();
+  if (kernel.paused()) {
+    wake(*call.kernel);
+    common::log_info("kernel={} by={} msg=\"kernel resumed\"", kernel.id(), call.caller.user.name);
+  }
+  co_return reply(http::json_response(call.req, http::status::ok, kernels_.model(*call.kernel)));
 }
 
 awaitable<http::Reply> KernelsApi::restart(Call& call) {

@@ -26,6 +26,9 @@ class KernelsApi {
   // GET /api/kernels/{id}/egress[?recent=N]: policy, limits, counters and the last N (default 100,
   // at most 256) audit lines of its connections, from the egress proxy.
   boost::asio::awaitable<http::Reply> egress(Call& call);
+  // Freezes an idle kernel (the cgroup freezer, as --pause-after does) / thaws it; 200 with the model.
+  boost::asio::awaitable<http::Reply> pause(Call& call);
+  boost::asio::awaitable<http::Reply> resume(Call& call);
 
  private:
   gateway::KernelManager& kernels_;

@@ -33,6 +33,7 @@ enum class Role {
   kOwner,   // a valid token, and the ids the path names ({kernel}, {session}, {workspace}) are the
             // caller's own (an admin's: anyone's); else 404, the answer for an id that never existed
   kAdmin,   // an admin's token; else 403
+  kMetrics, // an admin's token, or --metrics-token (which opens nothing else); else 403
 };
 const char* to_string(Role role);
 

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
 #include "common/assert.h"
 #include "common/log.h"
 #include "gateway/api/handlers.h"
@@ -31,6 +34,17 @@ std::vector<std::string> split_path(std::string_view path) {
     start = end + 1;
   }
   return parts;
+}
+
+// Compares the SHA-256 digests with CRYPTO_memcmp: neither the time taken nor an early exit tells how
+// much of a guess matched, or how long the secret is.
+bool same_secret(std::string_view presented, std::string_view secret) {
+  unsigned char a[EVP_MAX_MD_SIZE], b[EVP_MAX_MD_SIZE];
+  unsigned int na = 0, nb = 0;
+  if (EVP_Digest(presented.data(), presented.size(), a, &na, EVP_sha256(), nullptr) != 1 ||
+      EVP_Digest(secret.data(), secret.size(), b, &nb, EVP_sha256(), nullptr) != 1)
+    return false;
+  return !presented.empty() && na == nb && CRYPTO_memcmp(a, b, na) == 0;
 }
 
 bool is_param(std::string_view segment) { return segment.size() > 2 && segment.front() == '{' && segment.back() == '}'; }
@@ -92,6 +106,7 @@ const char* to_string(Role role) {
     case Role::kUser: return "user";
     case Role::kOwner: return "owner";
     case Role::kAdmin: return "admin";
+    case Role::kMetrics: return "metrics";
   }
   return "?";
 }
@@ -189,8 +204,14 @@ awaitable<http::Reply> Router::handle(http::Request req, http::Peer peer) {
       if (req.method() == http::verb::head) req.method(http::verb::get);
       Match m = path.starts_with(base) ? match(req.method(), path.substr(base.size() - 1)) : Match{};
       std::optional<gateway::Caller> caller;
-      if (m.route && m.route->role == Role::kPublic) caller.emplace();
+      bool metrics_token = false;
+      if (m.route && m.route->role == Role::kMetrics && !gw_.config().metrics_token.empty())
+        metrics_token = same_secret(gateway::Authenticator::presented_token(req), gw_.config().metrics_token);
+      if ((m.route && m.route->role == Role::kPublic) || metrics_token) caller.emplace();
       else caller = gw_.auth().authenticate(req, peer, reply.res);
+      if (!caller)
+        gw_.metrics().request_refused(reply.res.result() == http::status::too_many_requests ? metrics::RefusedReason::kRateLimit
+                                                                                            : metrics::RefusedReason::kAuth);
       if (caller) {
         caller->peer = peer;
         if (!m.route && !m.allow.empty()) {
@@ -198,7 +219,9 @@ awaitable<http::Reply> Router::handle(http::Request req, http::Peer peer) {
           reply.res.set(http::field::allow, m.allow);
         } else if (!m.route) {
           reply.res = http::error_response(req, Errc::kNotFound, "not found");
-        } else if (m.route->role == Role::kAdmin && !caller->user.admin) {
+        } else if ((m.route->role == Role::kAdmin || (m.route->role == Role::kMetrics && !metrics_token)) &&
+                   !caller->user.admin) {
+          gw_.metrics().request_refused(metrics::RefusedReason::kForbidden);
           reply.res = http::error_response(req, Errc::kForbidden, "only an admin may do this");
         } else {
           Call call{req, std::move(*caller), std::move(m.params), {}, {}, {}, {}};

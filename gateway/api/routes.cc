@@ -16,7 +16,7 @@ Handlers::Handlers(gateway::Gateway& gw)
       kernelspecs(gw.kernels(), gw.config().base_url, gw.config().default_kernel),
       kernels(gw.kernels(), gw.config().base_url),
       channels(ChannelsOptions{{gw.config().max_ws_message_bytes, gw.config().ws_queue_bytes, gw.config().ws_ping_interval_s},
-                               gw.config().max_connections_per_user}),
+                               gw.config().max_connections_per_user, &gw.metrics(), &gw.events()}),
       execute(gw.config().execute_output_bytes),
       tools(gw.offload(), gw.audit(),
             ToolsOptions{gw.config().execute_output_bytes, gw.config().spawner == "jail", gw.config().jail_helper,
@@ -24,19 +24,31 @@ Handlers::Handlers(gateway::Gateway& gw)
       sessions(gw.db(), gw.kernels(), gw.config().base_url),
       workspaces(gw.workspaces(), gw.db(), gw.offload(), gw.audit(), gw.kernels(), gw.config().base_url),
       snapshots(gw.workspaces(), gw.db(), gw.offload(), gw.audit(), gw.config().base_url,
-                workspace::data_tmp_dir(gw.config().data_dir)) {}
+                workspace::data_tmp_dir(gw.config().data_dir), gw.events(), gw.metrics()),
+      events(gw.events(), gw.io()),
+      users(gw),
+      health(gw),
+      metrics(gw, mcp) {}
 
 std::vector<Route> make_routes(Handlers& h) {
   using V = http::verb;
-  constexpr Role kUser = Role::kUser, kOwner = Role::kOwner;
+  constexpr Role kUser = Role::kUser, kOwner = Role::kOwner, kPublic = Role::kPublic;
   // Patterns are below --base-url. GET routes answer HEAD too; OPTIONS is CORS preflight, everywhere.
   return {
+      {V::get, "/", kPublic, on(h.pages, &PagesApi::page)},
+      {V::get, "/admin", kPublic, on(h.pages, &PagesApi::page)},
+      {V::get, "/static/{file}", kPublic, on(h.pages, &PagesApi::file)},
+      {V::get, "/healthz", kPublic, on(h.health, &HealthApi::healthz)},
+      {V::get, "/readyz", kPublic, on(h.health, &HealthApi::readyz)},
+      {V::get, "/metrics", Role::kMetrics, on(h.metrics, &MetricsApi::metrics)},
       {V::get, "/api", kUser, on(h.status, &StatusApi::version)},
       {V::get, "/api/status", kUser, on(h.status, &StatusApi::status)},
       {V::get, "/api/me", kUser, on(h.status, &StatusApi::me)},
+      {V::get, "/api/users", Role::kAdmin, on(h.users, &UsersApi::list)},
       {V::get, "/api/kernelspecs", kUser, on(h.kernelspecs, &KernelspecsApi::list)},
       {V::get, "/api/kernelspecs/{name}", kUser, on(h.kernelspecs, &KernelspecsApi::get)},
       {V::get, "/kernelspecs/{name}/{file}", kUser, on(h.kernelspecs, &KernelspecsApi::resource)},
+      {V::get, "/api/events", kUser, on(h.events, &EventsApi::stream)},
       {V::get, "/api/kernels", kUser, on(h.kernels, &KernelsApi::list)},
       {V::post, "/api/kernels", kUser, on(h.kernels, &KernelsApi::start)},
       {V::get, "/api/kernels/{kernel}", kOwner, on(h.kernels, &KernelsApi::get)},
@@ -44,6 +56,8 @@ std::vector<Route> make_routes(Handlers& h) {
       {V::post, "/api/kernels/{kernel}/interrupt", kOwner, on(h.kernels, &KernelsApi::interrupt)},
       {V::post, "/api/kernels/{kernel}/restart", kOwner, on(h.kernels, &KernelsApi::restart)},
       {V::get, "/api/kernels/{kernel}/egress", kOwner, on(h.kernels, &KernelsApi::egress)},
+      {V::post, "/api/kernels/{kernel}/pause", kOwner, on(h.kernels, &KernelsApi::pause)},
+      {V::post, "/api/kernels/{kernel}/resume", kOwner, on(h.kernels, &KernelsApi::resume)},
       {V::get, "/api/kernels/{kernel}/channels", kOwner, on(h.channels, &ChannelsApi::connect)},
       {V::post, "/api/kernels/{kernel}/execute", kOwner, on(h.execute, &ExecuteApi::execute)},
       {V::post, "/api/kernels/{kernel}/tools/read", kOwner, on(h.tools, &ToolsApi::read)},

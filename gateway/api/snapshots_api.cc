@@ -20,6 +20,10 @@ namespace {
 
 constexpr uint64_t kMaxArchiveBytes = 512ull << 20;
 
+double seconds_since(std::chrono::steady_clock::time_point began) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+}
+
 const char* type_name(workspace::EntryType t) {
   switch (t) {
     case workspace::EntryType::kFile: return "file";
@@ -93,9 +97,13 @@ awaitable<http::Reply> SnapshotsApi::take(Call& call) {
     opts.label = body["label"];
   }
   if (opts.label.empty()) opts.label = "manual";
+  const auto began = std::chrono::steady_clock::now();
   auto snap = co_await offload_.run([&] { return ws.snapshot(opts); });
   audit_.record(call.caller.user.name, "snapshot", "workspace", name_of(ref), {{"label", opts.label}}, snap.has_value());
   if (!snap) co_return reply(http::error_response(call.req, snap.error()));
+  metrics_.snapshot_taken(seconds_since(began));
+  events_.publish(events::EventType::kSnapshot, ref.owner,
+                  {{"workspace", ref.name}, {"snapshot", snap->id}, {"label", opts.label}, {"by", call.caller.user.name}});
   // The snapshot exists either way; a row that could not be written is rebuilt at the next start.
   if (auto st = gateway::index_snapshot(db_, ref, snap.value(), opts, gateway::SnapshotOrigin{}); !st)
     common::log_error("workspace={} msg=\"cannot index snapshot\" error=\"{}\"", name_of(ref), st.error().message);
@@ -154,13 +162,20 @@ awaitable<http::Reply> SnapshotsApi::restore(Call& call) {
     audit_.record(call.caller.user.name, "restore", "workspace", name_of(to), {{"from", ref.name}, {"snapshot", snap_id}},
                   forked.has_value());
     if (!forked) co_return reply(http::error_response(call.req, forked.error()));
+    events_.publish(events::EventType::kRestore, ref.owner,
+                    {{"workspace", to.name}, {"snapshot", snap_id}, {"forked_from", ref.name}, {"by", call.caller.user.name}});
     co_await resync_index(to);
     co_return reply(http::json_response(call.req, http::status::created,
                                         {{"restored", snap_id}, {"workspace", to.name}, {"forked_from", ref.name}}));
   }
+  const auto began = std::chrono::steady_clock::now();
   auto r = co_await offload_.run([&] { return ws.restore(snap_id); });
   audit_.record(call.caller.user.name, "restore", "workspace", name_of(ref), {{"snapshot", snap_id}}, r.has_value());
   if (!r) co_return reply(http::error_response(call.req, r.error()));
+  metrics_.snapshot_restored(seconds_since(began));
+  events_.publish(events::EventType::kRestore, ref.owner,
+                  {{"workspace", ref.name}, {"snapshot", snap_id}, {"files_written", r->files_written},
+                   {"by", call.caller.user.name}});
   co_await resync_index(ref);
   json out = diff_json(r->applied);
   out["restored"] = snap_id;

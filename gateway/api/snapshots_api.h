@@ -5,7 +5,9 @@
 
 #include <string>
 
+#include "events/event_log.h"
 #include "gateway/api/route.h"
+#include "metrics/gateway_metrics.h"
 
 namespace cellgate::gateway {
 class Audit;
@@ -21,9 +23,10 @@ class SnapshotsApi {
  public:
   // staging: where archives are staged (an unnamed file, never held in memory).
   SnapshotsApi(workspace::WorkspaceManager& workspaces, state::Database& db, gateway::Offload& offload,
-               gateway::Audit& audit, std::string base_url, std::string staging)
+               gateway::Audit& audit, std::string base_url, std::string staging, events::EventLog& events,
+               metrics::GatewayMetrics& metrics)
       : workspaces_(workspaces), db_(db), offload_(offload), audit_(audit), base_url_(std::move(base_url)),
-        staging_(std::move(staging)) {}
+        staging_(std::move(staging)), events_(events), metrics_(metrics) {}
   boost::asio::awaitable<http::Reply> list(Call& call);
   boost::asio::awaitable<http::Reply> take(Call& call);
   boost::asio::awaitable<http::Reply> get(Call& call);
@@ -42,6 +45,8 @@ class SnapshotsApi {
   gateway::Audit& audit_;
   std::string base_url_;
   std::string staging_;
+  events::EventLog& events_;
+  metrics::GatewayMetrics& metrics_;
 };
 
 }  // namespace cellgate::api

@@ -95,19 +95,25 @@ awaitable<bool> write_file_reply(Stream& stream, Response& head, const FileBody&
 template <class Stream>
 awaitable<bool> write_chunked_reply(Stream& stream, Response& head, ChunkSource& chunks) {
   boost::system::error_code ec;
-  beast::get_lowest_layer(stream).expires_never();  // the source takes as long as the work it reports
+  auto& lowest = beast::get_lowest_layer(stream);
   head.chunked(true);
   response_serializer<string_body> sr{head};
+  lowest.expires_after(kWriteTimeout);
   co_await http::async_write_header(stream, sr, asio::redirect_error(asio::use_awaitable, ec));
   if (ec) co_return false;
   for (;;) {
+    lowest.expires_never();  // the source takes as long as the work it reports
     std::optional<std::string> piece = co_await chunks.next();
     if (!piece) break;
+    // Each piece must leave in time, as any response's: a client that stops reading is closed
+    // rather than holding the connection (and what the source keeps for it) for ever.
+    lowest.expires_after(kWriteTimeout);
     // Named, not a temporary in the co_await operand: GCC 12 can destroy such temporaries twice.
     auto chunk = make_chunk(asio::buffer(*piece));
     co_await asio::async_write(stream, chunk, asio::redirect_error(asio::use_awaitable, ec));
     if (ec) co_return false;
   }
+  lowest.expires_after(kWriteTimeout);
   auto last = make_chunk_last();
   co_await asio::async_write(stream, last, asio::redirect_error(asio::use_awaitable, ec));
   co_return !ec;

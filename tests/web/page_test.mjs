@@ -50,6 +50,11 @@ try {
   step('signed in');
   assert.equal(await page.evaluate(() => sessionStorage.getItem('cellgate.token')), token);
   assert.deepEqual(await context.cookies(), []);
+  // Live through GET /api/events (not the polling fallback).
+  await page.locator('#live-state', { hasText: 'Live.' }).waitFor();
+  // Users with their limits and usage (single-token mode: the implicit admin).
+  await page.locator('#users tr[data-user="default"]').waitFor();
+  step('live, with the users table');
 
   // A kernel started as JupyterLab starts one: POST /api/kernels.
   const started = await rest('POST', 'api/kernels', { name: 'python3' });
@@ -59,6 +64,9 @@ try {
   await row.waitFor({ timeout: 30000 });
   await row.locator('.state', { hasText: /idle|busy|starting/ }).waitFor();
   step(`kernel ${kernel.slice(0, 8)} appeared`);
+  // Memory and CPU from the kernel's cgroup.
+  await row.locator('td[data-label="Memory"]', { hasText: /\d( \w?iB| B)$/ }).waitFor();
+  await row.locator('td[data-label="CPU"]', { hasText: /\d s$/ }).waitFor();
 
   // Files, so that the workspace has snapshots: two executes, the second changes a file.
   for (const code of ["open('notes.txt','w').write('first\\n')", "open('notes.txt','a').write('second\\n'); open('plot.txt','w').write('x')"]) {
@@ -69,6 +77,23 @@ try {
   await row.getByRole('button', { name: `Interrupt kernel ${kernel.slice(0, 8)}` }).click();
   await page.getByRole('status').getByText(`Interrupted kernel ${kernel.slice(0, 8)}.`).waitFor();
   step('interrupted from the page');
+
+  // Pause and resume from the page: the cgroup freezer, shown as its own state.
+  await row.getByRole('button', { name: `Pause kernel ${kernel.slice(0, 8)}` }).click();
+  await page.getByRole('status').getByText(`Paused kernel ${kernel.slice(0, 8)}.`).waitFor();
+  await row.locator('.state', { hasText: 'paused' }).waitFor();
+  assert.equal((await rest('GET', `api/kernels/${kernel}`)).data.paused, true);
+  await row.getByRole('button', { name: `Resume kernel ${kernel.slice(0, 8)}` }).click();
+  await page.getByRole('status').getByText(`Resumed kernel ${kernel.slice(0, 8)}.`).waitFor();
+  await row.locator('.state', { hasText: 'idle' }).waitFor();
+  assert.equal((await rest('GET', `api/kernels/${kernel}`)).data.paused, false);
+  step('paused and resumed from the page');
+  // Paused elsewhere (as --pause-after or another client would): the page hears of it.
+  assert.equal((await rest('POST', `api/kernels/${kernel}/pause`)).data.paused, true);
+  await row.locator('.state', { hasText: 'paused' }).waitFor();
+  assert.equal((await rest('POST', `api/kernels/${kernel}/resume`)).data.paused, false);
+  await row.locator('.state', { hasText: 'idle' }).waitFor();
+  step('a pause made through the REST API showed on the page');
 
   await row.getByRole('button', { name: `Restart kernel ${kernel.slice(0, 8)}` }).click();
   const dialog = page.getByRole('dialog');
@@ -99,6 +124,7 @@ try {
   step('restored a snapshot from the page');
 
   await page.screenshot({ path: `${process.env.SHOT_DIR}/admin.png`, fullPage: true });
+  step(`screenshot in ${process.env.SHOT_DIR}/admin.png`);
 
   // Every control is named; every input labelled.
   const unnamed = await page.evaluate(() => [...document.querySelectorAll('button, input, a')]

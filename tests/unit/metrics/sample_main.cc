@@ -13,7 +13,6 @@ int main() {
   m.jail_failed("pivot_root");
   m.execute_done(0.004);
   m.iopub_message(120);
-  m.websocket_opened();
   m.request_refused(RefusedReason::kQuota);
   m.snapshot_taken(0.03);
   Census c;
