@@ -5,11 +5,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -17,6 +20,7 @@
 #include "common/log.h"
 #include "cli/embedded_gateway.h"
 #include "common/config_error.h"
+#include "common/progress.h"
 #include "gateway/config.h"
 #include "client/notebook_runner.h"
 
@@ -143,6 +147,54 @@ const char* run_help() {
 
 namespace {
 
+// "run: cells 2/5 (40%) 12.3s" on a terminal's stderr, and nothing elsewhere. The runner ticks once
+// per cell; a cell may run for minutes, so a thread of the meter's own redraws the elapsed time.
+class RunMeter {
+ public:
+  RunMeter() : meter_("run") {
+    if (!meter_.enabled()) return;
+    thread_ = std::thread([this] {
+      std::unique_lock lock(mutex_);
+      while (!stop_) {
+        if (ticked_) meter_.update({"cells", done_, total_, 0});
+        wake_.wait_for(lock, std::chrono::milliseconds(250));
+      }
+    });
+  }
+  ~RunMeter() { stop(); }
+  RunMeter(const RunMeter&) = delete;
+  RunMeter& operator=(const RunMeter&) = delete;
+
+  common::ProgressFn fn() {
+    if (!meter_.enabled()) return {};
+    return [this](const common::ProgressTick& t) {
+      std::lock_guard lock(mutex_);
+      ticked_ = true;
+      done_ = t.done;
+      total_ = t.total;
+      wake_.notify_one();
+    };
+  }
+  // Ends the thread; the meter's line is erased when the RunMeter goes.
+  void stop() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
+
+ private:
+  common::TerminalProgress meter_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false, ticked_ = false;
+  uint64_t done_ = 0, total_ = 0;
+  std::thread thread_;
+};
+
 int run(int argc, char** argv) {
   RunArgs args = parse_args(argc, argv);
   auto nb = launcher::load_notebook(args.notebook);
@@ -172,7 +224,10 @@ int run(int argc, char** argv) {
     return 2;
   }
   if (embedded) args.options.cancelled = [gw = &*embedded] { return gw->interrupted(); };
+  std::optional<RunMeter> meter(std::in_place);
+  args.options.progress = meter->fn();
   auto report = client::run_notebook(*nb, *base, token, args.options);
+  meter.reset();  // the line is erased before anything final is printed
   const bool interrupted = embedded && embedded->interrupted();
   embedded.reset();  // stop the gateway, and its kernels, before saying anything final
   if (interrupted) {

@@ -190,9 +190,16 @@ common::Result<RunReport> run_on_kernel(launcher::Notebook& nb, HttpClient& http
   }
   json& cells = nb.doc["cells"];
   CellOutputs outputs;
+  const auto blank = [](const auto& cell) { return cell.source.find_first_not_of(" \t\r\n") == std::string::npos; };
+  uint64_t total = 0;
+  for (const auto& cell : nb.code_cells()) total += blank(cell) ? 0 : 1;
+  auto tick = [&] {
+    if (options.progress) options.progress({"cells", static_cast<uint64_t>(report.cells_run), total, 0});
+  };
   for (const auto& cell : nb.code_cells()) {
-    if (cell.source.find_first_not_of(" \t\r\n") == std::string::npos) continue;  // nbclient skips blank cells
+    if (blank(cell)) continue;  // nbclient skips blank cells
     if (cancelled()) return report;
+    tick();
     const std::string which = fmt::format("cell {} ({})", cell.index + 1, first_line(cell.source));
     outputs.begin_cell(cell.index, &cells);
     const auto deadline = Clock::now() + std::chrono::seconds(options.cell_timeout_s);
@@ -242,6 +249,7 @@ common::Result<RunReport> run_on_kernel(launcher::Notebook& nb, HttpClient& http
     report.failure = fmt::format("{} failed: {}", which, why);
     return report;
   }
+  tick();
   return report;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "client/http_client.h"
+#include "common/progress.h"
 #include "common/result.h"
 #include "kernel-launcher/notebook_file.h"
 
@@ -21,6 +22,7 @@ struct RunOptions {
   int cell_timeout_s = 600;    // per cell; on expiry the kernel is interrupted and the run fails
   int start_timeout_s = 120;   // kernel start and kernel_info
   std::function<bool()> cancelled;  // checked after the kernel starts and before each cell
+  common::ProgressFn progress;      // "cells" done of total, before each cell and after the last
 };
 
 struct RunReport {

@@ -318,3 +318,39 @@ def test_interrupt_shuts_the_kernel_down(tmp):
         except OSError:
             pass
     assert not left, "processes of the run outlived it: %s" % left
+
+
+def test_progress_on_a_terminal_only(served, tmp):
+    """`cellgate run` shows "cells i/n" and the elapsed time on a terminal, redrawn while a long cell
+    runs, and erases it before its last line; into a pipe it prints that line alone."""
+    import pty
+    src = write_nb(os.path.join(tmp, "progress.ipynb"), ["x = 1", "import time; time.sleep(1.5)", "print(x)"])
+    out = os.path.join(tmp, "progress-out.ipynb")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CELLGATE_")}
+    env.update(via_url(served), TERM="xterm")
+    pid, fd = pty.fork()
+    if pid == 0:
+        try:
+            os.execve(binary(), [binary(), "run", src, "--output", out], env)
+        finally:
+            os._exit(127)
+    text = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        text += chunk
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    text = text.decode(errors="replace")
+    assert os.waitstatus_to_exitcode(status) == 0, text
+    # Redrawn during the 1.5 s cell, not only once per cell.
+    assert text.count("\x1b[Krun: cells 1/3 ") >= 2, repr(text)
+    assert "\r\x1b[Kcellgate run: " in text, repr(text)  # erased before the result line
+    p = cellgate_run([src, "--output", out], env=dict(via_url(served), TERM="xterm"))
+    assert p.returncode == 0, p.stderr
+    assert "\x1b" not in p.stderr and "\r" not in p.stderr, repr(p.stderr)
+    assert p.stderr.startswith("cellgate run: ") and p.stderr.count("\n") == 1, repr(p.stderr)
