@@ -335,6 +335,7 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
 }
 
 awaitable<common::Status> KernelManager::restart(std::shared_ptr<KernelHub> hub, std::string who) {
+  sample_cpu(*hub);  // the restarted process's cgroup counts from zero
   auto st = co_await hub->kernel().restart();
   audit(who, "restart", hub->kernel().id(), json::object(), st.has_value());
   if (st && services_.metrics) services_.metrics->kernel_restarted(metrics::RestartReason::kRequested);
@@ -357,6 +358,7 @@ awaitable<void> KernelManager::remove(std::string id, std::string who) {
   kernels_.erase(it);
   (void)state::delete_kernel(services_.db, id);  // its sessions go with it (foreign key)
   hub->close_all("kernel deleted");
+  sample_cpu(*hub);  // its cgroup goes with it
   co_await hub->kernel().shutdown();
   if (hub->has_network() && egress_) {
     // Its endpoint closed with the jail's init; the policy and its counters go now.
@@ -379,6 +381,12 @@ std::shared_ptr<KernelHub> KernelManager::find(const std::string& id, const stat
   auto it = kernels_.find(id);
   if (it == kernels_.end() || !visible_to(*it->second, user)) return nullptr;
   return it->second;
+}
+
+void KernelManager::sample_cpu(KernelHub& hub) {
+  auto& k = hub.kernel();
+  if (!services_.metrics || k.state() == launcher::KernelState::kDead || k.process().pid <= 0) return;
+  services_.metrics->cpu().observe({k.id(), k.process().pid}, hub.owner, k.spawner().cpu_seconds(k.process()));
 }
 
 void KernelManager::publish(events::EventType type, const KernelHub& hub, json data) {

@@ -130,6 +130,9 @@ class KernelManager {
   void forget_workspace_if_unused(const KernelHub& gone);
   void audit(const std::string& user, const std::string& action, const std::string& id, nlohmann::json detail,
              bool ok = true);
+  // Reads the kernel's CPU into the metrics' ledger before its process goes (shutdown, restart), so
+  // that cellgate_kernel_cpu_seconds_total keeps what it used since the last scrape.
+  void sample_cpu(KernelHub& hub);
   // Tells the event stream (and the log) about a kernel that has an owner (not a warm-pool kernel).
   void publish(events::EventType type, const KernelHub& hub, nlohmann::json data);
   // Counts and tells what the kernel does on its own (pause, thaw, death, automatic restart).

@@ -23,7 +23,7 @@ struct UserFigures {
   uint64_t kernels = 0;
   uint64_t websockets = 0;
   uint64_t memory_bytes = 0;      // the sum of their kernels' cgroup memory.current
-  double cpu_seconds = 0;         // the sum of their kernels' cgroup CPU time
+  double cpu_seconds = 0;         // their kernels' CPU time, stopped ones' included (cpu_ledger.h)
   uint64_t workspace_bytes = 0;
 };
 
@@ -33,7 +33,7 @@ struct Census {
   std::vector<KernelCount> kernels;
   uint64_t warm_pool_ready = 0;
   uint64_t kernel_memory_bytes = 0;   // all kernels' cgroups
-  double kernel_cpu_seconds = 0;
+  double kernel_cpu_seconds = 0;     // every kernel's, stopped ones' included (cpu_ledger.h)
   uint64_t websockets = 0;            // open kernel WebSockets
   uint64_t mcp_running = 0;
   uint64_t mcp_waiting = 0;

@@ -86,7 +86,7 @@ void kernel_families(Families& out, const GatewayMetrics& m, const Census& c) {
         d(c.warm_pool_ready));
   gauge(out.add("cellgate_kernel_memory_bytes", "Memory charged to all kernels' cgroups", MetricType::Gauge), {},
         d(c.kernel_memory_bytes));
-  counter(out.add("cellgate_kernel_cpu_seconds_total", "CPU time of the running kernels' cgroups", MetricType::Counter),
+  counter(out.add("cellgate_kernel_cpu_seconds_total", "CPU time of kernels (their cgroups), the stopped and restarted ones' included", MetricType::Counter),
           {}, c.kernel_cpu_seconds);
 
   auto& starts = out.add("cellgate_kernel_start_seconds",
@@ -124,7 +124,8 @@ void traffic_families(Families& out, const GatewayMetrics& m, const Census& c) {
   gauge(out.add("cellgate_websockets_open", "Open kernel WebSockets", MetricType::Gauge), {},
         d(c.websockets));
   counter_by(out.add("cellgate_requests_refused_total",
-                     "Requests refused, by reason (auth, rate_limit, quota, limit, forbidden)", MetricType::Counter),
+                     "Requests refused, by reason (auth, rate_limit, quota, limit, forbidden, header_too_large, body_too_large, "
+                     "message_too_big)", MetricType::Counter),
              "reason", m.refused());
   gauge(out.add("cellgate_mcp_calls_running", "MCP tool calls running", MetricType::Gauge), {}, d(c.mcp_running));
   gauge(out.add("cellgate_mcp_calls_waiting", "MCP tool calls waiting for a slot", MetricType::Gauge), {},
@@ -147,7 +148,7 @@ void user_families(Families& out, const Census& c) {
   auto& kernels = out.add("cellgate_user_kernels", "Kernels per user", MetricType::Gauge);
   auto& sockets = out.add("cellgate_user_websockets", "Open WebSockets per user", MetricType::Gauge);
   auto& memory = out.add("cellgate_user_memory_bytes", "Memory of a user's kernels", MetricType::Gauge);
-  auto& cpu = out.add("cellgate_user_cpu_seconds_total", "CPU time of a user's running kernels", MetricType::Counter);
+  auto& cpu = out.add("cellgate_user_cpu_seconds_total", "CPU time of a user's kernels, the stopped ones' included", MetricType::Counter);
   auto& ws = out.add("cellgate_user_workspace_bytes", "Bytes of a user's workspaces", MetricType::Gauge);
   for (const auto& u : c.users) {
     const Labels l{{"user", u.user}};

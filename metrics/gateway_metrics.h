@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "metrics/counters.h"
+#include "metrics/cpu_ledger.h"
 #include "metrics/labels.h"
 #include "metrics/latency_histogram.h"
 
@@ -14,7 +15,8 @@ namespace cellgate::metrics {
 // One per gateway, created before anything that reports into it and outliving it. Every hook is
 // thread-safe and lock-free (relaxed atomic adds into fixed arrays) but iopub_message, the one on
 // the per-message path, which is io-thread only and uses no locked instruction at all (~1 ns);
-// none allocates or looks a label up.
+// none allocates or looks a label up. The exception is cpu(), the kernels' CPU ledger, which is
+// io-thread only (the scrape and the kernel manager both run there).
 // Figures that are read rather than counted (kernels by state, memory, the MCP queue, store bytes)
 // are not here: the gateway reports them at scrape time in a Census (census.h).
 class GatewayMetrics {
@@ -46,6 +48,9 @@ class GatewayMetrics {
   void snapshot_taken(double seconds) noexcept { snapshot_seconds_.observe(seconds); }
   void snapshot_restored(double seconds) noexcept { restore_seconds_.observe(seconds); }
 
+  // Kernels' CPU time, kept monotonic across stops and restarts (cpu_ledger.h). Io thread only.
+  CpuLedger& cpu() noexcept { return cpu_; }
+
   // Read side, for the exposition (exposition.h).
   const LatencyHistogram& start_seconds(StartPath p) const noexcept { return start_seconds_[idx(p)]; }
   const CounterByLabel<StartPath>& start_failures() const noexcept { return start_failures_; }
@@ -76,6 +81,7 @@ class GatewayMetrics {
   CounterByLabel<RefusedReason> refused_;
   LatencyHistogram snapshot_seconds_;
   LatencyHistogram restore_seconds_;
+  CpuLedger cpu_;
 };
 
 }  // namespace cellgate::metrics

@@ -29,7 +29,9 @@ std::string_view label(RestartReason v) {
   return pick(std::array<std::string_view, 4>{"requested", "died", "heartbeat", "execute_limit"}, v);
 }
 std::string_view label(RefusedReason v) {
-  return pick(std::array<std::string_view, 5>{"auth", "rate_limit", "quota", "limit", "forbidden"}, v);
+  return pick(std::array<std::string_view, 8>{"auth", "rate_limit", "quota", "limit", "forbidden", "header_too_large",
+                                              "body_too_large", "message_too_big"},
+              v);
 }
 std::string_view label(KernelState v) {
   return pick(std::array<std::string_view, 6>{"starting", "idle", "busy", "paused", "restarting", "dead"}, v);

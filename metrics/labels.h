@@ -15,10 +15,13 @@ enum class StartPath : uint8_t { kCold, kForkServer, kWarmPool, kCount };
 // heartbeats, or a cell ran past --execute-limit and would not take the interrupt.
 enum class RestartReason : uint8_t { kRequested, kDied, kHeartbeat, kExecuteLimit, kCount };
 
-// Why a request was refused: no or a wrong token (401/403), the auth-failure rate limit (429),
-// a user's quota (kernels, connections, workspace bytes), a server limit (body, header, message
-// size, queue full: 413/431/503), or another user's resource.
-enum class RefusedReason : uint8_t { kAuth, kRateLimit, kQuota, kLimit, kForbidden, kCount };
+// Why a request was refused: no or a wrong token (401), the auth-failure rate limit (429), a
+// user's quota (kernels, connections), a server limit (--max-kernels: 403), a route the caller's
+// role may not use (403), or the transport's size bounds: the request head (431), the body (413), a
+// WebSocket message (close 1009).
+enum class RefusedReason : uint8_t {
+  kAuth, kRateLimit, kQuota, kLimit, kForbidden, kHeaderTooLarge, kBodyTooLarge, kMessageTooBig, kCount
+};
 
 // A kernel's state as clients see it, plus paused (the freezer) and dead.
 enum class KernelState : uint8_t { kStarting, kIdle, kBusy, kPaused, kRestarting, kDead, kCount };

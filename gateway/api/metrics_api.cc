@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -44,9 +45,14 @@ std::pair<uint64_t, uint64_t> walk_store(const std::string& dir) {
 
 boost::asio::awaitable<void> MetricsApi::measure_storage() {
   constexpr auto kEvery = std::chrono::seconds(60);
+  constexpr auto kAfterChange = std::chrono::seconds(2);
   const auto now = std::chrono::steady_clock::now();
-  if (measuring_ || (measured_at_ && now - *measured_at_ < kEvery)) co_return;
+  const auto& m = gw_.metrics();
+  const uint64_t changes = m.snapshot_seconds().snapshot().count + m.restore_seconds().snapshot().count;
+  const auto age = measured_at_ ? now - *measured_at_ : std::chrono::steady_clock::duration::max();
+  if (measuring_ || age < (changes != measured_changes_ ? kAfterChange : kEvery)) co_return;
   measuring_ = true;
+  measured_changes_ = changes;
   Storage s;
   const std::string store = workspace::store_dir(gw_.config().data_dir);
   // By reference: GCC 12 may destroy a temporary in a co_await operand twice (see health_api.cc).
@@ -75,15 +81,20 @@ boost::asio::awaitable<http::Reply> MetricsApi::metrics(Call& call) {
   std::map<std::pair<std::string, metrics::KernelState>, uint64_t> by_spec;
   std::map<std::string, metrics::UserFigures> users;
   for (const auto& [name, spec] : gw_.kernels().kernelspecs()) by_spec[{name, metrics::KernelState::kIdle}] += 0;
+  auto& ledger = gw_.metrics().cpu();
+  std::set<metrics::CpuLedger::Process> running;
   for (const auto& [id, hub] : gw_.kernels().kernels()) {
     auto& k = hub->kernel();
     ++by_spec[{k.name(), state_of(k)}];
     // The cgroup's memory.current (v2) or memory.usage_in_bytes (v1): one small read per kernel.
     const bool live = k.state() != launcher::KernelState::kDead && k.process().pid > 0;
     const uint64_t memory = live ? k.spawner().memory_usage(k.process()) : 0;
-    const double cpu = live ? k.spawner().cpu_seconds(k.process()) : 0;
+    if (live) {
+      const metrics::CpuLedger::Process process{id, k.process().pid};
+      ledger.observe(process, hub->owner, k.spawner().cpu_seconds(k.process()));
+      running.insert(process);
+    }
     census.kernel_memory_bytes += memory;
-    census.kernel_cpu_seconds += cpu;
     census.websockets += static_cast<uint64_t>(hub->connections());
     if (config.metrics_per_user) {
       auto& u = users[hub->owner];
@@ -91,7 +102,16 @@ boost::asio::awaitable<http::Reply> MetricsApi::metrics(Call& call) {
       ++u.kernels;
       u.websockets += static_cast<uint64_t>(hub->connections());
       u.memory_bytes += memory;
-      u.cpu_seconds += cpu;
+    }
+  }
+  // Processes gone since the last scrape (stopped, restarted, died) keep their last reading.
+  ledger.retire_all_but(running);
+  census.kernel_cpu_seconds = ledger.total();
+  if (config.metrics_per_user) {
+    for (const auto& [owner, seconds] : ledger.by_owner()) {
+      auto& u = users[owner];
+      u.user = owner;
+      u.cpu_seconds = seconds;
     }
   }
   for (const auto& [key, n] : by_spec) census.kernels.push_back({key.first, key.second, n});

@@ -21,8 +21,9 @@ class McpApi;
 // Role::kMetrics: an admin's token or --metrics-token. The census is taken here, on the io thread,
 // from the tables the gateway keeps; nothing is walked on disk per scrape.
 // Storage figures (the store's bytes and objects, each workspace's bytes at its newest snapshot) are
-// measured at most once a minute, whoever scrapes: a walk of the store on the offload pool and one
-// query per workspace; scrapes between use the last measure.
+// measured at most once a minute, whoever scrapes, or every 2 s while snapshots are being taken or
+// restored: a walk of the store on the offload pool and one query per workspace; scrapes between
+// use the last measure. (A gc or a deleted workspace shows within the minute.)
 class MetricsApi {
  public:
   MetricsApi(gateway::Gateway& gw, const McpApi& mcp) : gw_(gw), mcp_(mcp) {}
@@ -41,6 +42,7 @@ class MetricsApi {
   Storage storage_;
   std::optional<std::chrono::steady_clock::time_point> measured_at_;
   bool measuring_ = false;
+  uint64_t measured_changes_ = 0;  // snapshots taken and restored when last measured
 };
 
 }  // namespace cellgate::api

@@ -244,19 +244,36 @@ awaitable<http::Reply> Router::handle(http::Request req, http::Peer peer) {
   co_return reply;
 }
 
+void Router::refused(http::Refusal what) noexcept {
+  switch (what) {
+    case http::Refusal::kHeaderTooLarge: gw_.metrics().request_refused(metrics::RefusedReason::kHeaderTooLarge); break;
+    case http::Refusal::kBodyTooLarge: gw_.metrics().request_refused(metrics::RefusedReason::kBodyTooLarge); break;
+    case http::Refusal::kMessageTooBig: gw_.metrics().request_refused(metrics::RefusedReason::kMessageTooBig); break;
+  }
+}
+
 awaitable<http::Upgrade> Router::upgrade(http::Request& req, http::Peer peer) {
   http::Response refusal;
   try {
     auto caller = gw_.auth().authenticate(req, peer, refusal);
-    if (!caller) co_return refusal;
-    if (!cors_.allowed(req)) co_return http::error_response(req, Errc::kForbidden, "origin not allowed");
+    if (!caller) {
+      gw_.metrics().request_refused(refusal.result() == http::status::too_many_requests ? metrics::RefusedReason::kRateLimit
+                                                                                        : metrics::RefusedReason::kAuth);
+      co_return refusal;
+    }
+    if (!cors_.allowed(req)) {
+      gw_.metrics().request_refused(metrics::RefusedReason::kForbidden);
+      co_return http::error_response(req, Errc::kForbidden, "origin not allowed");
+    }
     std::string_view path = http::target_path(std::string_view(req.target().data(), req.target().size()));
     const std::string& base = gw_.config().base_url;
     Match m = path.starts_with(base) ? match(http::verb::get, path.substr(base.size() - 1)) : Match{};
     const auto* ws = m.route ? std::get_if<WsHandler>(&m.route->handler) : nullptr;
     if (!ws) co_return http::error_response(req, Errc::kNotFound, "no WebSocket here");
-    if (m.route->role == Role::kAdmin && !caller->user.admin)
+    if (m.route->role == Role::kAdmin && !caller->user.admin) {
+      gw_.metrics().request_refused(metrics::RefusedReason::kForbidden);
       co_return http::error_response(req, Errc::kForbidden, "only an admin may do this");
+    }
     Call call{req, std::move(*caller), std::move(m.params), {}, {}, {}, {}};
     if (auto refused = co_await resolve(call)) co_return std::move(*refused);
     co_return co_await (*ws)(call);

@@ -30,6 +30,8 @@ class Router : public http::Handler {
 
   boost::asio::awaitable<http::Reply> handle(http::Request req, http::Peer peer) override;
   boost::asio::awaitable<http::Upgrade> upgrade(http::Request& req, http::Peer peer) override;
+  // Counted in cellgate_requests_refused_total (header_too_large, body_too_large, message_too_big).
+  void refused(http::Refusal what) noexcept override;
   // Where /mcp's tools call this gateway's REST API (plain HTTP on loopback), once it listens.
   void set_local_endpoint(const std::string& ip, int port);
   // The route table, in match order.

@@ -3,6 +3,7 @@
 // for each request, and a decision for each WebSocket upgrade. The transport knows nothing else.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -58,12 +59,21 @@ struct WsAccept {
 // A refusal is an ordinary response (written, then the connection is closed).
 using Upgrade = std::variant<Response, WsAccept>;
 
+// What the transport refuses itself, before a handler sees the request or message.
+enum class Refusal : uint8_t {
+  kHeaderTooLarge,  // 431: request line and headers over Limits::max_header_bytes
+  kBodyTooLarge,    // 413: body over Limits::max_body_bytes (announced or sent)
+  kMessageTooBig,   // WebSocket closed with 1009: a client message over WsLimits::max_message_bytes
+};
+
 // Io thread only. Neither call throws: failures are responses.
 class Handler {
  public:
   virtual ~Handler() = default;
   virtual boost::asio::awaitable<Reply> handle(Request req, Peer peer) = 0;
   virtual boost::asio::awaitable<Upgrade> upgrade(Request& req, Peer peer) = 0;
+  // The transport refused something on this handler's listener (for counting; the answer is sent).
+  virtual void refused(Refusal) noexcept {}
 };
 
 // Bounds the session applies to every request before the handler sees it.

@@ -137,7 +137,8 @@ awaitable<void> serve_upgrade(Stream stream, Request req, Handler& handler, Peer
                                                            std::move(accepted.endpoint),
                                                            std::move(accepted.session_id), accepted.protocol,
                                                            accepted.limits);
-  co_await connection->run(std::move(req));
+  const boost::system::error_code ended = co_await connection->run(std::move(req));
+  if (ended == boost::beast::websocket::error::message_too_big) handler.refused(Refusal::kMessageTooBig);
   // accepted.lease goes now, when the connection's read loop has ended.
 }
 
@@ -167,6 +168,8 @@ awaitable<void> serve_requests(Stream& stream, Handler& handler, Limits limits, 
                                                         : "malformed HTTP request: " + ec.message();
       auto res = error_response(bad, too_large ? common::Errc::kTooLarge : common::Errc::kBadRequest, why);
       if (ec == error::header_limit) res.result(status::request_header_fields_too_large);
+      if (ec == error::header_limit) handler.refused(Refusal::kHeaderTooLarge);
+      else if (ec == error::body_limit) handler.refused(Refusal::kBodyTooLarge);
       res.keep_alive(false);
       lowest.expires_after(std::chrono::seconds(5));
       co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));

@@ -26,7 +26,7 @@ WsConnection<Stream>::WsConnection(Ws ws, std::shared_ptr<WsEndpoint> endpoint, 
       limits_(limits) {}
 
 template <class Stream>
-asio::awaitable<void> WsConnection<Stream>::run(Request req) {
+asio::awaitable<boost::system::error_code> WsConnection<Stream>::run(Request req) {
   auto me = shared();
   beast::get_lowest_layer(ws_).expires_never();
   websocket::stream_base::timeout timeouts{};
@@ -58,7 +58,7 @@ asio::awaitable<void> WsConnection<Stream>::run(Request req) {
   co_await ws_.async_accept(req, asio::redirect_error(asio::use_awaitable, ec));
   if (ec) {
     common::log_debug("msg=\"websocket handshake failed\" error=\"{}\"", ec.message());
-    co_return;
+    co_return boost::system::error_code{};
   }
   endpoint_->attach(me);
   beast::flat_buffer buffer;
@@ -77,6 +77,7 @@ asio::awaitable<void> WsConnection<Stream>::run(Request req) {
   }
   closed_ = true;
   endpoint_->detach(this, take_unsent());
+  co_return ec;
 }
 
 template <class Stream>

@@ -77,8 +77,9 @@ class WsConnection final : public WsSession {
   WsConnection(Ws ws, std::shared_ptr<WsEndpoint> endpoint, std::string session_id, protocol::WsProtocol protocol,
                WsLimits limits);
 
-  // Completes the handshake for req and serves until the connection ends.
-  boost::asio::awaitable<void> run(Request req);
+  // Completes the handshake for req and serves until the connection ends. Returns what ended the
+  // read loop (websocket::error::message_too_big: Beast closed it with 1009), or nothing.
+  boost::asio::awaitable<boost::system::error_code> run(Request req);
   void deliver(const OutgoingPtr& m) override;
   void deliver_replayed(const OutgoingPtr& m) override;
   void close(const std::string& reason, uint16_t code = 1000) override;

@@ -3,6 +3,7 @@
 import base64
 import os
 import socket
+import time
 
 import pytest
 import requests
@@ -99,6 +100,60 @@ def test_websocket_message_over_the_limit_closes_with_1009(gw):
             assert res.reply["content"]["status"] == "ok", res.reply
         finally:
             ws.close()
+    finally:
+        t.delete_kernel(kid)
+
+
+def refused(t):
+    """cellgate_requests_refused_total by reason, read from GET /metrics as an admin."""
+    r = t.get("metrics")
+    assert r.status_code == 200, r.text
+    out = {}
+    for line in r.text.splitlines():
+        if line.startswith('cellgate_requests_refused_total{reason="'):
+            out[line.split('"')[1]] = float(line.split()[-1])
+    assert {"auth", "forbidden", "header_too_large", "body_too_large", "message_too_big"} <= set(out), r.text
+    return out
+
+
+def test_refusals_are_counted_by_reason(gw):
+    """Each refusal the transport or the router makes moves its own series of
+    cellgate_requests_refused_total by exactly one, and no other."""
+    t, tokens = gw
+
+    def provoked(reason, action):
+        before = refused(t)
+        action()
+        after = refused(t)
+        moved = {k: after[k] - before[k] for k in after if after[k] != before[k]}
+        assert moved == {reason: 1}, (reason, moved)
+
+    def too_big_message():
+        ws = KernelWS(t.url, t.token, kid)
+        try:
+            ws.ws.send("x" * (MAX_WS + 1))
+            ws.ws.settimeout(30)
+            for _ in range(100):
+                if ws.ws.recv_frame().opcode == websocket.ABNF.OPCODE_CLOSE:
+                    break
+        finally:
+            ws.close()
+        # The count is taken when the connection's read loop has ended.
+        for _ in range(100):
+            if refused(t)["message_too_big"] > before_ws:
+                return
+            time.sleep(0.05)
+
+    provoked("header_too_large", lambda: t.get("api", headers={"X-Padding": "a" * (MAX_HEADER + 100)}))
+    provoked("body_too_large", lambda: t.post("api/kernels", data=b"{" + b" " * (MAX_BODY + 1) + b"}",
+                                              headers={"Content-Type": "application/json"}))
+    provoked("auth", lambda: session(t, "wrong").get(t.url + "api/kernels"))
+    provoked("auth", lambda: upgrade_refusal(t, "wrong", "k"))
+    provoked("forbidden", lambda: session(t, tokens["alice"]).get(t.url + "metrics"))
+    kid = t.start_kernel()["id"]
+    try:
+        before_ws = refused(t)["message_too_big"]
+        provoked("message_too_big", too_big_message)
     finally:
         t.delete_kernel(kid)
 

@@ -157,3 +157,90 @@ def test_readyz_fails_when_no_jail_can_start():
             assert f.read().count("not ready") == 1
     finally:
         t.stop()
+
+
+def metric(t, name, token=METRICS_TOKEN):
+    """The value of one unlabelled (or fully labelled) series, e.g. 'x_total' or 'x{reason="auth"}'."""
+    text = get(t, "metrics", token).text
+    found = [l for l in text.splitlines() if l.startswith(name + " ")]
+    assert len(found) == 1, (name, text[:3000])
+    return float(found[0].split()[-1])
+
+
+BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < %s: pass\nprint('burnt')"
+
+
+def test_kernel_cpu_counter_keeps_stopped_and_restarted_kernels(gw):
+    """cellgate_kernel_cpu_seconds_total is a counter: the CPU of a kernel that restarted or was shut
+    down (with no scrape in between) stays in it. The cgroups' readings alone drop to zero."""
+    t, tokens = gw
+    if t.spawner != "jail":
+        pytest.skip("CPU time comes from the jail's cgroup")
+    h = {"Authorization": "token " + tokens["ana"]}
+
+    def burn(kid, seconds):
+        r = requests.post(t.url + "api/kernels/%s/execute" % kid, json={"code": BURN % seconds}, headers=h, timeout=120)
+        assert r.json()["status"] == "ok", r.text
+
+    before = metric(t, "cellgate_kernel_cpu_seconds_total")
+    kid = requests.post(t.url + "api/kernels", json={"name": "python3"}, headers=h, timeout=120).json()["id"]
+    try:
+        burn(kid, 1.0)
+        seen = metric(t, "cellgate_kernel_cpu_seconds_total")
+        assert seen >= before + 0.9, (before, seen)
+        r = requests.post(t.url + "api/kernels/%s/restart" % kid, headers=h, timeout=120)
+        assert r.status_code == 200, r.text
+        after_restart = metric(t, "cellgate_kernel_cpu_seconds_total")
+        assert after_restart >= seen, (seen, after_restart)
+        burn(kid, 1.0)  # in the restarted process, then shut down before any scrape sees it
+    finally:
+        assert requests.delete(t.url + "api/kernels/" + kid, headers=h, timeout=60).status_code == 204
+    after_stop = metric(t, "cellgate_kernel_cpu_seconds_total")
+    assert after_stop >= after_restart + 0.9, (after_restart, after_stop)
+    assert metric(t, 'cellgate_user_cpu_seconds_total{user="ana"}') >= after_stop - before - 0.01
+    assert metric(t, "cellgate_kernel_cpu_seconds_total") == after_stop
+
+
+def test_store_and_workspace_bytes_move_by_what_was_written(gw):
+    """A 3 MiB file of random bytes, snapshotted, raises cellgate_store_bytes and
+    cellgate_workspace_bytes by about 3 MiB; deleted and snapshotted again, the workspace's figure
+    falls back while the store keeps the object (the history still holds it)."""
+    t, tokens = gw
+    h = {"Authorization": "token " + tokens["ana"]}
+    size = 3 << 20
+
+    def storage(wait_for=None):
+        deadline = time.monotonic() + 30
+        while True:
+            figures = (metric(t, "cellgate_store_bytes"), metric(t, "cellgate_workspace_bytes"))
+            if wait_for is None or wait_for(*figures) or time.monotonic() > deadline:
+                return figures
+            time.sleep(0.5)
+
+    def snapshot(ws):
+        r = requests.post(t.url + "api/workspaces/%s/snapshots" % ws, json={"label": "metrics-test"}, headers=h,
+                          timeout=120)
+        assert r.status_code in (200, 201), r.text
+
+    def run(kid, code):
+        r = requests.post(t.url + "api/kernels/%s/execute" % kid, json={"code": code}, headers=h, timeout=120)
+        assert r.json()["status"] == "ok", r.text
+
+    k = requests.post(t.url + "api/kernels", json={"name": "python3"}, headers=h, timeout=120).json()
+    try:
+        run(k["id"], "print('settle')")
+        snapshot(k["workspace"])
+        time.sleep(2.5)  # past the 2 s a measure is kept while snapshots change
+        store0, ws0 = storage()
+        run(k["id"], "import os\nopen('metrics-blob.bin', 'wb').write(os.urandom(%d))" % size)
+        snapshot(k["workspace"])
+        store1, ws1 = storage(lambda s, w: s - store0 >= size and w - ws0 >= size)
+        assert size <= store1 - store0 <= size + (256 << 10), (store0, store1)
+        assert size <= ws1 - ws0 <= size + (64 << 10), (ws0, ws1)
+        run(k["id"], "import os\nos.remove('metrics-blob.bin')")
+        snapshot(k["workspace"])
+        store2, ws2 = storage(lambda s, w: w <= ws1 - size)
+        assert abs(ws2 - ws0) <= 64 << 10, (ws0, ws1, ws2)
+        assert store1 <= store2 <= store1 + (64 << 10), (store1, store2)
+    finally:
+        requests.delete(t.url + "api/kernels/" + k["id"], headers=h, timeout=60)
