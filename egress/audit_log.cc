@@ -17,6 +17,7 @@ nlohmann::json audit_json(const AuditRecord& r) {
                       {"address", r.address}, {"decision", r.allowed ? "allowed" : "refused"},
                       {"reason", r.reason}, {"bytes_out", r.bytes_out}, {"bytes_in", r.bytes_in},
                       {"requests", r.requests}, {"duration_ms", r.duration_ms}};
+  if (!r.allowed && !r.refused_by.empty()) j["refused_by"] = r.refused_by;
   return j;
 }
 

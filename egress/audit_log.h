@@ -24,6 +24,10 @@ struct AuditRecord {
   std::string address;     // the address connected to, "" when refused before
   bool allowed = false;
   std::string reason;      // why refused or why it ended early; "" for a normal end
+  // When refused, by what (a fixed word, for counting): "policy" (no rule, SNI, a rule the proxy
+  // cannot serve), "address" (a resolved address the rule does not permit), "limit" (a cap),
+  // "request" (not a proxy request it can read) or "upstream" (no address, cannot connect).
+  std::string refused_by;
   uint64_t bytes_out = 0;  // kernel → upstream
   uint64_t bytes_in = 0;   // upstream → kernel
   uint64_t requests = 0;

@@ -89,7 +89,11 @@ bool receive_fds(int fd, common::UniqueFd& first, common::UniqueFd& second) {
 }  // namespace
 
 EgressServer::EgressServer(asio::io_context& io, ProxyServices& services, Config config)
-    : io_(io), services_(services), config_(std::move(config)) {}
+    : io_(io), services_(services), config_(std::move(config)) {
+  services_.refusals = &refusals_;
+}
+
+EgressServer::~EgressServer() { services_.refusals = nullptr; }
 
 void EgressServer::serve(local::acceptor control) {
   control_ = std::make_unique<local::acceptor>(std::move(control));
@@ -131,6 +135,11 @@ asio::awaitable<void> EgressServer::serve_peer(local::socket peer) {
   json answer = request.is_discarded() ? failure("the request is not JSON") : handle(request);
   std::string out = answer.dump() + "\n";
   co_await asio::async_write(peer, asio::buffer(out), redirect_error(use_awaitable, ec));
+  if (!ec && answer.value("ok", false) && request.value("op", "") == "watch") {
+    deadline.cancel();
+    refusals_.add(std::move(peer));
+    co_return;
+  }
   if (ec || !answer.value("ok", false) || request.value("op", "") != "attach") co_return;
   // The jail's init sends its listening socket once it exists (after clone).
   deadline.expires_after(kAttachDeadline);
@@ -160,6 +169,7 @@ json EgressServer::handle(const json& request) {
     }
     return {{"ok", true}, {"kernels", std::move(kernels)}, {"open", services_.open}};
   }
+  if (op == "watch") return {{"ok", true}};  // the connection is handed to refusals_
   if (!valid_kernel_id(request.value("kernel", json()))) return failure("\"kernel\" must be an id of 1-64 letters, digits, '_' or '-'");
   const std::string id = request["kernel"];
   if (op == "set") {
@@ -192,7 +202,7 @@ json EgressServer::handle(const json& request) {
     out["ok"] = true;
     return out;
   }
-  return failure("unknown op '" + op + "' (set, attach, remove, stats, list)");
+  return failure("unknown op '" + op + "' (set, attach, remove, stats, list, watch)");
 }
 
 void EgressServer::attach(const std::string& kernel, common::UniqueFd listener, common::UniqueFd init_pidfd) {

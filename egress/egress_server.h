@@ -17,6 +17,7 @@
 #include "egress/kernel_listener.h"
 #include "egress/kernel_table.h"
 #include "egress/proxy_services.h"
+#include "egress/refusal_feed.h"
 
 namespace cellgate::egress {
 
@@ -30,6 +31,8 @@ namespace cellgate::egress {
 //   {"op":"remove","kernel":ID}  forget the kernel; its listener closes, its connections are cut
 //   {"op":"stats","kernel":ID,"recent":N}  counters, limits, policy, the last N audit records
 //   {"op":"list"}                every kernel's id, user, attached, counters
+//   {"op":"watch"}               after {"ok":true}, one JSON line per refused connection, as they
+//                                happen, until the peer goes away (refusal_feed.h)
 class EgressServer {
  public:
   struct Config {
@@ -38,6 +41,9 @@ class EgressServer {
     std::vector<uid_t> control_uids;
   };
   EgressServer(boost::asio::io_context& io, ProxyServices& services, Config config);
+  ~EgressServer();
+  EgressServer(const EgressServer&) = delete;
+  EgressServer& operator=(const EgressServer&) = delete;
   // Takes a bound, listening unix socket and serves it until the io_context stops.
   void serve(boost::asio::local::stream_protocol::acceptor control);
   // The handler of one request line (also the unit tests' entry point); attach is answered here
@@ -55,6 +61,7 @@ class EgressServer {
   ProxyServices& services_;
   Config config_;
   KernelTable kernels_;
+  RefusalFeed refusals_;
   std::map<std::string, std::shared_ptr<KernelListener>> listeners_;
   std::unique_ptr<boost::asio::local::stream_protocol::acceptor> control_;
 };

@@ -51,6 +51,7 @@ asio::awaitable<void> intercept(InterceptJob job) {
   TlsStream up(job.upstream, *s.upstream_context);
   if (!prepare_upstream(up.native_handle(), job.target.host)) {
     rec.reason = "cannot prepare the upstream TLS connection";
+    rec.refused_by = "upstream";
     co_await write_refusal(job.client, http::status::bad_gateway, rec.reason);
     co_return;
   }
@@ -58,6 +59,7 @@ asio::awaitable<void> intercept(InterceptJob job) {
   co_await up.async_handshake(ssl::stream_base::client, redirect_error(use_awaitable, ec));
   if (ec) {
     rec.reason = fmt::format("TLS to {} failed: {}", job.target.host, tls_failure(up.native_handle(), ec));
+    rec.refused_by = "upstream";
     co_await write_refusal(job.client, http::status::bad_gateway, rec.reason);
     co_return;
   }
@@ -79,6 +81,7 @@ asio::awaitable<void> intercept(InterceptJob job) {
   set_intercept_check(client.native_handle(), nullptr);
   if (ec) {
     rec.allowed = check.refusal.empty() ? rec.allowed : false;
+    if (!check.refusal.empty()) rec.refused_by = "policy";
     rec.reason = check.refusal.empty() ? "the client's TLS handshake failed: " + openssl_error(ec.message()) : check.refusal;
     co_return;
   }

@@ -27,6 +27,7 @@ asio::awaitable<void> refuse_connection(asio::ip::tcp::socket socket, std::share
   boost::beast::tcp_stream client(std::move(socket));
   AuditRecord rec = start_record(*kernel, "http", nullptr);
   rec.reason = why;
+  rec.refused_by = "limit";
   const auto started = std::chrono::steady_clock::now();
   co_await write_refusal(client, status, why);
   finish_record(services, *kernel, rec, started);

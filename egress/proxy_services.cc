@@ -8,6 +8,7 @@ void ProxyServices::record(KernelState& kernel, const AuditRecord& r) {
   if (!r.allowed) ++kernel.counters.refused;
   auto line = audit_json(r);
   if (audit != nullptr) audit->write(line);
+  if (!r.allowed && refusals != nullptr) refusals->publish(line);
   kernel.remember(std::move(line));
 }
 

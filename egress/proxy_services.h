@@ -12,6 +12,7 @@
 #include "egress/audit_log.h"
 #include "egress/decision.h"
 #include "egress/kernel_table.h"
+#include "egress/refusal_feed.h"
 #include "egress/resolver.h"
 #include "egress/secrets.h"
 
@@ -35,12 +36,14 @@ struct ProxyServices {
   boost::asio::ssl::context* upstream_context = nullptr;
   const Secrets* secrets = nullptr;
   AuditLog* audit = nullptr;
+  RefusalFeed* refusals = nullptr;  // the gateway's watch (null: nobody is told)
   Timeouts timeouts;
   size_t header_limit = 32 * 1024;
   uint64_t max_open = 4096;  // connections open at once, all kernels together
   uint64_t open = 0;
 
-  // Writes the record to the audit log and the kernel's recent lines; counts refusals.
+  // Writes the record to the audit log and the kernel's recent lines; counts refusals and pushes
+  // them to the watchers.
   void record(KernelState& kernel, const AuditRecord& r);
 };
 

@@ -120,7 +120,9 @@ awaitable<void> Session::run() {
     // The first request was paced when the connection was accepted.
     if (!first) {
       if (std::string why = co_await admit(*kernel_); !why.empty()) {
-        co_await refuse(http::status::forbidden, why, start_record(*kernel_, "http", nullptr));
+        AuditRecord rec = start_record(*kernel_, "http", nullptr);
+        rec.refused_by = "limit";
+        co_await refuse(http::status::forbidden, why, std::move(rec));
         break;
       }
     }
@@ -138,6 +140,11 @@ awaitable<void> Session::run() {
 awaitable<void> Session::refuse(http::status status, const std::string& reason, AuditRecord record) {
   record.allowed = false;
   record.reason = reason;
+  if (record.refused_by.empty()) {
+    // What the callers without a Decision refuse: requests it cannot read, upstreams it cannot reach.
+    const bool request = status == http::status::bad_request || status == http::status::request_header_fields_too_large;
+    record.refused_by = request ? "request" : status == http::status::bad_gateway ? "upstream" : "policy";
+  }
   const auto started = Clock::now();
   co_await write_refusal(client_, status, reason);
   finish_record(s_, *kernel_, record, started);
@@ -154,6 +161,7 @@ awaitable<void> Session::handle_connect(RequestParser& p) {
   AuditRecord rec = start_record(*kernel_, "connect", &*target);
   Decision d = co_await decide(*kernel_, s_, *target);
   if (!d.address) {
+    rec.refused_by = d.refused_by;
     co_await refuse(d.status, d.refusal, rec);
     co_return;
   }
@@ -203,6 +211,7 @@ awaitable<void> Session::tunnel(const Target& target, AuditRecord& rec) {
   client_.expires_never();
   if (outcome != ClientHelloPeek::Outcome::kAccepted) {
     rec.allowed = false;
+    rec.refused_by = outcome == ClientHelloPeek::Outcome::kRefused ? "policy" : "request";
     rec.reason = outcome == ClientHelloPeek::Outcome::kNeedMore
                      ? (ec ? "the client sent no complete TLS ClientHello" : "the TLS ClientHello is larger than 64 KiB")
                      : peek.reason();
@@ -248,6 +257,7 @@ awaitable<bool> Session::handle_forward(RequestParser& p) {
     AuditRecord rec = start_record(*kernel_, "http", &*target);
     Decision d = co_await decide(*kernel_, s_, *target);
     if (!d.address) {
+      rec.refused_by = d.refused_by;
       co_await refuse(d.status, d.refusal, rec);
       co_return false;
     }

@@ -20,15 +20,18 @@ asio::awaitable<Decision> decide(KernelState& kernel, ProxyServices& services, c
   d.status = http::status::forbidden;
   if (kernel.out_spent()) {
     d.refusal = fmt::format("this kernel's egress cap of {} bytes out is used up", kernel.limits.bytes_out);
+    d.refused_by = "limit";
     co_return d;
   }
   if (kernel.in_spent()) {
     d.refusal = fmt::format("this kernel's egress cap of {} bytes in is used up", kernel.limits.bytes_in);
+    d.refused_by = "limit";
     co_return d;
   }
   RuleMatch m = match_target(kernel.policy, target);
   if (m.rule == nullptr) {
     d.refusal = std::move(m.refusal);
+    d.refused_by = "policy";
     co_return d;
   }
   Resolution r;
@@ -37,11 +40,13 @@ asio::awaitable<Decision> decide(KernelState& kernel, ProxyServices& services, c
   if (r.addresses.empty()) {
     d.status = http::status::bad_gateway;
     d.refusal = r.error.empty() ? target.host + " has no address" : r.error;
+    d.refused_by = "upstream";
     co_return d;
   }
   AddressChoice c = choose_address(*m.rule, target, r.addresses, *services.host_addresses, services.denied);
   if (!c.address) {
     d.refusal = std::move(c.refusal);
+    d.refused_by = "address";
     co_return d;
   }
   d.rule = m.rule;

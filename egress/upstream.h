@@ -21,6 +21,7 @@ struct Decision {
   std::optional<IpAddress> address;     // set when allowed
   boost::beast::http::status status{};  // 403 for policy, 502 when the name does not resolve
   std::string refusal;
+  std::string refused_by;  // AuditRecord::refused_by, when refused
 };
 
 // The checks in order: the kernel's byte caps, a rule for the target, resolution (the hosts file,

@@ -16,6 +16,14 @@
 #include <filesystem>
 #include <fstream>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
 #include "common/log.h"
 #include "kernel-launcher/spawn_util.h"
 
@@ -125,7 +133,69 @@ common::Status EgressProxy::start() {
   if (!unreachable_.empty()) common::log_warn("msg=\"networked kernels cannot start\" why=\"{}\"", unreachable_);
   common::log_info("msg=\"egress proxy ready\" pid={} control={}", process_.pid, control_);
   watch();
+  follow_refusals();
   return common::ok();
+}
+
+// The socket, and whether the proxy object still wants its lines: the reading coroutine holds this,
+// never the EgressProxy, so that it can finish after the proxy is gone.
+struct EgressProxy::RefusalStream {
+  explicit RefusalStream(boost::asio::io_context& io) : socket(io) {}
+  boost::asio::local::stream_protocol::socket socket;
+  bool stopped = false;
+};
+
+void EgressProxy::stop_following() {
+  if (!refusals_) return;
+  refusals_->stopped = true;
+  boost::system::error_code ignored;
+  refusals_->socket.close(ignored);
+  refusals_.reset();
+}
+
+void EgressProxy::follow_refusals() {
+  namespace asio = boost::asio;
+  stop_following();
+  if (!on_refusal_) return;
+  auto stream = std::make_shared<RefusalStream>(io_);
+  refusals_ = stream;
+  asio::co_spawn(
+      io_,
+      [stream, control = control_, deliver = on_refusal_]() -> asio::awaitable<void> {
+        using asio::redirect_error;
+        using asio::use_awaitable;
+        boost::system::error_code ec;
+        asio::local::stream_protocol::endpoint at;
+        try {
+          at = asio::local::stream_protocol::endpoint(control);
+        } catch (const boost::system::system_error& e) {
+          ec = e.code();  // a path too long for sun_path (the proxy could not have bound it either)
+        }
+        if (!ec) co_await stream->socket.async_connect(at, redirect_error(use_awaitable, ec));
+        static constexpr std::string_view kWatch = "{\"op\":\"watch\"}\n";
+        if (!ec) co_await asio::async_write(stream->socket, asio::buffer(kWatch), redirect_error(use_awaitable, ec));
+        if (ec) {
+          if (!stream->stopped) common::log_warn("msg=\"egress proxy: cannot watch refusals\" error=\"{}\"", ec.message());
+          co_return;
+        }
+        std::string buffer;
+        for (bool answered = false;;) {
+          // A line is one audit record: well under 64 KiB (hosts and reasons are bounded).
+          const size_t n = co_await asio::async_read_until(stream->socket, asio::dynamic_buffer(buffer, 64u << 10), '\n',
+                                                           redirect_error(use_awaitable, ec));
+          if (ec || stream->stopped) co_return;  // the proxy exited (a restart follows anew) or we stop
+          auto line = nlohmann::json::parse(std::string_view(buffer).substr(0, n), nullptr, false);
+          buffer.erase(0, n);
+          if (!line.is_object()) continue;
+          if (!answered) {
+            answered = true;
+            if (!line.value("ok", false)) co_return;
+            continue;
+          }
+          deliver(line);
+        }
+      },
+      asio::detached);
 }
 
 void EgressProxy::watch() {
@@ -168,6 +238,7 @@ void EgressProxy::stop_process() {
 void EgressProxy::stop() {
   stopped_ = true;
   restart_.cancel();
+  stop_following();
   if (watch_) watch_->cancel();
   stop_process();
 }

@@ -52,9 +52,16 @@ class EgressProxy {
   common::Result<nlohmann::json> ask(const nlohmann::json& request) const;
   // Called on the io thread once a restarted proxy is ready (not after the first start).
   void on_restart(std::function<void()> f) { on_restart_ = std::move(f); }
+  // Called on the io thread with each connection the proxy refuses (its audit record, with
+  // "refused_by"; "dropped": refusals the proxy could not queue for us before this one), from each
+  // start on. Set before start().
+  void on_refusal(std::function<void(const nlohmann::json&)> f) { on_refusal_ = std::move(f); }
 
  private:
   void watch();
+  // Asks the proxy for its refusals ({"op":"watch"}) and reads them until it goes away.
+  void follow_refusals();
+  void stop_following();
   void stop_process();  // SIGTERM, then SIGKILL after a second; reaped
 
   boost::asio::io_context& io_;
@@ -65,6 +72,9 @@ class EgressProxy {
   std::unique_ptr<launcher::ExitWatch> watch_;
   boost::asio::steady_timer restart_;
   std::function<void()> on_restart_;
+  std::function<void(const nlohmann::json&)> on_refusal_;
+  struct RefusalStream;
+  std::shared_ptr<RefusalStream> refusals_;
   bool stopped_ = false;
 };
 

@@ -114,6 +114,7 @@ KernelManager::KernelManager(asio::io_context& io, const Config& config, Service
     spawner_ = fork_server_ ? launcher::make_zygote_spawner(fork_server_->socket(), std::move(jail), {}) : std::move(jail);
     if (config_.egress) {
       egress_ = std::make_unique<EgressProxy>(io_, egress_options(config_));
+      egress_->on_refusal([this](const json& record) { egress_refused(record); });
       if (auto st = egress_->start(); !st) throw ConfigError("--egress: " + st.error().message);
       egress_->on_restart([this] { resync_egress(); });
     }
@@ -458,6 +459,24 @@ common::Result<json> KernelManager::egress(const KernelHub& hub, size_t recent) 
   json out = std::move(stats.value());
   out.erase("ok");
   return out;
+}
+
+void KernelManager::egress_refused(const json& record) {
+  const auto why = metrics::egress_refusal_from(record.value("refused_by", std::string()));
+  if (services_.metrics) {
+    services_.metrics->egress_refused(why);
+    if (const auto lost = record.value("dropped", uint64_t{0}); lost > 0)
+      services_.metrics->egress_refused(metrics::EgressRefusal::kOther, lost);
+  }
+  auto it = kernels_.find(record.value("kernel", std::string()));
+  if (it == kernels_.end()) return;  // gone meanwhile
+  // The event log allows one refusal event per owner a second; the rest are counted into the next.
+  publish(events::EventType::kEgressRefused, *it->second,
+          {{"host", record.value("host", std::string())},
+           {"port", record.value("port", 0)},
+           {"connection", record.value("kind", std::string())},
+           {"refused_by", std::string(metrics::label(why))},
+           {"reason", record.value("reason", std::string())}});
 }
 
 void KernelManager::route_through_egress(launcher::KernelOptions& ko) const {

@@ -119,6 +119,9 @@ class KernelManager {
   void route_through_egress(launcher::KernelOptions& options) const;
   // Gives every running kernel's policy to the (restarted) proxy, and its jail's endpoint back.
   void resync_egress();
+  // A connection the proxy refused: counted (cellgate_egress_refused_total) and told to the
+  // kernel's owner (egress_refused).
+  void egress_refused(const nlohmann::json& record);
   // listed = false: a pool kernel, in nobody's list until it is claimed.
   std::shared_ptr<KernelHub> make_hub(launcher::KernelOptions options, const std::string& owner,
                                       const std::string& workspace, const state::User* user, bool listed = true);

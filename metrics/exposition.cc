@@ -127,6 +127,11 @@ void traffic_families(Families& out, const GatewayMetrics& m, const Census& c) {
                      "Requests refused, by reason (auth, rate_limit, quota, limit, forbidden, header_too_large, body_too_large, "
                      "message_too_big)", MetricType::Counter),
              "reason", m.refused());
+  counter_by(out.add("cellgate_egress_refused_total",
+                     "Kernel connections the egress proxy refused, by reason (policy, address, limit, request, upstream, "
+                     "other)",
+                     MetricType::Counter),
+             "reason", m.egress_refused());
   gauge(out.add("cellgate_mcp_calls_running", "MCP tool calls running", MetricType::Gauge), {}, d(c.mcp_running));
   gauge(out.add("cellgate_mcp_calls_waiting", "MCP tool calls waiting for a slot", MetricType::Gauge), {},
         d(c.mcp_waiting));

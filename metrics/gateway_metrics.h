@@ -43,6 +43,7 @@ class GatewayMetrics {
     iopub_bytes_.add(bytes);
   }
   void request_refused(RefusedReason reason) noexcept { refused_[reason].add(); }
+  void egress_refused(EgressRefusal why, uint64_t n = 1) noexcept { egress_refused_[why].add(n); }
 
   // Storage.
   void snapshot_taken(double seconds) noexcept { snapshot_seconds_.observe(seconds); }
@@ -65,6 +66,7 @@ class GatewayMetrics {
   const SingleWriterCounter& iopub_messages() const noexcept { return iopub_messages_; }
   const SingleWriterCounter& iopub_bytes() const noexcept { return iopub_bytes_; }
   const CounterByLabel<RefusedReason>& refused() const noexcept { return refused_; }
+  const CounterByLabel<EgressRefusal>& egress_refused() const noexcept { return egress_refused_; }
   const LatencyHistogram& snapshot_seconds() const noexcept { return snapshot_seconds_; }
   const LatencyHistogram& restore_seconds() const noexcept { return restore_seconds_; }
 
@@ -79,6 +81,7 @@ class GatewayMetrics {
   LatencyHistogram execute_seconds_;
   SingleWriterCounter iopub_messages_, iopub_bytes_;
   CounterByLabel<RefusedReason> refused_;
+  CounterByLabel<EgressRefusal> egress_refused_;
   LatencyHistogram snapshot_seconds_;
   LatencyHistogram restore_seconds_;
   CpuLedger cpu_;

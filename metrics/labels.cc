@@ -38,6 +38,18 @@ std::string_view label(KernelState v) {
 }
 std::string_view label(JailStage v) { return pick(kJailStages, v); }
 
+namespace {
+constexpr std::array<std::string_view, 6> kEgressRefusals = {"policy", "address", "limit", "request", "upstream", "other"};
+}  // namespace
+
+std::string_view label(EgressRefusal v) { return pick(kEgressRefusals, v); }
+
+EgressRefusal egress_refusal_from(std::string_view refused_by) {
+  for (size_t i = 0; i + 1 < kEgressRefusals.size(); ++i)
+    if (kEgressRefusals[i] == refused_by) return static_cast<EgressRefusal>(i);
+  return EgressRefusal::kOther;
+}
+
 JailStage jail_stage_from_name(std::string_view stage) {
   // Several words of cellgate-jail and of the child's Stage enum name one step of the checklist.
   static constexpr std::pair<std::string_view, JailStage> kAliases[] = {

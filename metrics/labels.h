@@ -23,6 +23,11 @@ enum class RefusedReason : uint8_t {
   kAuth, kRateLimit, kQuota, kLimit, kForbidden, kHeaderTooLarge, kBodyTooLarge, kMessageTooBig, kCount
 };
 
+// Why the egress proxy refused a kernel's connection (its audit record's "refused_by"): no rule
+// for the target, an address the rule does not permit, a cap, a request it cannot read, an upstream
+// it cannot reach; anything else, and refusals the proxy could not report one by one, are kOther.
+enum class EgressRefusal : uint8_t { kPolicy, kAddress, kLimit, kRequest, kUpstream, kOther, kCount };
+
 // A kernel's state as clients see it, plus paused (the freezer) and dead.
 enum class KernelState : uint8_t { kStarting, kIdle, kBusy, kPaused, kRestarting, kDead, kCount };
 
@@ -38,10 +43,13 @@ std::string_view label(RestartReason v);
 std::string_view label(RefusedReason v);
 std::string_view label(KernelState v);
 std::string_view label(JailStage v);
+std::string_view label(EgressRefusal v);
 
 // The stage word of a cellgate-jail failure ("cellgate-jail: <stage>: <strerror>", or the
 // "stage" of its status JSON), mapped onto the bounded set. Unknown words are kOther.
 JailStage jail_stage_from_name(std::string_view stage);
+// "policy", "address", ... as label() writes them; anything else is kOther.
+EgressRefusal egress_refusal_from(std::string_view refused_by);
 // "idle", "busy", "starting", "restarting", "dead" (the Jupyter execution_state); paused wins.
 KernelState kernel_state_from(std::string_view execution_state, bool paused);
 

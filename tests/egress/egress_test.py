@@ -74,12 +74,26 @@ print("head", requests.head("http://web.test:{http_port}/bytes/5000").headers["C
     check(any(l["kind"] == "http" and l["bytes_out"] >= 300000 for l in lines), "bytes out are counted")
 
 
+def watch(rig):
+    """{"op":"watch"}: the connection stays open and gets each refusal's audit line as it happens."""
+    import socket
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(30)
+    s.connect(rig.control)
+    s.sendall(b'{"op":"watch"}\n')
+    f = s.makefile("rb")
+    check(json.loads(f.readline()) == {"ok": True}, "watch is answered ok")
+    return s, f
+
+
 def refused_host(rig):
-    """A host outside the allowlist: 403 with a one-line reason that curl, requests and urllib show."""
+    """A host outside the allowlist: 403 with a one-line reason that curl, requests and urllib show;
+    a watcher on the control socket gets each refusal as it happens, refused_by "policy"."""
     http_port = rig.upstream()
     rig.start_egress(HOSTS)
     k = rig.kernel_name("refused")
     rig.policy(k, web_policy(http_port))
+    watcher, feed = watch(rig)
     code, out, _ = rig.jail_python(k, f"""
 import subprocess, urllib.request, requests
 try:
@@ -106,6 +120,13 @@ print("curl-port:", r.stdout.strip())
     check(f"web.test port {http_port + 1} is not allowed (allowed ports: {http_port})" in out, "a port outside the rule")
     lines = rig.wait_audit(k, 4)
     check(len(refused_line(lines, "other.test", "not in the allowlist")) == 4, "each refusal is an audit line")
+    check(all(l["refused_by"] == "policy" for l in lines if l["decision"] == "refused"), "refused by the policy")
+    pushed = [json.loads(feed.readline()) for _ in range(5)]
+    watcher.close()
+    check(all(p["kernel"] == k and p["decision"] == "refused" and p["refused_by"] == "policy" for p in pushed),
+          "the watcher got each refusal, with its kernel and refused_by")
+    check(sum(p["host"] == "other.test" for p in pushed) == 4 and sum(p["host"] == "web.test" for p in pushed) == 1,
+          "the four hosts and the port outside the rule, in the order they happened")
 
 
 def ip_literal(rig):
@@ -186,6 +207,7 @@ print("LITERAL", r.status_code, r.reason)
     check("LITERAL 403 cellgate egress: 169.254.169.254 is an IP address" in out, "the literal address")
     lines = rig.wait_audit(k, 2)
     check(all(l["address"] == "" and l["bytes_out"] == 0 for l in lines), "no connection was attempted")
+    check([l.get("refused_by") for l in lines] == ["address", "policy"], "refused by the address, then by the policy")
 
 
 def loopback_name(rig):

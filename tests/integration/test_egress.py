@@ -332,3 +332,64 @@ def test_bad_kernelspec_policy_stops_serve():
     last = out.stderr.strip().splitlines()[-1]
     assert last.startswith("cellgate: kernelspec badnet: metadata.cellgate.network.allow[0].ports[0]"), out.stderr
     assert out.stdout == "", out.stdout  # no URL line: it never served
+
+
+def test_refusals_are_events_and_counted(gw, site):
+    """A connection the proxy refuses reaches the kernel's owner on GET /api/events as
+    egress_refused (host, port, refused_by, reason) and moves cellgate_egress_refused_total by one;
+    another user's stream does not see it."""
+    import http.client
+    import urllib.parse
+    t, u = gw
+
+    def refused():
+        text = t.get("metrics").text
+        return {l.split('"')[1]: float(l.split()[-1]) for l in text.splitlines()
+                if l.startswith('cellgate_egress_refused_total{reason="')}
+
+    def stream(token, timeout=30):
+        p = urllib.parse.urlsplit(t.url)
+        conn = http.client.HTTPConnection(p.hostname, p.port, timeout=timeout)
+        conn.request("GET", p.path + "api/events", headers={"Authorization": "token " + token,
+                                                            "Accept": "text/event-stream"})
+        res = conn.getresponse()
+        assert res.status == 200
+        return conn, res
+
+    def next_event(res, name, deadline):
+        buf = b""
+        while time.monotonic() < deadline:
+            end = buf.find(b"\n\n")
+            if end < 0:
+                chunk = res.read1(65536)
+                assert chunk, "the stream ended"
+                buf += chunk
+                continue
+            block, buf = buf[:end].decode(), buf[end + 2:]
+            fields = dict(l.split(": ", 1) for l in block.split("\n") if ": " in l and not l.startswith(":"))
+            if fields.get("event") == name:
+                return json.loads(fields["data"])
+        return None
+
+    k = u["alice"].start(name="py-net")
+    time.sleep(1.1)  # refusal events are rate-limited to one per owner a second
+    before = refused()
+    alice, alice_res = stream(u["alice"].token)
+    bob, bob_res = stream(u["bob"].token, timeout=3)
+    try:
+        status, body = fetch(u["alice"], k["id"], "http://other.test:%d/x" % site)
+        assert status == 403, body
+        e = next_event(alice_res, "egress_refused", time.monotonic() + 30)
+        assert e is not None, "no egress_refused event"
+        assert e["kernel_id"] == k["id"] and e["owner"] == "alice" and e["host"] == "other.test", e
+        assert e["port"] == site and e["refused_by"] == "policy" and "other.test" in e["reason"], e
+        after = refused()
+        assert {r: after[r] - before[r] for r in after if after[r] != before[r]} == {"policy": 1}, (before, after)
+        try:
+            seen = next_event(bob_res, "egress_refused", time.monotonic() + 3)
+        except TimeoutError:
+            seen = None  # nothing for bob: his stream stays silent (a read timed out)
+        assert seen is None, seen
+    finally:
+        alice.close()
+        bob.close()
