@@ -79,6 +79,9 @@ int serve_main(int argc, char** argv) {
   // TLS first: a bad certificate or key fails before anything else starts.
   std::unique_ptr<asio::ssl::context> tls;
   if (!config.certfile.empty()) tls = http::make_tls_context(config.certfile, config.keyfile);
+  std::unique_ptr<asio::ssl::context> cluster_tls;
+  if (config.clustered())
+    cluster_tls = http::make_cluster_server_context(config.cluster_cert, config.cluster_key, config.cluster_ca);
   asio::io_context io(1);
   gateway::Gateway gw(io, config);
   // The front end: notebook-http's endpoints, or the Jupyter API (REST, kernel WebSockets, /mcp).
@@ -104,6 +107,16 @@ int serve_main(int argc, char** argv) {
   } else if (api) {
     api->set_local_endpoint(config.ip, port);
   }
+  // A cluster node's internal listener: mutual TLS with the cluster CA, the same routes (docs/cluster.md).
+  std::optional<asio::ip::tcp::acceptor> cluster;
+  if (config.clustered()) {
+    const auto colon = config.cluster_listen.rfind(':');
+    std::string cip = config.cluster_listen.substr(0, colon);
+    if (cip.size() > 1 && cip.front() == '[') cip = cip.substr(1, cip.size() - 2);
+    cluster.emplace(http::make_acceptor(io, cip, std::stoi(config.cluster_listen.substr(colon + 1))));
+    common::log_info("msg=\"cluster listener\" node={} address={} advertised={}", config.node_id,
+                     config.cluster_listen, config.cluster_advertise);
+  }
   std::string host = config.ip.find(':') != std::string::npos ? "[" + config.ip + "]" : config.ip;
   const char* scheme = tls ? "https" : "http";
   std::printf("cellgate serving at %s://%s:%d%s?token=%s\n", scheme, host.c_str(), port, config.base_url.c_str(),
@@ -117,6 +130,7 @@ int serve_main(int argc, char** argv) {
     boost::system::error_code ignored;
     acceptor.close(ignored);
     if (internal) internal->close(ignored);
+    if (cluster) cluster->close(ignored);
     signals.cancel(ignored);
     asio::co_spawn(io, stop_services(&gw, notebook_http.get()), [&io](std::exception_ptr) { io.stop(); });
   };
@@ -124,6 +138,7 @@ int serve_main(int argc, char** argv) {
   gateway::schedule_heap_trim(io);
   asio::co_spawn(io, http::accept_loop(acceptor, *handler, limits, tls.get()), asio::detached);
   if (internal) asio::co_spawn(io, http::accept_loop(*internal, *handler, limits), asio::detached);
+  if (cluster) asio::co_spawn(io, http::accept_loop(*cluster, *handler, limits, cluster_tls.get(), true), asio::detached);
   signals.async_wait([&](const boost::system::error_code& ec, int sig) {
     if (ec) return;
     common::log_info("msg=\"stopping\" signal={}", sig);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
@@ -267,6 +268,22 @@ const std::vector<Option>& options() {
        [](Config& c, const std::string& v) { c.events_buffer = static_cast<int>(parse_int("events-buffer", v, 16, 1 << 20)); }},
       {"metrics-per-user", "true|false", false, "GET /metrics: figures per user (a label value per user; default false)",
        [](Config& c, const std::string& v) { c.metrics_per_user = parse_bool("metrics-per-user", v); }},
+      {"cluster-listen", "ADDR:PORT", false,
+       "join a cluster of nodes sharing --database (PostgreSQL): the internal mutual-TLS listener (default: off, "
+       "one machine)",
+       [](Config& c, const std::string& v) { c.cluster_listen = v; }},
+      {"cluster-advertise", "HOST:PORT", false, "the address other nodes dial (default: --cluster-listen)",
+       [](Config& c, const std::string& v) { c.cluster_advertise = v; }},
+      {"node-id", "ID", false, "this node's name in the cluster, [A-Za-z0-9._-]{1,64} (default: the host name)",
+       [](Config& c, const std::string& v) { c.node_id = v; }},
+      {"cluster-cert", "FILE", false, "PEM certificate of this node, issued by --cluster-ca (CN = the node id)",
+       [](Config& c, const std::string& v) { c.cluster_cert = v; }},
+      {"cluster-key", "FILE", false, "PEM private key of --cluster-cert",
+       [](Config& c, const std::string& v) { c.cluster_key = v; }},
+      {"cluster-ca", "FILE", false, "PEM CA certificate: the only issuer a peer node's certificate may have",
+       [](Config& c, const std::string& v) { c.cluster_ca = v; }},
+      {"node-lease", "SECONDS", false, "a node that has not renewed its row this long is lost (default 10)",
+       [](Config& c, const std::string& v) { c.node_lease_s = static_cast<int>(parse_int("node-lease", v, 3, 3600)); }},
       {"log-level", "LEVEL", false, "debug, info, warn or error (default info)",
        [](Config& c, const std::string& v) { c.log_level = v; }},
   };
@@ -317,6 +334,39 @@ void apply_config_file(Config& c, const std::string& path) {
   }
 }
 
+// Cluster options make sense only together: a node without PostgreSQL, or without the three PEM files
+// of mutual TLS, would run as a cluster of one that believes it has peers.
+void finish_cluster(Config& c) {
+  if (!c.clustered()) {
+    using Named = std::pair<const char*, const std::string*>;
+    for (const auto& [name, v] : std::initializer_list<Named>{{"cluster-advertise", &c.cluster_advertise},
+                                                             {"node-id", &c.node_id}, {"cluster-cert", &c.cluster_cert},
+                                                             {"cluster-key", &c.cluster_key}, {"cluster-ca", &c.cluster_ca}})
+      if (!v->empty()) throw ConfigError(fmt::format("--{} needs --cluster-listen", name));
+    return;
+  }
+  if (c.database.rfind("postgresql://", 0) != 0 && c.database.rfind("postgres://", 0) != 0)
+    throw ConfigError("--cluster-listen needs --database postgresql://...: the nodes share their state there");
+  if (c.cluster_cert.empty() || c.cluster_key.empty() || c.cluster_ca.empty())
+    throw ConfigError("--cluster-listen needs --cluster-cert, --cluster-key and --cluster-ca (mutual TLS between nodes)");
+  if (c.node_id.empty()) {
+    char host[256] = {};
+    if (::gethostname(host, sizeof(host) - 1) != 0) throw ConfigError("--node-id: not given, and no host name");
+    c.node_id = host;
+  }
+  bool ok = !c.node_id.empty() && c.node_id.size() <= 64 && c.node_id != "." && c.node_id != "..";
+  for (char ch : c.node_id) ok = ok && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-');
+  if (!ok) throw ConfigError("--node-id: expected 1 to 64 of [A-Za-z0-9._-], got '" + c.node_id + "'");
+  if (c.cluster_advertise.empty()) c.cluster_advertise = c.cluster_listen;
+  using Named = std::pair<const char*, const std::string*>;
+  for (const auto& [name, v] : std::initializer_list<Named>{{"cluster-listen", &c.cluster_listen},
+                                                           {"cluster-advertise", &c.cluster_advertise}}) {
+    const auto colon = v->rfind(':');
+    if (colon == std::string::npos || colon == 0) throw ConfigError(fmt::format("--{}: expected HOST:PORT, got '{}'", name, *v));
+    parse_int(name, v->substr(colon + 1), 0, 65535);
+  }
+}
+
 void finish(Config& c) {
   if (c.base_url.empty() || c.base_url.front() != '/') c.base_url = "/" + c.base_url;
   if (c.base_url.back() != '/') c.base_url += '/';
@@ -356,6 +406,7 @@ void finish(Config& c) {
   if (c.kernel_read_budget < c.max_kernel_message_bytes)
     throw ConfigError(fmt::format("--kernel-read-budget ({}) is below --max-kernel-message ({}): no message that "
                                   "large could ever be read", c.kernel_read_budget, c.max_kernel_message_bytes));
+  finish_cluster(c);
   if (c.log_level != "debug" && c.log_level != "info" && c.log_level != "warn" && c.log_level != "error")
     throw ConfigError("--log-level: expected debug, info, warn or error, got '" + c.log_level + "'");
 }

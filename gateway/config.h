@@ -94,6 +94,15 @@ struct Config {
   std::string egress_limits;                  // its --limits JSON: per-kernel defaults
   int ws_ping_interval_s = 30;
   int shutdown_grace_ms = 3000;
+  // A cluster of nodes sharing one PostgreSQL database (docs/cluster.md). Off unless --cluster-listen.
+  std::string node_id;                        // "" = one machine; in a cluster: --node-id, else the host name
+  std::string cluster_listen;                 // ADDR:PORT of the internal mutual-TLS listener
+  std::string cluster_advertise;              // HOST:PORT the other nodes dial (default: cluster_listen)
+  std::string cluster_cert;                   // PEM: this node's certificate (CN = node id), its key, the CA
+  std::string cluster_key;
+  std::string cluster_ca;
+  int node_lease_s = 10;                      // a node not renewed this long is lost
+  bool clustered() const { return !cluster_listen.empty(); }
 };
 
 // Parses argv (after the subcommand), env (CELLGATE_*) and the --config file. Precedence: flags, then env,

@@ -2,11 +2,16 @@
 // gateway: the composition root of the server's services.
 #include "gateway/gateway.h"
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+
 #include "common/log.h"
 #include "gateway/audit.h"
 #include "gateway/auth.h"
 #include "gateway/execute_snapshot.h"
+#include "gateway/http/peer_client.h"
 #include "gateway/kernel_manager.h"
+#include "gateway/node_membership.h"
 #include "gateway/offload.h"
 #include "gateway/runtime_dirs.h"
 #include "gateway/snapshot_index.h"
@@ -17,6 +22,8 @@
 #include "workspace/workspace_manager.h"
 
 namespace cellgate::gateway {
+
+namespace asio = boost::asio;
 
 Gateway::Gateway(boost::asio::io_context& io, Config config, std::unique_ptr<launcher::Spawner> spawner)
     : io_(io),
@@ -31,10 +38,10 @@ Gateway::Gateway(boost::asio::io_context& io, Config config, std::unique_ptr<lau
               }()) {
   prepare_runtime_dirs(config_);
   make_dirs(config_.data_dir, 0700);
-  // One node per PostgreSQL database until cluster membership lands (docs/cluster.md); a database that
-  // starts after the gateway (a Kubernetes rollout) is waited for.
+  // One node per PostgreSQL database unless the nodes are a cluster, each with its own row in the nodes
+  // table (docs/cluster.md); a database that starts after the gateway (a Kubernetes rollout) is waited for.
   state::DatabaseOptions db_options;
-  db_options.single_node = true;
+  db_options.single_node = !config_.clustered();
   db_options.connect_wait = std::chrono::seconds(30);
   auto db = state::Database::connect(config_.database, config_.data_dir, db_options);
   if (!db) throw ConfigError("cannot open the state database: " + db.error().message);
@@ -66,6 +73,23 @@ Gateway::Gateway(boost::asio::io_context& io, Config config, std::unique_ptr<lau
   kernels_ = std::make_unique<KernelManager>(
       io_, config_, KernelManager::Services{*db_, *users_, *workspaces_, *offload_, *audit_, snapshots_.get(), &metrics_, &events_},
       std::move(spawner));
+  if (config_.clustered()) {
+    MembershipOptions mo{config_.node_id, config_.cluster_advertise, CELLGATE_VERSION,
+                         std::chrono::seconds(config_.node_lease_s), std::chrono::milliseconds(config_.node_lease_s * 200)};
+    auto load = [this] {
+      state::NodeLoad l = host_memory();
+      l.kernels = static_cast<int64_t>(kernels_->kernels().size());
+      l.max_kernels = config_.max_kernels;
+      return l;
+    };
+    auto lost = [this] { asio::co_spawn(io_, kernels_->end_dead_kernels("node lost"), asio::detached); };
+    peers_ = std::make_unique<http::PeerClient>(
+        http::make_cluster_client_context(config_.cluster_cert, config_.cluster_key, config_.cluster_ca),
+        std::chrono::seconds(config_.kernel_start_timeout_s) / 10 + std::chrono::seconds(1));
+    membership_ = std::make_unique<NodeMembership>(io_, *db_, std::move(mo), load, lost);
+    // Before re-adoption: a node id held by a live node elsewhere is a configuration error.
+    if (auto joined = membership_->join(); !joined) throw ConfigError("cannot join the cluster: " + joined.error().message);
+  }
 }
 
 Gateway::~Gateway() {
@@ -73,8 +97,15 @@ Gateway::~Gateway() {
   offload_->join();
 }
 
-boost::asio::awaitable<void> Gateway::start() { co_await kernels_->start_services(); }
+boost::asio::awaitable<void> Gateway::start() {
+  // Heartbeats first: re-adopting many kernels may take longer than the lease.
+  if (membership_) membership_->start();
+  co_await kernels_->start_services();
+}
 
-boost::asio::awaitable<void> Gateway::stop() { co_await kernels_->stop(); }
+boost::asio::awaitable<void> Gateway::stop() {
+  if (membership_) membership_->stop();
+  co_await kernels_->stop();
+}
 
 }  // namespace cellgate::gateway

@@ -14,6 +14,9 @@
 #include "events/event_log.h"
 #include "metrics/gateway_metrics.h"
 
+namespace cellgate::http {
+class PeerClient;
+}
 namespace cellgate::launcher {
 class Spawner;
 }
@@ -31,6 +34,7 @@ namespace cellgate::gateway {
 class Audit;
 class Authenticator;
 class KernelManager;
+class NodeMembership;
 class Offload;
 class Snapshots;
 
@@ -61,6 +65,10 @@ class Gateway {
   KernelManager& kernels() { return *kernels_; }
   metrics::GatewayMetrics& metrics() { return metrics_; }
   events::EventLog& events() { return events_; }
+  // In a cluster (--cluster-listen): this node's membership; else null.
+  NodeMembership* membership() { return membership_.get(); }
+  // In a cluster: the client of the other nodes' internal listeners; else null.
+  http::PeerClient* peers() { return peers_.get(); }
 
  private:
   // In construction order, destroyed the other way round; the destructor joins the offload pool
@@ -79,6 +87,8 @@ class Gateway {
   std::unique_ptr<Offload> offload_;
   std::unique_ptr<Snapshots> snapshots_;
   std::unique_ptr<KernelManager> kernels_;
+  std::unique_ptr<NodeMembership> membership_;
+  std::unique_ptr<http::PeerClient> peers_;
 };
 
 }  // namespace cellgate::gateway

@@ -28,7 +28,9 @@
 #include "kernel-launcher/egress_env.h"
 #include "kernel-launcher/kernel_env.h"
 #include "kernel-launcher/spawn_util.h"
+#include "state/database.h"
 #include "state/kernel_records.h"
+#include "state/placement.h"
 #include "workspace/layout.h"
 #include "workspace/workspace_manager.h"
 
@@ -202,7 +204,8 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
   int owned = starting_[user.name];
   for (const auto& [id, hub] : kernels_) owned += hub->owner == user.name ? 1 : 0;
   int64_t max_user = user.limits.max_kernels ? *user.limits.max_kernels : config_.max_kernels_per_user;
-  if (max_user > 0 && owned >= max_user) {
+  // A placed start had the owner's quota counted across the cluster, in the placement's transaction.
+  if (options.placed_id.empty() && max_user > 0 && owned >= max_user) {
     if (services_.metrics) services_.metrics->request_refused(metrics::RefusedReason::kQuota);
     if (services_.events)
       services_.events->publish(events::EventType::kQuotaRefused, user.name,
@@ -230,7 +233,7 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
     seed = found.value();
   }
 
-  const std::string id = common::random_uuid();
+  const std::string id = options.placed_id.empty() ? common::random_uuid() : options.placed_id;
   std::string ws_name = options.workspace;
   if (ws_name.empty() && client_env->count("KERNEL_WORKSPACE")) ws_name = client_env->at("KERNEL_WORKSPACE");
   if (options.ephemeral) ws_name = "tmp-" + id.substr(0, 8);
@@ -266,12 +269,16 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
       claimed->ephemeral = options.ephemeral;
       claimed->workspace_config = workspace_config_for(workspaces.config(), user);
       claimed->set_execute_limit(std::chrono::seconds(execute_limit_for(config_, &user)));
-      kernels_[kernel.id()] = claimed;
       state::KernelRecord rec{kernel.id(), user.name, name, ws_name, kernel.options().runtime_dir, kernel.process().pid,
-                              kernel.process().status_file, common::iso8601_now(), "running"};
-      (void)state::delete_kernel(services_.db, kernel.id());  // its record as a pool kernel
-      if (auto st = state::insert_kernel(services_.db, rec); !st)
+                              kernel.process().status_file, common::iso8601_now(), "running", config_.node_id};
+      // Its record as a pool kernel becomes the user's, in one transaction. A kernel without a row would
+      // not count against any quota nor be re-adopted after a restart: it is shut down instead.
+      if (auto st = record_claimed(kernel.id(), rec, options.placed_id); !st) {
         common::log_error("kernel={} msg=\"cannot record kernel\" error=\"{}\"", kernel.id(), st.error().message);
+        co_await kernel.shutdown();
+        co_return st.error();
+      }
+      kernels_[kernel.id()] = claimed;
       audit(user.name, "start", kernel.id(), {{"kernelspec", name}, {"workspace", ws_name}, {"pool", true}});
       common::log_info("kernel={} name={} owner={} msg=\"pooled kernel claimed\"", kernel.id(), name, user.name);
       if (services_.metrics) services_.metrics->kernel_started(metrics::StartPath::kWarmPool, seconds_since());
@@ -293,10 +300,20 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
     kernel.set_ready_hook([weak, seed, timeout, failure]() { return run_seed(weak, seed, timeout, failure); });
   }
   state::KernelRecord rec{id, user.name, name, ws_name, kernel.options().runtime_dir, 0, "",
-                          common::iso8601_now(), "starting"};
+                          common::iso8601_now(), "starting", config_.node_id};
   if (networked) rec.network = network_json.dump();
-  if (auto st = state::insert_kernel(services_.db, rec); !st)
+  auto recorded = options.placed_id.empty() ? state::insert_kernel(services_.db, rec)
+                                            : state::confirm_placed_kernel(services_.db, id, rec);
+  if (!recorded) {
+    const auto& st = recorded;
+    // No row, no kernel: it would escape the quota and be lost at the next restart.
     common::log_error("kernel={} msg=\"cannot record kernel\" error=\"{}\"", id, st.error().message);
+    kernels_.erase(id);
+    co_await kernel.shutdown();  // never started; this removes its runtime dirs
+    if (networked) (void)egress_->ask({{"op", "remove"}, {"kernel", id}});
+    forget_workspace_if_unused(*hub);
+    co_return st.error();
+  }
   ++starting_[user.name];
   auto st = co_await kernel.start();
   --starting_[user.name];
@@ -529,6 +546,12 @@ awaitable<void> KernelManager::adopt() {
   }
   auto specs = kernelspecs();
   for (const auto& rec : records.value()) {
+    // In a cluster, each node re-adopts only its own (one machine's rows all name "").
+    if (rec.node != config_.node_id) continue;
+    if (rec.state == "placing") {  // placed here by a node, never started: the start failed with this gateway
+      (void)state::unplace_kernel(services_.db, rec.id);
+      continue;
+    }
     auto user = services_.users.get_user(rec.owner);
     auto plan = adoption_plan(config_, read_budget_, rec, specs);
     auto network = json::parse(rec.network.empty() ? std::string("{}") : rec.network, nullptr, false);
@@ -560,8 +583,26 @@ awaitable<void> KernelManager::adopt() {
   }
 }
 
+awaitable<void> KernelManager::end_dead_kernels(std::string why) {
+  auto records = state::list_kernels(services_.db);
+  if (!records) {
+    common::log_error("msg=\"cannot list kernels to end the dead ones\" error=\"{}\"", records.error().message);
+    co_return;
+  }
+  for (const auto& rec : records.value()) {
+    if (rec.node != config_.node_id || rec.state != "dead") continue;
+    auto it = kernels_.find(rec.id);
+    if (it == kernels_.end()) continue;
+    it->second->notify_clients(why + (rec.reason.empty() || rec.reason == why ? "" : ": " + rec.reason));
+    common::log_warn("kernel={} reason=\"{}\" msg=\"ending a kernel whose row is dead\"", rec.id, rec.reason);
+    co_await remove(rec.id, "@cluster");
+  }
+}
+
 awaitable<void> KernelManager::start_services() {
   co_await adopt();
+  // A node declared lost while its gateway was down re-adopts nothing the others marked dead.
+  if (config_.clustered()) co_await end_dead_kernels("node lost");
   resync_egress();  // this gateway's proxy is new: adopted kernels' policies and endpoints go to it
   // A crashed gateway leaves its warm pool's and notebook-http's kernels behind; they are nobody's.
   std::vector<std::pair<std::string, std::string>> stale;
@@ -604,9 +645,20 @@ std::shared_ptr<KernelHub> KernelManager::make_pool_kernel(const std::string& na
 void KernelManager::record_pool_kernel(const KernelHub& hub) {
   auto& k = const_cast<KernelHub&>(hub).kernel();
   state::KernelRecord rec{k.id(), kPoolOwner, k.options().spec.name, "", k.options().runtime_dir,
-                          k.process().pid, k.process().status_file, common::iso8601_now(), "pool"};
+                          k.process().pid, k.process().status_file, common::iso8601_now(), "pool", config_.node_id};
   if (auto st = state::insert_kernel(services_.db, rec); !st)
     common::log_error("kernel={} msg=\"cannot record pool kernel\" error=\"{}\"", k.id(), st.error().message);
+}
+
+common::Status KernelManager::record_claimed(const std::string& id, const state::KernelRecord& rec,
+                                             const std::string& placed_id) {
+  auto tx = state::Transaction::begin(services_.db);
+  if (!tx) return tx.error();
+  if (auto st = state::delete_kernel(services_.db, id); !st && st.error().code != Errc::kNotFound) return st;
+  auto st = placed_id.empty() ? state::insert_kernel(services_.db, rec)
+                              : state::confirm_placed_kernel(services_.db, placed_id, rec);
+  if (!st) return st;
+  return tx->commit();
 }
 
 void KernelManager::audit(const std::string& user, const std::string& action, const std::string& id, json detail,

@@ -21,6 +21,7 @@
 #include "kernel-launcher/kernelspec.h"
 #include "kernel-launcher/read_budget.h"
 #include "kernel-launcher/spawner.h"
+#include "state/kernel_records.h"
 #include "state/users.h"
 #include "workspace/workspace.h"
 
@@ -81,6 +82,7 @@ class KernelManager {
     bool snapshots = true;                          // snapshot the workspace after every execute
     std::shared_ptr<SeedFailure> seed_failure;      // filled when the seed fails, if set
     std::optional<nlohmann::json> network;          // a network policy asked for (kernel_network.h)
+    std::string placed_id;  // in a cluster: the row placement wrote for this node ("placing"); its id
   };
   // A kernel for user: claimed from the warm pool when one fits, else started cold (and seeded).
   // Errors: kBadRequest (also a network policy that does not parse), kNotFound (kernelspec),
@@ -111,6 +113,9 @@ class KernelManager {
   // Stops the pool, the fork server and the timers; shuts kernels down (shutdown_kernels_on_exit) or
   // lets them run on, to be re-adopted by the next start.
   boost::asio::awaitable<void> stop();
+  // In a cluster: ends this node's kernels whose rows the others marked dead (this node was declared
+  // lost, docs/cluster.md §3); their clients are told why first.
+  boost::asio::awaitable<void> end_dead_kernels(std::string why);
 
  private:
   boost::asio::awaitable<void> adopt();
@@ -129,6 +134,9 @@ class KernelManager {
   boost::asio::awaitable<std::shared_ptr<KernelHub>> claim_pooled(state::User user, launcher::KernelOptions cold,
                                                                   std::string ws_name, bool ephemeral);
   void record_pool_kernel(const KernelHub& hub);
+  // A claimed pool kernel's row becomes rec (one transaction).
+  // placed_id: the row placement wrote becomes it instead.
+  common::Status record_claimed(const std::string& id, const state::KernelRecord& rec, const std::string& placed_id);
   // Stops watching a deleted kernel's workspace unless another kernel uses it.
   void forget_workspace_if_unused(const KernelHub& gone);
   void audit(const std::string& user, const std::string& action, const std::string& id, nlohmann::json detail,

@@ -210,7 +210,7 @@ common::Result<WsMessage> decode_legacy_binary(std::string_view data, size_t max
 }
 
 // Little-endian layout: n, n offsets, channel, 4 JSON parts, buffers (deserialize_msg_from_ws_v1).
-common::Result<WsMessage> decode_v1(std::string_view data, bool binary, size_t max_parts) {
+common::Result<WsMessage> decode_v1(std::string_view data, bool binary, size_t max_parts, bool from_server) {
   if (!binary) return bad("v1 websocket messages must be binary");
   if (data.size() < 8) return bad("v1 websocket message is truncated");
   const uint64_t n = get_le64(data.data());
@@ -231,7 +231,8 @@ common::Result<WsMessage> decode_v1(std::string_view data, bool binary, size_t m
   auto part = [&](uint64_t i) { return data.substr(offsets[i], offsets[i + 1] - offsets[i]); };
   WsMessage out;
   std::string_view channel = part(0);
-  if (!client_channel(channel)) return bad("v1 websocket message has an unknown channel");
+  if (!client_channel(channel) && !(from_server && channel == "iopub"))
+    return bad("v1 websocket message has an unknown channel");
   out.channel.assign(channel);
 
   std::string_view header = part(1);
@@ -262,9 +263,13 @@ std::string encode_v1_head(std::string_view channel, const Message& m) {
 }
 
 common::Result<WsMessage> decode_ws(WsProtocol protocol, std::string_view data, bool binary, size_t max_parts) {
-  if (protocol == WsProtocol::kV1) return decode_v1(data, binary, max_parts);
+  if (protocol == WsProtocol::kV1) return decode_v1(data, binary, max_parts, false);
   if (binary) return decode_legacy_binary(data, max_parts);
   return decode_legacy_json(data, {});
+}
+
+common::Result<WsMessage> decode_v1_from_server(std::string_view data, bool binary, size_t max_parts) {
+  return decode_v1(data, binary, max_parts, true);
 }
 
 }  // namespace cellgate::protocol

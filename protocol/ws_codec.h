@@ -39,4 +39,8 @@ std::string encode_v1_head(std::string_view channel, const Message& m);
 common::Result<WsMessage> decode_ws(WsProtocol protocol, std::string_view data, bool binary,
                                     size_t max_parts = 64);
 
+// Server→client v1, as a relay reads another node's kernel (docs/cluster.md): the same checks, and
+// iopub is a channel too.
+common::Result<WsMessage> decode_v1_from_server(std::string_view data, bool binary, size_t max_parts = 4096);
+
 }  // namespace cellgate::protocol

@@ -71,11 +71,11 @@ Status set_kernel_dead(Database& db, const std::string& id, const std::string& r
 
 Status confirm_placed_kernel(Database& db, const std::string& placed_id, const KernelRecord& k) {
   auto st = db.prepare(
-      "UPDATE kernels SET id = ?, runtime_dir = ?, helper_pid = ?, jail_status_file = ?, state = ? "
+      "UPDATE kernels SET id = ?, runtime_dir = ?, helper_pid = ?, jail_status_file = ?, state = ?, network = ? "
       "WHERE id = ? AND state = 'placing'");
   if (!st) return st.error();
   st->bind(1, k.id).bind(2, k.runtime_dir).bind(3, k.helper_pid).bind(4, k.jail_status_file).bind(5, k.state);
-  st->bind(6, placed_id);
+  st->bind(6, k.network).bind(7, placed_id);
   return change_one(db, *st, "the placed kernel " + placed_id + " is gone (its node was declared lost)");
 }
 

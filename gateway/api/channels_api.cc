@@ -5,6 +5,7 @@
 #include <fmt/core.h>
 
 #include "common/random.h"
+#include "gateway/api/cluster_routing.h"
 #include "gateway/kernel_hub.h"
 
 namespace cellgate::api {
@@ -64,7 +65,10 @@ awaitable<http::Upgrade> ChannelsApi::connect(Call& call) {
         fmt::format("quota exceeded: max_connections ({}) open WebSockets for user {}", cap, user.name));
   }
   auto lease = std::make_shared<OpenSocket>(open_, user.name);
-  co_return http::WsAccept{call.kernel, std::move(session_id), negotiate(call.req), options_.limits, std::move(lease)};
+  http::WsAccept accept{call.kernel, std::move(session_id), negotiate(call.req), options_.limits, std::move(lease)};
+  // Another node's kernel: the same socket, relayed there (the user's open sockets are counted here).
+  if (call.remote) co_return co_await cluster_.relay(call, std::move(accept));
+  co_return accept;
 }
 
 }  // namespace cellgate::api

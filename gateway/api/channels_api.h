@@ -13,6 +13,8 @@
 
 namespace cellgate::api {
 
+class ClusterRouting;
+
 struct ChannelsOptions {
   http::WsLimits limits;
   int64_t max_connections_per_user = 64;  // 0 = none; a user's own max_connections wins
@@ -22,11 +24,12 @@ struct ChannelsOptions {
 
 class ChannelsApi {
  public:
-  explicit ChannelsApi(ChannelsOptions options) : options_(options) {}
+  ChannelsApi(ClusterRouting& cluster, ChannelsOptions options) : cluster_(cluster), options_(options) {}
   // A refusal (session_id too long, the user's open WebSockets at their cap), else the connection.
   boost::asio::awaitable<http::Upgrade> connect(Call& call);
 
  private:
+  ClusterRouting& cluster_;
   ChannelsOptions options_;
   // user → open WebSockets; shared with the leases, so one outliving this is safe.
   std::shared_ptr<std::map<std::string, int>> open_ = std::make_shared<std::map<std::string, int>>();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "gateway/api/channels_api.h"
+#include "gateway/api/cluster_routing.h"
 #include "gateway/api/events_api.h"
 #include "gateway/api/execute_api.h"
 #include "gateway/api/kernels_api.h"
@@ -27,6 +28,7 @@ namespace cellgate::api {
 struct Handlers {
   explicit Handlers(gateway::Gateway& gw);
 
+  ClusterRouting cluster;  // before the groups that start kernels
   McpApi mcp;  // before status, which reports on it
   StatusApi status;
   KernelspecsApi kernelspecs;

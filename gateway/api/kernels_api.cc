@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "common/log.h"
+#include "gateway/api/cluster_routing.h"
 #include "gateway/kernel_manager.h"
 #include "protocol/json_text.h"
 
@@ -33,6 +34,10 @@ awaitable<http::Reply> KernelsApi::list(Call& call) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& [id, hub] : kernels_.kernels())
     if (gateway::visible_to(*hub, call.caller.user)) list.push_back(kernels_.model(*hub));
+  // In a cluster, the other nodes' kernels too: the list is the table's.
+  auto remote = cluster_.remote_models(call.caller.user);
+  if (!remote) co_return reply(http::error_response(call.req, remote.error()));
+  for (auto& m : remote.value()) list.push_back(std::move(m));
   co_return reply(http::json_response(call.req, http::status::ok, list));
 }
 
@@ -57,8 +62,12 @@ awaitable<http::Reply> KernelsApi::start(Call& call) {
   if (auto n = body->find("network"); n != body->end() && !n->is_null()) opts.network = *n;
   auto seed_failure = std::make_shared<gateway::SeedFailure>();
   opts.seed_failure = seed_failure;
+  // In a cluster, the node placement picks starts it; this one answers with what that node answered.
+  if (auto elsewhere = co_await cluster_.place(call, opts)) co_return std::move(*elsewhere);
+  const std::string placed = opts.placed_id;
   auto hub = co_await kernels_.start(call.caller.user, std::move(opts));
   if (!hub) {
+    if (!placed.empty()) cluster_.unplace(placed);
     http::Response res = http::error_response(req, hub.error());
     if (!seed_failure->notebook.empty()) {
       // Which seed cell failed and how, for clients that want more than the message.

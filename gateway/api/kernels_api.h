@@ -14,9 +14,12 @@ class KernelManager;
 
 namespace cellgate::api {
 
+class ClusterRouting;
+
 class KernelsApi {
  public:
-  KernelsApi(gateway::KernelManager& kernels, std::string base_url) : kernels_(kernels), base_url_(std::move(base_url)) {}
+  KernelsApi(gateway::KernelManager& kernels, ClusterRouting& cluster, std::string base_url)
+      : kernels_(kernels), cluster_(cluster), base_url_(std::move(base_url)) {}
   boost::asio::awaitable<http::Reply> list(Call& call);
   boost::asio::awaitable<http::Reply> start(Call& call);
   boost::asio::awaitable<http::Reply> get(Call& call);
@@ -32,6 +35,7 @@ class KernelsApi {
 
  private:
   gateway::KernelManager& kernels_;
+  ClusterRouting& cluster_;
   std::string base_url_;
 };
 

@@ -40,6 +40,12 @@ const char* to_string(Role role);
 // The path parameters that name something a user owns: a route with one needs Role::kOwner (or kAdmin).
 inline constexpr std::string_view kOwnedParams[] = {"kernel", "session", "workspace"};
 
+// A kernel another node holds (docs/cluster.md §5): the call is forwarded or relayed there.
+struct RemoteKernel {
+  state::KernelRecord row;
+  std::string address;  // that node's internal listener
+};
+
 struct Call {
   http::Request& req;
   gateway::Caller caller;  // on public routes: no user (an empty name)
@@ -48,6 +54,7 @@ struct Call {
   std::optional<state::SessionRow> session;                // {session}
   std::optional<workspace::WorkspaceRef> workspace_ref;    // {workspace}: its owner and name
   std::optional<workspace::Workspace> workspace;           // {workspace}, opened with the caller's caps
+  std::optional<RemoteKernel> remote;                      // {kernel}, when another node holds it
 
   const std::string& param(std::string_view name) const;
   // A query parameter, percent-decoded ("" when absent).

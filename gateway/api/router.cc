@@ -169,11 +169,16 @@ awaitable<std::optional<http::Response>> Router::resolve(Call& call) {
   const auto& user = call.caller.user;
   if (auto it = call.params.find("kernel"); it != call.params.end()) {
     call.kernel = gw_.kernels().find(it->second, user);
+    if (!call.kernel) {
+      if (auto refused = handlers_->cluster.resolve_remote(call, it->second)) co_return std::move(*refused);
+    }
     // The same answer as for an id that never existed: ids are no oracle.
-    if (!call.kernel) co_return http::error_response(call.req, Errc::kNotFound, "Kernel does not exist: " + it->second);
+    if (!call.kernel && !call.remote) co_return http::error_response(call.req, Errc::kNotFound, "Kernel does not exist: " + it->second);
   }
   if (auto it = call.params.find("session"); it != call.params.end()) {
-    call.session = handlers_->sessions.visible(call.caller, it->second);
+    auto found = handlers_->sessions.visible(call.caller, it->second);
+    if (!found) co_return http::error_response(call.req, found.error());
+    call.session = std::move(found.value());
     if (!call.session) co_return http::error_response(call.req, Errc::kNotFound, "Session not found: " + it->second);
   }
   if (auto it = call.params.find("workspace"); it != call.params.end()) {
@@ -190,7 +195,18 @@ awaitable<std::optional<http::Response>> Router::resolve(Call& call) {
   co_return std::nullopt;
 }
 
+namespace {
+// On the internal listener only, the node that forwarded a request names its client (the rate limiter
+// and the audit log then see the client, not the node).
+void believe_forwarded_for(const http::Request& req, http::Peer& peer) {
+  if (peer.cluster_peer.empty()) return;
+  auto xff = req["X-Forwarded-For"];
+  if (!xff.empty() && xff.size() <= 64) peer.ip = std::string(xff);
+}
+}  // namespace
+
 awaitable<http::Reply> Router::handle(http::Request req, http::Peer peer) {
+  believe_forwarded_for(req, peer);
   http::Reply reply;
   try {
     std::string_view path = http::target_path(std::string_view(req.target().data(), req.target().size()));
@@ -224,9 +240,11 @@ awaitable<http::Reply> Router::handle(http::Request req, http::Peer peer) {
           gw_.metrics().request_refused(metrics::RefusedReason::kForbidden);
           reply.res = http::error_response(req, Errc::kForbidden, "only an admin may do this");
         } else {
-          Call call{req, std::move(*caller), std::move(m.params), {}, {}, {}, {}};
+          Call call{req, std::move(*caller), std::move(m.params), {}, {}, {}, {}, {}};
           if (auto refused = co_await resolve(call)) {
             reply.res = std::move(*refused);
+          } else if (call.remote && std::holds_alternative<RestHandler>(m.route->handler)) {
+            reply = co_await handlers_->cluster.forward(call);
           } else if (const auto* rest = std::get_if<RestHandler>(&m.route->handler)) {
             reply = co_await (*rest)(call);
           } else {
@@ -253,6 +271,7 @@ void Router::refused(http::Refusal what) noexcept {
 }
 
 awaitable<http::Upgrade> Router::upgrade(http::Request& req, http::Peer peer) {
+  believe_forwarded_for(req, peer);
   http::Response refusal;
   try {
     auto caller = gw_.auth().authenticate(req, peer, refusal);
@@ -274,7 +293,8 @@ awaitable<http::Upgrade> Router::upgrade(http::Request& req, http::Peer peer) {
       gw_.metrics().request_refused(metrics::RefusedReason::kForbidden);
       co_return http::error_response(req, Errc::kForbidden, "only an admin may do this");
     }
-    Call call{req, std::move(*caller), std::move(m.params), {}, {}, {}, {}};
+    caller->peer = peer;
+    Call call{req, std::move(*caller), std::move(m.params), {}, {}, {}, {}, {}};
     if (auto refused = co_await resolve(call)) co_return std::move(*refused);
     co_return co_await (*ws)(call);
   } catch (const std::exception& e) {

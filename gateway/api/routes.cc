@@ -11,17 +11,18 @@
 namespace cellgate::api {
 
 Handlers::Handlers(gateway::Gateway& gw)
-    : mcp(gw.io(), gw.config().base_url),
+    : cluster(gw),
+      mcp(gw.io(), gw.config().base_url),
       status(gw.kernels(), gw.started(), mcp),
       kernelspecs(gw.kernels(), gw.config().base_url, gw.config().default_kernel),
-      kernels(gw.kernels(), gw.config().base_url),
-      channels(ChannelsOptions{{gw.config().max_ws_message_bytes, gw.config().ws_queue_bytes, gw.config().ws_ping_interval_s},
-                               gw.config().max_connections_per_user, &gw.metrics(), &gw.events()}),
+      kernels(gw.kernels(), cluster, gw.config().base_url),
+      channels(cluster, ChannelsOptions{{gw.config().max_ws_message_bytes, gw.config().ws_queue_bytes, gw.config().ws_ping_interval_s},
+                                        gw.config().max_connections_per_user, &gw.metrics(), &gw.events()}),
       execute(gw.config().execute_output_bytes),
       tools(gw.offload(), gw.audit(),
             ToolsOptions{gw.config().execute_output_bytes, gw.config().spawner == "jail", gw.config().jail_helper,
                          gw.config().jail_policy}),
-      sessions(gw.db(), gw.kernels(), gw.config().base_url),
+      sessions(gw.db(), gw.kernels(), cluster, gw.config().base_url),
       workspaces(gw.workspaces(), gw.db(), gw.offload(), gw.audit(), gw.kernels(), gw.config().base_url),
       snapshots(gw.workspaces(), gw.db(), gw.offload(), gw.audit(), gw.config().base_url,
                 workspace::data_tmp_dir(gw.config().data_dir), gw.events(), gw.metrics()),

@@ -3,6 +3,7 @@
 #include "gateway/api/sessions_api.h"
 
 #include "common/random.h"
+#include "gateway/api/cluster_routing.h"
 #include "gateway/kernel_manager.h"
 #include "protocol/json_text.h"
 #include "state/kernel_records.h"
@@ -55,14 +56,23 @@ http::Reply bad_request(const http::Request& req, std::string message) {
 
 }  // namespace
 
-std::vector<SessionRow> SessionsApi::visible_sessions(const gateway::Caller& caller) {
+common::Result<std::vector<SessionRow>> SessionsApi::visible_sessions(const gateway::Caller& caller) {
   std::optional<std::string> owner;
   if (!caller.user.admin) owner = caller.user.name;
   auto rows = state::list_sessions(db_, owner);
+  // A database that cannot answer is the server's failure (503, 500), never an empty list: a client
+  // that believed it would forget its sessions.
+  if (!rows) return rows.error();
   std::vector<SessionRow> out;
-  if (!rows) return out;
   for (auto& r : rows.value()) {
+    // Another node's kernel keeps its sessions; a session whose kernel is gone everywhere goes.
     if (!kernels_.kernels().count(r.kernel_id)) {
+      auto elsewhere = cluster_.held_elsewhere(r.kernel_id);
+      if (!elsewhere) return elsewhere.error();
+      if (elsewhere.value()) {
+        out.push_back(std::move(r));
+        continue;
+      }
       (void)state::delete_session(db_, r.id);
       continue;
     }
@@ -71,23 +81,28 @@ std::vector<SessionRow> SessionsApi::visible_sessions(const gateway::Caller& cal
   return out;
 }
 
-std::optional<SessionRow> SessionsApi::visible(const gateway::Caller& caller, const std::string& id) {
-  for (auto& s : visible_sessions(caller))
-    if (s.id == id) return std::move(s);
-  return std::nullopt;
+common::Result<std::optional<SessionRow>> SessionsApi::visible(const gateway::Caller& caller, const std::string& id) {
+  auto all = visible_sessions(caller);
+  if (!all) return all.error();
+  for (auto& s : all.value())
+    if (s.id == id) return std::optional<SessionRow>(std::move(s));
+  return std::optional<SessionRow>();
 }
 
-nlohmann::json SessionsApi::model(const gateway::Caller& caller, const SessionRow& s) const {
+nlohmann::json SessionsApi::model(const gateway::Caller& caller, const SessionRow& s) {
   nlohmann::json m = {{"id", s.id}, {"path", s.path}, {"name", s.name}, {"type", s.type}, {"kernel", nullptr}};
   if (auto hub = kernels_.find(s.kernel_id, caller.user)) m["kernel"] = kernels_.model(*hub);
+  else if (auto remote = cluster_.remote_model(s.kernel_id, caller.user)) m["kernel"] = std::move(*remote);
   // Deprecated but still read by older clients (jupyter_server keeps it for type "notebook").
   if (s.type == "notebook") m["notebook"] = {{"path", s.path}, {"name", s.name}};
   return m;
 }
 
 awaitable<http::Reply> SessionsApi::list(Call& call) {
+  auto sessions = visible_sessions(call.caller);
+  if (!sessions) co_return reply(http::error_response(call.req, sessions.error()));
   nlohmann::json list = nlohmann::json::array();
-  for (const auto& s : visible_sessions(call.caller)) list.push_back(model(call.caller, s));
+  for (const auto& s : sessions.value()) list.push_back(model(call.caller, s));
   co_return reply(http::json_response(call.req, http::status::ok, list));
 }
 
@@ -102,7 +117,9 @@ awaitable<http::Reply> SessionsApi::create(Call& call) {
   if (rec.path.empty()) co_return bad_request(req, "session path missing");
   auto ref = kernel_ref(*body);
   if (!ref) co_return reply(http::error_response(req, ref.error()));
-  for (const auto& s : visible_sessions(call.caller)) {
+  auto sessions = visible_sessions(call.caller);
+  if (!sessions) co_return reply(http::error_response(req, sessions.error()));
+  for (const auto& s : sessions.value()) {
     if (s.path == rec.path && s.owner == call.caller.user.name) {
       // jupyter_server returns the existing session for the same path.
       http::Response res = http::json_response(req, http::status::created, model(call.caller, s));
@@ -111,14 +128,19 @@ awaitable<http::Reply> SessionsApi::create(Call& call) {
     }
   }
   if (!ref->id.empty()) {
-    if (!kernels_.find(ref->id, call.caller.user))
+    if (!kernels_.find(ref->id, call.caller.user) && !cluster_.remote_model(ref->id, call.caller.user))
       co_return reply(http::error_response(req, Errc::kNotFound, "Kernel does not exist: " + ref->id));
     rec.kernel_id = ref->id;
   } else {
     // A named argument: GCC 12 can destroy a temporary in a co_await operand twice.
-    gateway::KernelManager::StartOptions start{ref->name, ref->env, "", false, nullptr, true, nullptr, std::nullopt};
+    gateway::KernelManager::StartOptions start{ref->name, ref->env, "", false, nullptr, true, nullptr, std::nullopt, ""};
+    // In a cluster the whole request goes to the node placement picks: the session's row is shared,
+    // and its kernel model comes from the node holding the kernel.
+    if (auto elsewhere = co_await cluster_.place(call, start)) co_return std::move(*elsewhere);
+    const std::string placed = start.placed_id;
     auto hub = co_await kernels_.start(call.caller.user, std::move(start));
     if (!hub) {
+      if (!placed.empty()) cluster_.unplace(placed);
       // jupyter_server answers a missing kernelspec with 501.
       if (hub.error().code == Errc::kNotFound)
         co_return reply(http::json_response(req, http::status::not_implemented,
@@ -160,11 +182,11 @@ awaitable<http::Reply> SessionsApi::update(Call& call) {
   auto ref = kernel_ref(*body);
   if (!ref) co_return reply(http::error_response(req, ref.error()));
   if (!ref->id.empty()) {
-    if (!kernels_.find(ref->id, call.caller.user))
+    if (!kernels_.find(ref->id, call.caller.user) && !cluster_.remote_model(ref->id, call.caller.user))
       co_return reply(http::error_response(req, Errc::kNotFound, "Kernel does not exist: " + ref->id));
     updated.kernel_id = ref->id;
   } else if (!ref->name.empty()) {
-    gateway::KernelManager::StartOptions start{ref->name, ref->env, "", false, nullptr, true, nullptr, std::nullopt};
+    gateway::KernelManager::StartOptions start{ref->name, ref->env, "", false, nullptr, true, nullptr, std::nullopt, ""};
     auto hub = co_await kernels_.start(call.caller.user, std::move(start));
     if (!hub) co_return reply(http::error_response(req, hub.error()));
     updated.kernel_id = hub.value()->kernel().id();

@@ -17,26 +17,30 @@ class Database;
 
 namespace cellgate::api {
 
+class ClusterRouting;
+
 class SessionsApi {
  public:
-  SessionsApi(state::Database& db, gateway::KernelManager& kernels, std::string base_url)
-      : db_(db), kernels_(kernels), base_url_(std::move(base_url)) {}
+  SessionsApi(state::Database& db, gateway::KernelManager& kernels, ClusterRouting& cluster, std::string base_url)
+      : db_(db), kernels_(kernels), cluster_(cluster), base_url_(std::move(base_url)) {}
   boost::asio::awaitable<http::Reply> list(Call& call);
   boost::asio::awaitable<http::Reply> create(Call& call);
   boost::asio::awaitable<http::Reply> get(Call& call);
   boost::asio::awaitable<http::Reply> update(Call& call);
   boost::asio::awaitable<http::Reply> remove(Call& call);
-  // The caller's session with that id ({session} of the route table), else nullopt.
-  std::optional<state::SessionRow> visible(const gateway::Caller& caller, const std::string& id);
+  // The caller's session with that id ({session} of the route table), else nullopt; the database's
+  // error when it cannot answer.
+  common::Result<std::optional<state::SessionRow>> visible(const gateway::Caller& caller, const std::string& id);
 
  private:
   // The caller's sessions (an admin's: everyone's); rows whose kernel is gone are dropped, as
   // jupyter_server drops them on read.
-  std::vector<state::SessionRow> visible_sessions(const gateway::Caller& caller);
-  nlohmann::json model(const gateway::Caller& caller, const state::SessionRow& s) const;
+  common::Result<std::vector<state::SessionRow>> visible_sessions(const gateway::Caller& caller);
+  nlohmann::json model(const gateway::Caller& caller, const state::SessionRow& s);
 
   state::Database& db_;
   gateway::KernelManager& kernels_;
+  ClusterRouting& cluster_;
   std::string base_url_;
 };
 

@@ -22,6 +22,10 @@ namespace cellgate::http {
 struct Peer {
   std::string ip;
   int fd = -1;  // -1 when there is none
+  // A connection to the cluster's internal listener: the name (certificate CN) of the node at the other
+  // end, which mutual TLS with the cluster CA has proven. "" on every other listener: only here are a
+  // request's X-Forwarded-For and X-Cellgate-* headers believed (docs/cluster.md).
+  std::string cluster_peer{};
   // Whether the client of a request still waiting for its answer has closed its connection (or reset
   // it): a peek (MSG_PEEK, no wait) reads end-of-stream or an error. Bytes pending (a pipelined request,
   // a TLS record) or none yet mean it is still there. As nginx's check for a client that went away

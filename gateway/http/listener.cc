@@ -43,7 +43,8 @@ tcp::acceptor make_acceptor(asio::io_context& io, const std::string& ip, int por
   return acceptor;
 }
 
-asio::awaitable<void> accept_loop(tcp::acceptor& acceptor, Handler& handler, Limits limits, asio::ssl::context* tls) {
+asio::awaitable<void> accept_loop(tcp::acceptor& acceptor, Handler& handler, Limits limits, asio::ssl::context* tls,
+                                  bool cluster) {
   for (;;) {
     boost::system::error_code ec;
     tcp::socket socket = co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
@@ -57,7 +58,8 @@ asio::awaitable<void> accept_loop(tcp::acceptor& acceptor, Handler& handler, Lim
       continue;
     }
     if (tls)
-      asio::co_spawn(acceptor.get_executor(), tls_session(std::move(socket), handler, limits, *tls), log_session_end);
+      asio::co_spawn(acceptor.get_executor(), tls_session(std::move(socket), handler, limits, *tls, cluster),
+                     log_session_end);
     else
       asio::co_spawn(acceptor.get_executor(), plain_session(std::move(socket), handler, limits), log_session_end);
   }

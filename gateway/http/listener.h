@@ -19,7 +19,8 @@ boost::asio::ip::tcp::acceptor make_acceptor(boost::asio::io_context& io, const 
 // Accepts connections until the acceptor is closed; each connection runs its own session coroutine
 // serving handler (which must outlive them). With tls, every connection must complete a TLS handshake
 // within a bounded time first; a plain-HTTP request on it is answered 400 in plain text and closed.
+// cluster: the internal listener (tls is a mutual-TLS context; see tls_session).
 boost::asio::awaitable<void> accept_loop(boost::asio::ip::tcp::acceptor& acceptor, Handler& handler, Limits limits,
-                                         boost::asio::ssl::context* tls = nullptr);
+                                         boost::asio::ssl::context* tls = nullptr, bool cluster = false);
 
 }  // namespace cellgate::http

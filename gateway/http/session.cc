@@ -143,7 +143,8 @@ awaitable<void> serve_upgrade(Stream stream, Request req, Handler& handler, Peer
 }
 
 template <class Stream>
-awaitable<void> serve_requests(Stream& stream, Handler& handler, Limits limits, std::string peer_ip) {
+awaitable<void> serve_requests(Stream& stream, Handler& handler, Limits limits, std::string peer_ip,
+                               std::string cluster_peer = {}) {
   boost::system::error_code ec;
   beast::flat_buffer buffer;
   auto& lowest = beast::get_lowest_layer(stream);
@@ -176,7 +177,7 @@ awaitable<void> serve_requests(Stream& stream, Handler& handler, Limits limits, 
       break;
     }
     Request req = parser.release();
-    Peer peer{peer_ip, lowest.socket().native_handle()};
+    Peer peer{peer_ip, lowest.socket().native_handle(), cluster_peer};
     lowest.expires_never();  // handlers may wait for a kernel to start
     if (beast::websocket::is_upgrade(req)) {
       co_await serve_upgrade(std::move(stream), std::move(req), handler, std::move(peer));
@@ -234,7 +235,8 @@ awaitable<void> plain_session(tcp::socket socket, Handler& handler, Limits limit
   co_await serve_requests(stream, handler, limits, std::move(peer));
 }
 
-awaitable<void> tls_session(tcp::socket socket, Handler& handler, Limits limits, asio::ssl::context& ctx) {
+awaitable<void> tls_session(tcp::socket socket, Handler& handler, Limits limits, asio::ssl::context& ctx,
+                            bool cluster) {
   TlsStream stream(std::move(socket), ctx);
   boost::system::error_code ec;
   auto& raw = stream.next_layer();
@@ -258,10 +260,25 @@ awaitable<void> tls_session(tcp::socket socket, Handler& handler, Limits limits,
   co_await stream.async_handshake(asio::ssl::stream_base::server, asio::buffer(first.data(), n),
                                   asio::redirect_error(asio::use_awaitable, ec));
   if (ec) {
-    common::log_debug("ip={} msg=\"TLS handshake failed\" error=\"{}\"", peer, ec.message());
+    // A refused cluster peer is worth an operator's attention (a certificate of the wrong CA, an
+    // expired one), but at most once every 10 s: anyone who reaches the port can make refusals.
+    static auto last_warned = std::chrono::steady_clock::time_point{};
+    const auto now = std::chrono::steady_clock::now();
+    if (cluster && now - last_warned > std::chrono::seconds(10)) {
+      last_warned = now;
+      common::log_warn("ip={} msg=\"cluster peer refused at the TLS handshake\" error=\"{}\"", peer, ec.message());
+    } else {
+      common::log_debug("ip={} msg=\"TLS handshake failed\" error=\"{}\"", peer, ec.message());
+    }
     co_return;
   }
-  co_await serve_requests(stream, handler, limits, std::move(peer));
+  std::string node;
+  if (cluster) {
+    // The context required a certificate of the cluster CA; the handshake has verified it.
+    node = peer_certificate_name(stream);
+    if (node.empty()) co_return;
+  }
+  co_await serve_requests(stream, handler, limits, std::move(peer), std::move(node));
 }
 
 bool Peer::gone() const {

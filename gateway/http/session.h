@@ -16,7 +16,8 @@ namespace cellgate::http {
 // the connection is closed (the stream position is unknown).
 boost::asio::awaitable<void> plain_session(boost::asio::ip::tcp::socket socket, Handler& handler, Limits limits);
 // As plain_session, after a TLS handshake bounded in time; plain HTTP sent instead gets a plain-text 400.
+// cluster: ctx verified the client's certificate (the internal listener); its CN is Peer::cluster_peer.
 boost::asio::awaitable<void> tls_session(boost::asio::ip::tcp::socket socket, Handler& handler, Limits limits,
-                                         boost::asio::ssl::context& ctx);
+                                         boost::asio::ssl::context& ctx, bool cluster = false);
 
 }  // namespace cellgate::http

@@ -24,6 +24,21 @@ inline boost::asio::ip::tcp::socket& tcp_socket(TlsStream& s) { return s.next_la
 // one line naming the file when either cannot be read or parsed, or when they do not match.
 std::unique_ptr<boost::asio::ssl::context> make_tls_context(const std::string& certfile, const std::string& keyfile);
 
+// The cluster's internal connections (docs/cluster.md): TLS 1.3 only, both ends present a certificate
+// (cert, key) and accept only a peer whose chain ends at the cluster CA (ca). The server side requires a
+// client certificate; the client side also checks that the server's certificate names the host it
+// dialled (cluster_client_verify). Throw ConfigError with one line naming the bad file.
+std::unique_ptr<boost::asio::ssl::context> make_cluster_server_context(const std::string& cert, const std::string& key,
+                                                                       const std::string& ca);
+std::unique_ptr<boost::asio::ssl::context> make_cluster_client_context(const std::string& cert, const std::string& key,
+                                                                       const std::string& ca);
+// Before a client handshake: SNI, and the host (a DNS name or an IP address) the server's certificate
+// must name. False when host is unusable.
+bool cluster_client_verify(TlsStream& stream, const std::string& host);
+// After a handshake that verified the peer: its certificate's common name (else its first DNS name);
+// "" when there is none.
+std::string peer_certificate_name(TlsStream& stream);
+
 // The first bytes of a plain-HTTP request (a method name) sent to the TLS port.
 bool looks_like_plain_http(std::string_view first_bytes);
 

@@ -77,7 +77,23 @@ asio::awaitable<boost::system::error_code> WsConnection<Stream>::run(Request req
   }
   closed_ = true;
   endpoint_->detach(this, take_unsent());
+  check_drained();
   co_return ec;
+}
+
+template <class Stream>
+void WsConnection<Stream>::when_drained(size_t level, std::function<void()> fn) {
+  drain_level_ = level;
+  on_drained_ = std::move(fn);
+  if (closed_ || queued_bytes_ <= level) asio::post(ws_.get_executor(), [self = shared()] { self->check_drained(); });
+}
+
+template <class Stream>
+void WsConnection<Stream>::check_drained() {
+  if (!on_drained_ || (!closed_ && queued_bytes_ > drain_level_)) return;
+  auto fn = std::move(on_drained_);
+  on_drained_ = nullptr;
+  fn();
 }
 
 template <class Stream>
@@ -164,6 +180,7 @@ void WsConnection<Stream>::do_write() {
       self->writing_ = false;
       if (ec) {
         self->closed_ = true;
+        self->check_drained();
         return;
       }
       self->written(std::exchange(self->writing_count_, 0));
@@ -180,6 +197,7 @@ void WsConnection<Stream>::do_write() {
   ws_.async_close(close_reason_, [self = shared()](const boost::system::error_code&) {
     self->writing_ = false;
     self->closed_ = true;
+    self->check_drained();
   });
 }
 
@@ -216,6 +234,7 @@ void WsConnection<Stream>::written(size_t count) {
       queued_bytes_ -= std::min(queued_bytes_, queue_.front()->bytes());
     queue_.pop_front();
   }
+  if (on_drained_) check_drained();
 }
 
 template class WsConnection<PlainStream>;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +40,12 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   virtual void deliver_replayed(const OutgoingPtr& m) = 0;
   // Sends a close frame after what is queued (code 1000 unless given).
   virtual void close(const std::string& reason, uint16_t code = 1000) = 0;
+  // Bytes of live messages waiting to be written. A relay of another node's kernel (gateway/cluster)
+  // reads on only while this is small, so that a slow client's backpressure reaches that node.
+  virtual size_t pending_bytes() const = 0;
+  // Calls fn once, on the io thread, when pending_bytes() is at most level or the connection has
+  // ended (posted at once if either is so already). A later call replaces an earlier call's fn.
+  virtual void when_drained(size_t level, std::function<void()> fn) = 0;
   const std::string& session_id() const { return session_id_; }
 
  private:
@@ -83,8 +90,11 @@ class WsConnection final : public WsSession {
   void deliver(const OutgoingPtr& m) override;
   void deliver_replayed(const OutgoingPtr& m) override;
   void close(const std::string& reason, uint16_t code = 1000) override;
+  size_t pending_bytes() const override { return queued_bytes_; }
+  void when_drained(size_t level, std::function<void()> fn) override;
 
  private:
+  void check_drained();
   void schedule_write();  // at the end of this turn of the io loop: one write for all it delivered
   void do_write();
   size_t build_batch();       // frames for the front of queue_ into buffers_; returns their bytes
@@ -107,6 +117,8 @@ class WsConnection final : public WsSession {
   bool closing_ = false;
   bool closed_ = false;
   boost::beast::websocket::close_reason close_reason_;
+  size_t drain_level_ = 0;
+  std::function<void()> on_drained_;
 };
 
 }  // namespace cellgate::http

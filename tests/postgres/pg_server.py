@@ -33,7 +33,11 @@ def _bin_dir():
 
 
 class PgServer:
-    def __init__(self, root=None):
+    def __init__(self, root=None, netns=None, listen=None, trust_net=None):
+        # netns, listen, trust_net: the cluster test's server, run in a network namespace the test
+        # made, listening on its address there too (TCP, so that cutting a node's link cuts it off
+        # from the database), trusting connections from that test network only.
+        self.netns, self.listen, self.trust_net = netns, listen, trust_net
         # Short, so that the socket path fits sun_path (108 bytes).
         self.root = root or tempfile.mkdtemp(prefix="cgpg-", dir="/tmp")
         self.data = os.path.join(self.root, "data")
@@ -46,6 +50,8 @@ class PgServer:
         argv = [os.path.join(self.bin, cmd[0]), *cmd[1:]]
         if self.as_root:
             argv = ["runuser", "-u", "postgres", "--"] + argv
+        if self.netns:
+            argv = ["nsenter", "--net=/run/netns/" + self.netns, "--"] + argv
         out = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, cwd="/")
         if check and out.returncode != 0:
             raise RuntimeError("%s failed (rc=%d): %s%s\n%s" % (cmd[0], out.returncode, out.stdout.decode(errors="replace"),
@@ -62,6 +68,9 @@ class PgServer:
     def url(self, db="postgres"):
         return "postgresql://%s@/%s?host=%s" % (USER, db, self.sock)
 
+    def tcp_url(self, db="postgres"):
+        return "postgresql://%s@%s:5432/%s?connect_timeout=3" % (USER, self.listen, db)
+
     def start(self, timeout=60):
         if not os.path.isdir(self.data):
             os.makedirs(self.sock, exist_ok=True)
@@ -77,6 +86,11 @@ class PgServer:
                 f.write("\nlisten_addresses = ''\nunix_socket_directories = '%s'\nfsync = off\n"
                         "synchronous_commit = off\nfull_page_writes = off\nshared_buffers = 16MB\n"
                         "max_connections = 200\nlog_min_messages = warning\n" % self.sock)
+                if self.listen:
+                    f.write("listen_addresses = '%s'\n" % self.listen)
+            if self.trust_net:
+                with open(os.path.join(self.data, "pg_hba.conf"), "a") as f:
+                    f.write("host all all %s trust\n" % self.trust_net)
         self._run("pg_ctl", "-D", self.data, "-l", self.log, "-w", "-t", str(timeout), "start", timeout=timeout + 10)
         return self
 

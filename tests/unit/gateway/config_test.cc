@@ -126,3 +126,42 @@ TEST_CASE("ipc-tmpfs is auto by default, for the default runtime dir only", "[ga
   CHECK(load({"--ipc-tmpfs", "off"}).ipc_tmpfs == "off");
   CHECK_THROWS_WITH(load({"--ipc-tmpfs", "yes"}), "--ipc-tmpfs: expected auto, on or off, got 'yes'");
 }
+
+TEST_CASE("cluster options: only together, with PostgreSQL and the three PEM files", "[gateway][cluster]") {
+  auto one = load({});
+  CHECK_FALSE(one.clustered());
+  CHECK(one.node_id.empty());
+  const std::string pg = "postgresql://u@db/cg";
+  auto message = [](const std::vector<std::string>& args) {
+    try {
+      load(args);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK(message({"--node-id", "a"}) == "--node-id needs --cluster-listen");
+  CHECK(message({"--cluster-ca", "ca.pem"}) == "--cluster-ca needs --cluster-listen");
+  CHECK(message({"--cluster-listen", "10.0.0.1:9443"}) ==
+        "--cluster-listen needs --database postgresql://...: the nodes share their state there");
+  CHECK(message({"--cluster-listen", "10.0.0.1:9443", "--database", pg}) ==
+        "--cluster-listen needs --cluster-cert, --cluster-key and --cluster-ca (mutual TLS between nodes)");
+  const std::vector<std::string> tls = {"--database", pg, "--cluster-cert", "c.pem", "--cluster-key", "k.pem",
+                                        "--cluster-ca", "ca.pem"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.end(), tls.begin(), tls.end());
+    return more;
+  };
+  CHECK(message(with({"--cluster-listen", "10.0.0.1"})) == "--cluster-listen: expected HOST:PORT, got '10.0.0.1'");
+  CHECK(message(with({"--cluster-listen", "10.0.0.1:9443", "--node-id", "a/b"})) ==
+        "--node-id: expected 1 to 64 of [A-Za-z0-9._-], got 'a/b'");
+  CHECK(message(with({"--cluster-listen", "10.0.0.1:9443", "--node-lease", "1"})) ==
+        "--node-lease: expected an integer in [3, 3600], got '1'");
+  auto c = load(with({"--cluster-listen", "10.0.0.1:9443", "--node-id", "cellgate-0"}));
+  CHECK(c.clustered());
+  CHECK(c.node_id == "cellgate-0");
+  CHECK(c.cluster_advertise == "10.0.0.1:9443");
+  CHECK(c.node_lease_s == 10);
+  auto named = load(with({"--cluster-listen", "0.0.0.0:9443"}));
+  CHECK_FALSE(named.node_id.empty());  // the host name
+}

@@ -178,3 +178,19 @@ TEST_CASE("v1 head followed by the parts is the v1 frame (scatter/gather writes)
     m.buffers.push_back(std::string(static_cast<size_t>(buffers) * 7 + 1, '\0'));
   }
 }
+
+TEST_CASE("v1 from another node: iopub is a channel, and only there", "[protocol][ws][cluster]") {
+  const Message m = stream_message();
+  auto frame = encode_ws(WsProtocol::kV1, "iopub", m);
+  // A client may not send on iopub; a node relaying its kernel's messages does.
+  CHECK_FALSE(decode_ws(WsProtocol::kV1, frame.data, true));
+  auto relayed = cellgate::protocol::decode_v1_from_server(frame.data, true);
+  REQUIRE(relayed);
+  CHECK(relayed->channel == "iopub");
+  CHECK(relayed->message.content == m.content);
+  CHECK(relayed->message.header == m.header);
+  CHECK_FALSE(cellgate::protocol::decode_v1_from_server(frame.data, false));  // v1 is binary
+  CHECK_FALSE(cellgate::protocol::decode_v1_from_server(frame.data.substr(0, 12), true));
+  auto bogus = encode_ws(WsProtocol::kV1, "nope", m);
+  CHECK_FALSE(cellgate::protocol::decode_v1_from_server(bogus.data, true));
+}

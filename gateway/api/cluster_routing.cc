@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// cluster_routing: forwarding, relaying and placement across the cluster's nodes.
+#include "gateway/api/cluster_routing.h"
+
+#include "common/log.h"
+#include "common/random.h"
+#include "common/time_format.h"
+#include "gateway/api/kernel_relay.h"
+#include "gateway/gateway.h"
+#include "gateway/http/peer_client.h"
+#include "state/database.h"
+#include "state/node_records.h"
+#include "state/placement.h"
+#include "workspace/layout.h"
+
+namespace cellgate::api {
+
+using boost::asio::awaitable;
+using common::Errc;
+
+namespace {
+
+bool may_see(const state::KernelRecord& row, const state::User& user) {
+  if (row.owner.empty() || row.owner.front() == '@' || row.owner == gateway::KernelManager::kNotebookHttpOwner)
+    return false;
+  return row.owner == user.name || user.admin;
+}
+
+// Another node's kernel from its row alone (a dead one's, or in lists).
+nlohmann::json row_model(const state::KernelRecord& row) {
+  nlohmann::json m = {{"id", row.id},
+                      {"name", row.kernelspec},
+                      {"last_activity", row.created},
+                      {"execution_state", row.state == "dead" ? "dead" : "unknown"},
+                      {"paused", false},
+                      {"connections", 0},
+                      {"owner", row.owner},
+                      {"workspace", row.workspace},
+                      {"network", {{"mode", "none"}}},
+                      {"node", row.node}};
+  // The row keeps the policy canonical (egress/policy.h), as the holding node shows it.
+  if (auto n = nlohmann::json::parse(row.network, nullptr, false); !row.network.empty() && n.is_object())
+    m["network"] = std::move(n);
+  if (!row.reason.empty()) m["reason"] = row.reason;
+  return m;
+}
+
+}  // namespace
+
+bool ClusterRouting::enabled() const { return gw_.config().clustered(); }
+
+std::optional<http::Response> ClusterRouting::resolve_remote(Call& call, const std::string& id) {
+  // A request another node forwarded was meant for a kernel here: never forwarded again.
+  if (!enabled() || !call.caller.peer.cluster_peer.empty()) return std::nullopt;
+  auto row = state::get_kernel(gw_.db(), id);
+  if (!row) {
+    if (row.error().code == Errc::kNotFound || row.error().code == Errc::kBadRequest) return std::nullopt;
+    return http::error_response(call.req, row.error());
+  }
+  // The owner check comes before anything about nodes: another user's id is 404 on every node.
+  if (!may_see(*row, call.caller.user) || row->node == gw_.config().node_id) return std::nullopt;
+  if (row->state == "placing") return http::error_response(call.req, Errc::kConflict, "kernel is still starting");
+  std::string address;
+  if (row->state != "dead") {
+    auto node = state::get_node(gw_.db(), row->node);
+    if (!node) return http::error_response(call.req, node.error().code == Errc::kNotFound ? Errc::kInternal : node.error().code,
+                                           "the node of kernel " + id + ": " + node.error().message);
+    address = node->address;
+  }
+  call.remote = RemoteKernel{std::move(row.value()), std::move(address)};
+  return std::nullopt;
+}
+
+awaitable<http::Reply> ClusterRouting::forward(Call& call) {
+  const auto& remote = *call.remote;
+  if (remote.row.state == "dead") {
+    // Its node is gone: the row is all there is. It can be read and deleted, nothing else.
+    const bool kernel_itself = http::target_path(std::string_view(call.req.target().data(), call.req.target().size()))
+                                   .ends_with("/api/kernels/" + remote.row.id);
+    if (kernel_itself && call.req.method() == http::verb::get)
+      co_return reply(http::json_response(call.req, http::status::ok, row_model(remote.row)));
+    if (kernel_itself && call.req.method() == http::verb::delete_) {
+      if (auto st = state::delete_kernel(gw_.db(), remote.row.id); !st && st.error().code != Errc::kNotFound)
+        co_return reply(http::error_response(call.req, st.error()));
+      co_return reply(http::empty_response(call.req));
+    }
+    co_return reply(http::error_response(call.req, Errc::kConflict, "kernel is dead: " + remote.row.reason));
+  }
+  http::Request copy = call.req;
+  auto res = co_await gw_.peers()->forward(std::move(copy), remote.address, call.caller.peer.ip,
+                                           gw_.config().max_body_bytes);
+  if (!res) {
+    common::log_warn("kernel={} node={} msg=\"cannot forward to the kernel's node\" error=\"{}\"", remote.row.id,
+                     remote.row.node, res.error().message);
+    co_return reply(http::error_response(call.req, res.error().code == Errc::kTimeout ? Errc::kTimeout : Errc::kUnavailable,
+                                         res.error().message));
+  }
+  co_return reply(std::move(res.value()));
+}
+
+awaitable<http::Upgrade> ClusterRouting::relay(Call& call, http::WsAccept accept) {
+  const auto& remote = *call.remote;
+  if (remote.row.state == "dead")
+    co_return http::error_response(call.req, Errc::kNotFound, "kernel is dead: " + remote.row.reason);
+  auto ws = co_await gw_.peers()->open_ws(call.req, remote.address, call.caller.peer.ip, accept.limits.max_message_bytes);
+  if (!ws) {
+    common::log_warn("kernel={} node={} msg=\"cannot relay to the kernel's node\" error=\"{}\"", remote.row.id,
+                     remote.row.node, ws.error().message);
+    co_return http::error_response(call.req, ws.error().code == Errc::kNotFound ? Errc::kNotFound : Errc::kUnavailable,
+                                   ws.error().message);
+  }
+  accept.endpoint = std::make_shared<KernelRelay>(std::move(ws.value()), remote.row.id, accept.limits.queue_bytes);
+  co_return accept;
+}
+
+awaitable<std::optional<http::Reply>> ClusterRouting::place(Call& call, gateway::KernelManager::StartOptions& options) {
+  if (!enabled()) co_return std::nullopt;
+  auto placed = call.req[kPlacedHeader];
+  if (!placed.empty()) {
+    // Only a node (mutual TLS) names the row placement wrote; a client may not pick its own id.
+    if (call.caller.peer.cluster_peer.empty())
+      co_return reply(http::error_response(call.req, Errc::kBadRequest, std::string(kPlacedHeader) + " is for cluster nodes"));
+    options.placed_id = std::string(placed);
+    co_return std::nullopt;
+  }
+  const auto& config = gw_.config();
+  const state::User& user = call.caller.user;
+  state::PlacementRequest r;
+  r.kernel_id = common::random_uuid();
+  r.owner = user.name;
+  r.kernelspec = options.name.empty() ? config.default_kernel : options.name;
+  r.workspace = options.workspace;
+  if (r.workspace.empty() && options.env.is_object())
+    if (auto w = options.env.find("KERNEL_WORKSPACE"); w != options.env.end() && w->is_string())
+      r.workspace = w->get<std::string>();
+  if (options.ephemeral) r.workspace = "tmp-" + r.kernel_id.substr(0, 8);  // as KernelManager names it
+  if (r.workspace.empty()) r.workspace = "default";
+  if (auto st = workspace::validate_name(r.workspace); !st)
+    co_return reply(http::error_response(call.req, Errc::kBadRequest, "workspace: " + st.error().message));
+  r.created = common::iso8601_now();
+  r.memory_bytes = static_cast<int64_t>(config.limits.memory_bytes);
+  r.max_user_kernels = user.limits.max_kernels ? *user.limits.max_kernels : config.max_kernels_per_user;
+  r.lease_ms = int64_t{config.node_lease_s} * 1000;
+  auto where = state::place_kernel(gw_.db(), r);
+  if (!where) co_return reply(http::error_response(call.req, where.error()));
+  if (where->node == config.node_id) {
+    options.placed_id = r.kernel_id;
+    co_return std::nullopt;
+  }
+  http::Request copy = call.req;
+  copy.set(kPlacedHeader, r.kernel_id);
+  auto res = co_await gw_.peers()->forward(std::move(copy), where->address, call.caller.peer.ip, config.max_body_bytes);
+  if (!res || res->result_int() >= 300) unplace(r.kernel_id);
+  if (!res) {
+    common::log_warn("node={} msg=\"cannot start a kernel on the node placement picked\" error=\"{}\"", where->node,
+                     res.error().message);
+    co_return reply(http::error_response(call.req, Errc::kUnavailable,
+                                         "node " + where->node + " could not start the kernel: " + res.error().message));
+  }
+  co_return reply(std::move(res.value()));
+}
+
+std::optional<nlohmann::json> ClusterRouting::remote_model(const std::string& id, const state::User& user) {
+  if (!enabled()) return std::nullopt;
+  auto row = state::get_kernel(gw_.db(), id);
+  if (!row || !may_see(*row, user) || row->node == gw_.config().node_id || row->state == "placing") return std::nullopt;
+  return row_model(*row);
+}
+
+common::Result<bool> ClusterRouting::held_elsewhere(const std::string& id) {
+  if (!enabled()) return false;
+  auto row = state::get_kernel(gw_.db(), id);
+  if (!row) {
+    if (row.error().code == Errc::kNotFound) return false;
+    return row.error();
+  }
+  return row->node != gw_.config().node_id;
+}
+
+common::Result<std::vector<nlohmann::json>> ClusterRouting::remote_models(const state::User& user) {
+  std::vector<nlohmann::json> out;
+  if (!enabled()) return out;
+  std::optional<std::string> owner;
+  if (!user.admin) owner = user.name;
+  auto rows = state::list_kernels(gw_.db(), owner);
+  if (!rows) return rows.error();
+  for (const auto& row : rows.value())
+    if (may_see(row, user) && row.node != gw_.config().node_id && row.state != "placing") out.push_back(row_model(row));
+  return out;
+}
+
+void ClusterRouting::unplace(const std::string& placed_id) {
+  if (auto st = state::unplace_kernel(gw_.db(), placed_id); !st)
+    common::log_warn("kernel={} msg=\"cannot delete a placed row\" error=\"{}\"", placed_id, st.error().message);
+}
+
+}  // namespace cellgate::api

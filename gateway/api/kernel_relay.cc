@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// kernel_relay: a kernel WebSocket relayed to the node that holds the kernel.
+#include "gateway/api/kernel_relay.h"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/websocket.hpp>
+
+#include "common/log.h"
+#include "protocol/ws_codec.h"
+
+namespace cellgate::api {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using asio::awaitable;
+
+KernelRelay::KernelRelay(std::unique_ptr<http::PeerWebSocket> upstream, std::string kernel_id, size_t queue_bytes)
+    : upstream_(std::move(upstream)),
+      kernel_id_(std::move(kernel_id)),
+      queue_bytes_(queue_bytes),
+      drained_(upstream_->get_executor()) {}
+
+void KernelRelay::attach(const std::shared_ptr<http::WsSession>& session) {
+  session_ = session;
+  asio::co_spawn(drained_.get_executor(), [self = shared_from_this()] { return self->read_upstream(); }, asio::detached);
+}
+
+void KernelRelay::detach(http::WsSession*, std::vector<http::OutgoingPtr>) {
+  session_.reset();
+  end("the client left");
+}
+
+void KernelRelay::end(const std::string& why) {
+  if (ended_) return;
+  ended_ = true;
+  common::log_debug("kernel={} msg=\"relay ended\" why=\"{}\"", kernel_id_, why);
+  drained_.cancel();
+  // Abrupt on purpose: the owner then keeps its replay buffer for this session_id, as for any client
+  // whose connection drops.
+  boost::system::error_code ec;
+  beast::get_lowest_layer(*upstream_).socket().close(ec);
+  if (auto s = session_.lock()) s->close("the connection to the kernel's node ended; reconnect", 1001);
+}
+
+void KernelRelay::from_client(http::WsSession& session, const std::string& channel, protocol::Message&& message) {
+  if (ended_) return;
+  auto frame = protocol::encode_ws(protocol::WsProtocol::kV1, channel, message);
+  if (outbox_bytes_ + frame.data.size() > queue_bytes_) {
+    common::log_warn("kernel={} msg=\"relay: the kernel's node does not read; closing\"", kernel_id_);
+    session.close("the kernel's node is not reading", 1008);
+    end("upstream too slow");
+    return;
+  }
+  outbox_bytes_ += frame.data.size();
+  outbox_.push_back(std::move(frame.data));
+  if (!writing_)
+    asio::co_spawn(drained_.get_executor(), [self = shared_from_this()] { return self->write_upstream(); },
+                   asio::detached);
+}
+
+awaitable<void> KernelRelay::write_upstream() {
+  writing_ = true;
+  boost::system::error_code ec;
+  while (!outbox_.empty() && !ended_) {
+    std::string frame = std::move(outbox_.front());
+    outbox_.pop_front();
+    outbox_bytes_ -= frame.size();
+    co_await upstream_->async_write(asio::buffer(frame), asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      end("write to the kernel's node failed: " + ec.message());
+      break;
+    }
+  }
+  writing_ = false;
+}
+
+awaitable<void> KernelRelay::read_upstream() {
+  beast::flat_buffer buffer;
+  boost::system::error_code ec;
+  std::string why = "the kernel's node closed the connection";
+  while (!ended_) {
+    co_await upstream_->async_read(buffer, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      if (ec != beast::websocket::error::closed) why = "the kernel's node connection failed: " + ec.message();
+      break;
+    }
+    auto session = session_.lock();
+    if (!session) break;
+    const auto data = buffer.cdata();
+    auto msg = protocol::decode_v1_from_server(std::string_view(static_cast<const char*>(data.data()), data.size()),
+                                               upstream_->got_binary());
+    buffer.consume(buffer.size());
+    if (!msg) {
+      why = "the kernel's node sent a malformed message: " + msg.error().message;
+      break;
+    }
+    session->deliver(std::make_shared<http::Outgoing>(std::move(msg->channel), std::move(msg->message)));
+    if (session->pending_bytes() > queue_bytes_ / 2) {
+      // Read on only once the client has taken most of it: the owner's own queue (and its slow-client
+      // policy) then sees this client's pace.
+      drained_.expires_at(asio::steady_timer::time_point::max());
+      session->when_drained(queue_bytes_ / 4, [self = shared_from_this()] { self->drained_.cancel(); });
+      co_await drained_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+  }
+  end(why);
+}
+
+}  // namespace cellgate::api

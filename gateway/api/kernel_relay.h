@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// kernel_relay: a client's kernel WebSocket served by relaying it to the node that holds the kernel
+// (docs/cluster.md §5). Messages pass both ways as they are; the upstream is always v1, so the relay
+// splits frames by their offset table and never parses JSON. Backpressure crosses it: the relay reads
+// from the owner only while the client's queue is below half its bound.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <string>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "gateway/http/peer_client.h"
+#include "gateway/http/ws_connection.h"
+
+namespace cellgate::api {
+
+// Io thread only. Owned by the client's connection (as its endpoint) and by its own loops.
+class KernelRelay final : public http::WsEndpoint, public std::enable_shared_from_this<KernelRelay> {
+ public:
+  // queue_bytes: the client connection's write bound; the same bounds what waits to go upstream.
+  KernelRelay(std::unique_ptr<http::PeerWebSocket> upstream, std::string kernel_id, size_t queue_bytes);
+  void attach(const std::shared_ptr<http::WsSession>& session) override;
+  // The owner keeps its replay buffer for the session_id: what this relay had not written to the client
+  // is dropped here, and a reconnect (through any node) replays what the owner had not sent.
+  void detach(http::WsSession* session, std::vector<http::OutgoingPtr> unsent) override;
+  void from_client(http::WsSession& session, const std::string& channel, protocol::Message&& message) override;
+  const std::string& log_id() const override { return kernel_id_; }
+
+ private:
+  boost::asio::awaitable<void> read_upstream();
+  boost::asio::awaitable<void> write_upstream();
+  void end(const std::string& why);
+
+  std::unique_ptr<http::PeerWebSocket> upstream_;
+  std::string kernel_id_;
+  size_t queue_bytes_;
+  std::weak_ptr<http::WsSession> session_;
+  std::deque<std::string> outbox_;  // v1 frames for the owner
+  size_t outbox_bytes_ = 0;
+  bool writing_ = false;
+  bool ended_ = false;
+  boost::asio::steady_timer drained_;  // cancelled when the client's queue has drained
+};
+
+}  // namespace cellgate::api

@@ -1,0 +1,412 @@
+# SPDX-License-Identifier: Apache-2.0
+# Three cellgate nodes sharing one PostgreSQL (docs/cluster.md), each in a network namespace of its
+# own with an address on a bridge this test creates; PostgreSQL in a fourth namespace, reached over
+# TCP, so that cutting a node's link cuts it off from everything. Certificates of a throwaway cluster
+# CA; the nodes authenticate each other with mutual TLS. Loopback and these namespaces only.
+import os
+import random
+import secrets
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import pytest
+import requests
+
+import targets as targets_mod
+from jupyter_ws import KernelWS
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "postgres"))
+from pg_server import PgServer  # noqa: E402
+
+LEASE = 10  # --node-lease, seconds (the default)
+NAMES = ("a", "b", "c")
+
+
+def sh(*cmd, check=True):
+    out = subprocess.run(list(cmd), capture_output=True, timeout=60)
+    if check and out.returncode != 0:
+        raise RuntimeError("%s: rc=%d %s" % (" ".join(cmd), out.returncode, out.stderr.decode(errors="replace")))
+    return out.stdout.decode()
+
+
+class Net:
+    """A bridge in this namespace and a namespace per host on it, named after this run."""
+
+    def __init__(self):
+        self.id = secrets.token_hex(3)
+        used = sh("ip", "-4", "addr") + sh("ip", "-4", "route", "show", "table", "all")
+        for _ in range(100):
+            prefix = "10.%d.%d" % (random.randint(64, 250), random.randint(0, 255))
+            if prefix + "." not in used:
+                break
+        self.prefix = prefix
+        self.bridge = "cgb" + self.id
+        self.namespaces = {}
+        sh("ip", "link", "add", self.bridge, "type", "bridge")
+        sh("ip", "addr", "add", prefix + ".254/24", "dev", self.bridge)
+        sh("ip", "link", "set", self.bridge, "up")
+
+    def add(self, name, host):
+        ns = "cg%s%s" % (self.id, name)
+        outside, inside = "cgv%s%s" % (self.id, name), "cgp%s%s" % (self.id, name)
+        sh("ip", "netns", "add", ns)
+        self.namespaces[name] = ns
+        sh("ip", "link", "add", outside, "type", "veth", "peer", "name", inside)
+        sh("ip", "link", "set", inside, "netns", ns)
+        sh("ip", "link", "set", outside, "master", self.bridge)
+        sh("ip", "link", "set", outside, "up")
+        sh("ip", "netns", "exec", ns, "ip", "link", "set", inside, "name", "eth0")
+        address = "%s.%d" % (self.prefix, host)
+        sh("ip", "netns", "exec", ns, "ip", "addr", "add", address + "/24", "dev", "eth0")
+        sh("ip", "netns", "exec", ns, "ip", "link", "set", "eth0", "up")
+        sh("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
+        return ns, address
+
+    def link(self, name, up):
+        sh("ip", "netns", "exec", self.namespaces[name], "ip", "link", "set", "eth0", "up" if up else "down")
+
+    def remove(self):
+        for ns in self.namespaces.values():
+            sh("ip", "netns", "del", ns, check=False)
+        sh("ip", "link", "del", self.bridge, check=False)
+
+
+def make_ca(d, name):
+    key, cert = os.path.join(d, name + ".key"), os.path.join(d, name + ".pem")
+    sh("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+       key, "-out", cert, "-days", "2", "-subj", "/CN=" + name)
+    return key, cert
+
+
+def make_cert(d, ca, name, address):
+    key, csr, cert, ext = (os.path.join(d, name + s) for s in (".key", ".csr", ".pem", ".ext"))
+    with open(ext, "w") as f:
+        f.write("subjectAltName=IP:%s\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth,clientAuth\n" % address)
+    sh("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out",
+       csr, "-subj", "/CN=" + name)
+    sh("openssl", "x509", "-req", "-in", csr, "-CA", ca[1], "-CAkey", ca[0], "-CAcreateserial", "-out", cert, "-days",
+       "2", "-extfile", ext)
+    return cert, key
+
+
+class Node(targets_mod.CellgateTarget):
+    """`cellgate serve` run inside its namespace."""
+
+    def __init__(self, binary, ns, name, address, certs, ca, database):
+        spawner = os.environ.get("CELLGATE_TEST_SPAWNER", "plain")
+        super().__init__(binary, spawner=spawner, extra_args=[
+            "--ip", address, "--cluster-listen", address + ":9443", "--node-id", name,
+            "--cluster-cert", certs[0], "--cluster-key", certs[1], "--cluster-ca", ca,
+            "--node-lease", str(LEASE)])
+        self.ns, self.name, self.address = ns, name, address
+        self.database = database
+        self.http.trust_env = False  # no proxy from the environment between the test and its namespaces
+
+    def _popen(self, cmd, **kw):
+        # nsenter, not `ip netns exec`: that one also remounts /sys in a mount namespace of its own,
+        # which hides the cgroup hierarchies the jail needs.
+        return super()._popen(["nsenter", "--net=/run/netns/" + self.ns, "--"] + cmd, **kw)
+
+
+class Cluster:
+    def __init__(self):
+        path, why = targets_mod.cellgate_binary()
+        if not path:
+            pytest.fail("cellgate target required but " + why)
+        self.tmp = tempfile.mkdtemp(prefix="cgcluster-")
+        self.net = Net()
+        self.pg = None
+        self.nodes = {}
+        try:
+            ns, pg_address = self.net.add("db", 5)
+            self.pg = PgServer(netns=ns, listen=pg_address, trust_net=self.net.prefix + ".0/24").start()
+            self.db_name = self.pg.create_database()
+            self.url = self.pg.tcp_url(self.db_name)
+            ca = make_ca(self.tmp, "cluster-ca")
+            self.ca = ca[1]
+            for i, name in enumerate(NAMES):
+                ns, address = self.net.add(name, 10 + i)
+                certs = make_cert(self.tmp, ca, name, address)
+                self.nodes[name] = Node(path, ns, name, address, certs, self.ca, self.url)
+            a = self.nodes["a"]
+            self.tokens = {u: a.add_user(u, *flags) for u, flags in
+                           (("alice", ()), ("bob", ()), ("carol", ("--max-kernels", "2")), ("dave", ()))}
+            for node in self.nodes.values():
+                self.login(node, "alice")
+                node.start()
+        except BaseException:
+            self.remove()
+            raise
+
+    def login(self, node, user):
+        node.token = self.tokens[user]
+        node.http.headers["Authorization"] = "token " + node.token
+
+    def session(self, user):
+        s = requests.Session()
+        s.trust_env = False
+        s.headers["Authorization"] = "token " + self.tokens[user]
+        return s
+
+    def node_of(self, kernel_id):
+        rows = self.nodes["a"].db_query("SELECT node, state, reason FROM kernels WHERE id = ?", kernel_id)
+        return rows[0] if rows else None
+
+    def remove(self):
+        for node in self.nodes.values():
+            try:
+                node.stop()
+            except Exception:  # noqa: BLE001 - clean up the rest regardless
+                pass
+        if self.pg:
+            self.pg.remove()
+        self.net.remove()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    if os.geteuid() != 0:
+        pytest.fail("the cluster test makes network namespaces: run it as root")
+    c = Cluster()
+    yield c
+    c.remove()
+
+
+def start(s, node, **body):
+    r = s.post(node.url + "api/kernels", json=body, timeout=120)
+    assert r.status_code == 201, (node.name, r.status_code, r.text, node.log_tail())
+    return r.json()
+
+
+def execute(s, node, kid, code):
+    r = s.post(node.url + "api/kernels/%s/execute" % kid, json={"code": code}, timeout=120)
+    assert r.status_code == 200, (node.name, r.status_code, r.text)
+    return r.json()
+
+
+def stdout_of(rep):
+    return "".join(o.get("text", "") for o in rep["outputs"] if o.get("type") == "stream" and o.get("name") == "stdout")
+
+
+def others(cluster, name):
+    return [n for k, n in cluster.nodes.items() if k != name]
+
+
+def test_nodes_join_and_a_peer_without_the_cluster_ca_is_cut_at_the_handshake(cluster):
+    rows = cluster.nodes["a"].db_query("SELECT id, address, state FROM nodes ORDER BY id")
+    assert [(r[0], r[2]) for r in rows] == [("a", "up"), ("b", "up"), ("c", "up")], rows
+    assert rows[0][1] == cluster.nodes["a"].address + ":9443"
+    rogue_key, rogue_cert = make_ca(cluster.tmp, "rogue")
+    for client_cert in (None, (rogue_cert, rogue_key)):
+        ctx = ssl.create_default_context(cafile=cluster.ca)
+        ctx.check_hostname = False
+        if client_cert:
+            ctx.load_cert_chain(client_cert[0], client_cert[1])
+        with socket.create_connection((cluster.nodes["b"].address, 9443), timeout=10) as raw:
+            with pytest.raises((ssl.SSLError, ConnectionResetError, BrokenPipeError)):
+                with ctx.wrap_socket(raw) as tls:
+                    # TLS 1.3: the server judges the client's certificate after the client's handshake ends.
+                    tls.sendall(b"GET /api HTTP/1.1\r\nHost: x\r\nAuthorization: token " +
+                                cluster.tokens["alice"].encode() + b"\r\n\r\n")
+                    data = tls.recv(100)
+                    if not data:
+                        raise ConnectionResetError("closed without an answer")
+                    pytest.fail("a peer without a certificate of the cluster CA was answered: %r" % data)
+
+
+def test_start_on_a_attach_from_b_and_execute_through_c(cluster):
+    s = cluster.session("alice")
+    a = cluster.nodes["a"]
+    kid = start(s, a)["id"]
+    holder = cluster.node_of(kid)[0]
+    assert holder in NAMES
+    far = others(cluster, holder)  # neither holds it: both relay
+    ws = KernelWS(far[0].url, cluster.tokens["alice"], kid, protocol="v1")
+    try:
+        assert ws.execute("x = 6 * 7").reply["content"]["status"] == "ok"
+        rep = execute(s, far[1], kid, "print(x)")
+        assert rep["status"] == "ok" and stdout_of(rep).strip() == "42", rep
+        # The execute through the third node is broadcast on iopub to the socket held through the second.
+        ws.wait_for(lambda m: m["header"]["msg_type"] == "stream" and "42" in m["content"].get("text", ""))
+    finally:
+        ws.close()
+    for node in cluster.nodes.values():
+        r = s.get(node.url + "api/kernels/" + kid, timeout=30)
+        assert r.status_code == 200 and r.json()["id"] == kid, (node.name, r.status_code, r.text)
+        assert kid in [k["id"] for k in s.get(node.url + "api/kernels", timeout=30).json()], node.name
+    r = s.delete(far[1].url + "api/kernels/" + kid, timeout=60)
+    assert r.status_code == 204, r.text
+    assert cluster.node_of(kid) is None
+
+
+def test_two_users_on_different_nodes_get_404_for_each_others_ids(cluster):
+    alice, bob = cluster.session("alice"), cluster.session("bob")
+    kid = start(alice, cluster.nodes["a"])["id"]
+    bobs = start(bob, cluster.nodes["b"])["id"]
+    try:
+        for node in cluster.nodes.values():
+            for path in ("api/kernels/" + kid, "api/kernels/" + kid + "/interrupt"):
+                r = bob.post(node.url + path, timeout=30) if path.endswith("interrupt") else bob.get(node.url + path, timeout=30)
+                assert r.status_code == 404, (node.name, path, r.status_code, r.text)
+            assert alice.get(node.url + "api/kernels/" + bobs, timeout=30).status_code == 404
+            assert kid not in [k["id"] for k in bob.get(node.url + "api/kernels", timeout=30).json()]
+            assert bob.delete(node.url + "api/kernels/" + kid, timeout=30).status_code == 404
+            # Only a node may name a placed row: a client that tries is refused.
+            r = bob.post(node.url + "api/kernels", json={}, headers={"X-Cellgate-Placed": kid}, timeout=30)
+            assert r.status_code == 400, (r.status_code, r.text)
+    finally:
+        alice.delete(cluster.nodes["c"].url + "api/kernels/" + kid, timeout=60)
+        bob.delete(cluster.nodes["c"].url + "api/kernels/" + bobs, timeout=60)
+
+
+def test_a_quota_is_counted_across_nodes(cluster):
+    s = cluster.session("carol")
+    ids = [start(s, cluster.nodes[n], workspace="q" + n)["id"] for n in ("a", "b")]
+    try:
+        r = s.post(cluster.nodes["c"].url + "api/kernels", json={"workspace": "qc"}, timeout=60)
+        assert r.status_code == 403, (r.status_code, r.text)
+        assert r.json()["message"] == "quota exceeded: max_kernels (2) for user carol"
+    finally:
+        for kid in ids:
+            assert s.delete(cluster.nodes["c"].url + "api/kernels/" + kid, timeout=60).status_code == 204
+
+
+def test_placement_spreads_30_kernels_over_the_three_nodes(cluster):
+    s = cluster.session("dave")
+    ids = []
+    try:
+        for i in range(30):
+            node = cluster.nodes[NAMES[i % 3]]
+            ids.append(start(s, node, workspace="spread%d" % i)["id"])
+        per_node = {}
+        for kid in ids:
+            per_node[cluster.node_of(kid)[0]] = per_node.get(cluster.node_of(kid)[0], 0) + 1
+        assert per_node == {"a": 10, "b": 10, "c": 10}, per_node
+        # Each node reports what it runs in its heartbeat.
+        time.sleep(LEASE / 5 * 2)
+        rows = dict(cluster.nodes["a"].db_query("SELECT id, kernels FROM nodes"))
+        assert all(rows[n] >= 10 for n in NAMES), rows
+    finally:
+        for kid in ids:
+            s.delete(cluster.nodes["a"].url + "api/kernels/" + kid, timeout=60)
+
+
+def test_postgres_restarted_under_load_fails_clearly_then_recovers(cluster):
+    s = cluster.session("alice")
+    kid = start(s, cluster.nodes["a"])["id"]
+    r = s.post(cluster.nodes["b"].url + "api/sessions", json={"path": "pg.ipynb", "type": "notebook",
+                                                               "kernel": {"id": kid}}, timeout=60)
+    assert r.status_code == 201, r.text
+    sid = r.json()["id"]
+    assert r.json()["kernel"]["id"] == kid
+    statuses, stop = [], threading.Event()
+
+    def load():
+        while not stop.is_set():
+            for node in cluster.nodes.values():
+                for path in ("api/kernels", "api/sessions"):
+                    try:
+                        r = s.get(node.url + path, timeout=20)
+                        # A list while the database is away is a 503, never an empty 200.
+                        missing = r.status_code == 200 and (kid if path == "api/kernels" else sid) not in r.text
+                        statuses.append((-1 if missing else r.status_code, node.name + " " + path + " " + r.text))
+                    except requests.RequestException as e:
+                        statuses.append((0, str(e)))
+
+    t = threading.Thread(target=load, daemon=True)
+    t.start()
+    time.sleep(1)
+    cluster.pg.restart(mode="immediate")
+    time.sleep(2)
+    stop.set()
+    t.join(30)
+    bad = [(c, b) for c, b in statuses if c not in (200, 503)]
+    assert not bad, bad[:5]
+    for c, b in statuses:
+        if c == 503:
+            assert "state database unavailable" in b, b
+    assert any(c == 503 for c, _ in statuses), statuses[-5:]  # the outage was seen
+    deadline = time.monotonic() + 30
+    while True:
+        codes = [s.get(n.url + "api/kernels", timeout=20).status_code for n in cluster.nodes.values()]
+        if codes == [200, 200, 200] or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert codes == [200, 200, 200], codes
+    # Nobody was declared lost over the outage, and the kernel lives on.
+    time.sleep(LEASE + 2)
+    rows = cluster.nodes["a"].db_query("SELECT id, state FROM nodes ORDER BY id")
+    assert [r[1] for r in rows] == ["up", "up", "up"], rows
+    rep = execute(s, cluster.nodes["b"], kid, "print(1 + 1)")
+    assert stdout_of(rep).strip() == "2", rep
+    for node in cluster.nodes.values():  # the session outlived the outage, seen from every node
+        assert sid in [x["id"] for x in s.get(node.url + "api/sessions", timeout=30).json()], node.name
+    assert s.delete(cluster.nodes["c"].url + "api/sessions/" + sid, timeout=60).status_code == 204
+    s.delete(cluster.nodes["c"].url + "api/kernels/" + kid, timeout=60)
+
+
+def test_kill_9_a_nodes_gateway_and_restart_it_its_kernels_keep_their_memory(cluster):
+    s = cluster.session("alice")
+    kid = start(s, cluster.nodes["a"], workspace="kill9")["id"]
+    holder = cluster.nodes[cluster.node_of(kid)[0]]
+    via = others(cluster, holder.name)[0]
+    assert execute(s, via, kid, "kept = 41")["status"] == "ok"
+    holder.kill_gateway()
+    holder.start()
+    rep = execute(s, via, kid, "print(kept + 1)")
+    assert rep["status"] == "ok" and stdout_of(rep).strip() == "42", rep
+    assert cluster.node_of(kid)[1] != "dead"
+    s.delete(via.url + "api/kernels/" + kid, timeout=60)
+
+
+def test_a_node_cut_off_has_its_kernels_reported_dead_within_the_lease_while_the_others_serve(cluster):
+    s = cluster.session("alice")
+    kids = [start(s, cluster.nodes["a"], workspace="cut%d" % i)["id"] for i in range(3)]
+    by_node = {cluster.node_of(k)[0]: k for k in kids}
+    assert len(by_node) == 3, by_node  # one on each node
+    victim = cluster.nodes["c"]
+    survivors = others(cluster, "c")
+    cut_at = time.monotonic()
+    cluster.net.link("c", False)
+    try:
+        deadline = cut_at + LEASE + 2 * LEASE / 5 + 5
+        model = None
+        while time.monotonic() < deadline:
+            r = s.get(survivors[0].url + "api/kernels/" + by_node["c"], timeout=30)
+            # Until the lease runs out the node is only unreachable: a clear 503 or 504, never a hang.
+            assert r.status_code in (200, 503, 504), r.text
+            assert set(r.json()) >= ({"id"} if r.status_code == 200 else {"reason", "message"}), r.text
+            if r.status_code != 200:
+                continue
+            model = r.json()
+            if model["execution_state"] == "dead":
+                break
+            time.sleep(0.25)
+        took = time.monotonic() - cut_at
+        assert model["execution_state"] == "dead" and model["reason"] == "node lost", (model, took)
+        assert took >= LEASE - 1, took  # not before the lease
+        # The other nodes' kernels keep serving, through either survivor.
+        for name in ("a", "b"):
+            rep = execute(s, survivors[1], by_node[name], "print('still here')")
+            assert stdout_of(rep).strip() == "still here", rep
+        assert [r[0] for r in cluster.nodes["a"].db_query("SELECT id FROM nodes WHERE state = 'lost'")] == ["c"]
+    finally:
+        cluster.net.link("c", True)
+    # Back on the network, the lost node rejoins as a new incarnation and ends what was declared dead.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        rows = victim.db_query("SELECT state FROM nodes WHERE id = 'c'")
+        if rows and rows[0][0] == "up" and cluster.node_of(by_node["c"]) is None:
+            break
+        time.sleep(0.5)
+    assert rows[0][0] == "up", rows
+    assert cluster.node_of(by_node["c"]) is None, cluster.node_of(by_node["c"])
+    for name in ("a", "b"):
+        s.delete(survivors[0].url + "api/kernels/" + by_node[name], timeout=60)
