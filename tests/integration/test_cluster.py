@@ -3,6 +3,7 @@
 # own with an address on a bridge this test creates; PostgreSQL in a fourth namespace, reached over
 # TCP, so that cutting a node's link cuts it off from everything. Certificates of a throwaway cluster
 # CA; the nodes authenticate each other with mutual TLS. Loopback and these namespaces only.
+import json
 import os
 import random
 import secrets
@@ -26,6 +27,8 @@ from pg_server import PgServer  # noqa: E402
 
 LEASE = 10  # --node-lease, seconds (the default)
 NAMES = ("a", "b", "c")
+UPSTREAM_PORT = 8080  # a plain HTTP server in the database's namespace, for the networked kernels
+UPSTREAM_HOST = "svc.cluster.test"
 
 
 def sh(*cmd, check=True):
@@ -98,15 +101,27 @@ def make_cert(d, ca, name, address):
 class Node(targets_mod.CellgateTarget):
     """`cellgate serve` run inside its namespace."""
 
-    def __init__(self, binary, ns, name, address, certs, ca, database):
+    def __init__(self, binary, ns, name, address, certs, ca, database, egress_hosts, upstream_net):
         spawner = os.environ.get("CELLGATE_TEST_SPAWNER", "plain")
+        # The egress proxy runs as `serve` runs it by default (on with the jail spawner; a plain kernel
+        # has the host's network and no proxy), in the node's namespace: names from a hosts file only.
         super().__init__(binary, spawner=spawner, extra_args=[
             "--ip", address, "--cluster-listen", address + ":9443", "--node-id", name,
             "--cluster-cert", certs[0], "--cluster-key", certs[1], "--cluster-ca", ca,
-            "--node-lease", str(LEASE)])
+            "--node-lease", str(LEASE), "--egress-hosts", egress_hosts, "--egress-dns", "false"])
         self.ns, self.name, self.address = ns, name, address
         self.database = database
         self.http.trust_env = False  # no proxy from the environment between the test and its namespaces
+        # The jails bind the proxy's CA bundle from the runtime dir by path: its parents must be searchable.
+        os.chmod(self.tmp, 0o711)
+        # The same networked kernelspec on every node: placement may start it on any of them.
+        d = os.path.join(self.kernels_dir, "py-net")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "kernel.json"), "w") as f:
+            json.dump({"argv": [targets_mod.PYTHON, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                       "display_name": "py-net", "language": "python",
+                       "metadata": {"cellgate": {"network": {"mode": "allowlist", "allow": [
+                           {"host": UPSTREAM_HOST, "ports": [UPSTREAM_PORT], "addresses": [upstream_net]}]}}}}, f)
 
     def _popen(self, cmd, **kw):
         # nsenter, not `ip netns exec`: that one also remounts /sys in a mount namespace of its own,
@@ -122,18 +137,25 @@ class Cluster:
         self.tmp = tempfile.mkdtemp(prefix="cgcluster-")
         self.net = Net()
         self.pg = None
+        self.upstream = None
         self.nodes = {}
         try:
             ns, pg_address = self.net.add("db", 5)
             self.pg = PgServer(netns=ns, listen=pg_address, trust_net=self.net.prefix + ".0/24").start()
             self.db_name = self.pg.create_database()
             self.url = self.pg.tcp_url(self.db_name)
+            self.upstream = self.start_upstream(ns, pg_address)
+            hosts = os.path.join(self.tmp, "egress-hosts")
+            with open(hosts, "w") as f:
+                f.write("%s %s\n" % (pg_address, UPSTREAM_HOST))
+            os.chmod(self.tmp, 0o711)  # the proxy may read the hosts file as its own uid
             ca = make_ca(self.tmp, "cluster-ca")
             self.ca = ca[1]
             for i, name in enumerate(NAMES):
                 ns, address = self.net.add(name, 10 + i)
                 certs = make_cert(self.tmp, ca, name, address)
-                self.nodes[name] = Node(path, ns, name, address, certs, self.ca, self.url)
+                self.nodes[name] = Node(path, ns, name, address, certs, self.ca, self.url, hosts,
+                                        self.net.prefix + ".0/24")
             a = self.nodes["a"]
             self.tokens = {u: a.add_user(u, *flags) for u, flags in
                            (("alice", ()), ("bob", ()), ("carol", ("--max-kernels", "2")), ("dave", ()))}
@@ -143,6 +165,25 @@ class Cluster:
         except BaseException:
             self.remove()
             raise
+
+    def start_upstream(self, ns, address):
+        root = os.path.join(self.tmp, "upstream")
+        os.makedirs(root)
+        with open(os.path.join(root, "hello"), "w") as f:
+            f.write("hello from the upstream\n")
+        proc = subprocess.Popen(["nsenter", "--net=/run/netns/" + ns, "--", "/usr/bin/python3", "-m", "http.server",
+                                 "--bind", address, "--directory", root, str(UPSTREAM_PORT)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if subprocess.run(["nsenter", "--net=/run/netns/" + ns, "--", "/usr/bin/python3", "-c",
+                               "import socket; socket.create_connection((%r, %d), 1)" % (address, UPSTREAM_PORT)],
+                              capture_output=True).returncode == 0:
+                return proc
+            time.sleep(0.2)
+        proc.kill()
+        proc.wait()
+        raise RuntimeError("the upstream HTTP server did not start")
 
     def login(self, node, user):
         node.token = self.tokens[user]
@@ -164,6 +205,9 @@ class Cluster:
                 node.stop()
             except Exception:  # noqa: BLE001 - clean up the rest regardless
                 pass
+        if self.upstream:
+            self.upstream.kill()
+            self.upstream.wait()
         if self.pg:
             self.pg.remove()
         self.net.remove()
@@ -244,6 +288,47 @@ def test_start_on_a_attach_from_b_and_execute_through_c(cluster):
     r = s.delete(far[1].url + "api/kernels/" + kid, timeout=60)
     assert r.status_code == 204, r.text
     assert cluster.node_of(kid) is None
+
+
+def test_a_networked_kernel_placed_on_another_node_goes_out_through_that_nodes_proxy(cluster):
+    if os.environ.get("CELLGATE_TEST_SPAWNER", "plain") != "jail":
+        pytest.skip("the egress proxy runs with the jail spawner only")
+    s = cluster.session("bob")
+    a = cluster.nodes["a"]
+    started = []
+    try:
+        # Placement spreads: within three starts through a, one lands on another node.
+        for i in range(3):
+            k = start(s, a, name="py-net", workspace="net%d" % i)
+            started.append(k["id"])
+            if cluster.node_of(k["id"])[0] != "a":
+                break
+        kid = started[-1]
+        holder = cluster.node_of(kid)[0]
+        assert holder != "a", [cluster.node_of(x) for x in started]
+        assert k["network"]["mode"] == "allowlist" and k["network"]["allow"][0]["host"] == UPSTREAM_HOST, k
+        for node in cluster.nodes.values():  # the policy, as every node shows the kernel
+            r = s.get(node.url + "api/kernels/" + kid, timeout=30)
+            assert r.status_code == 200 and r.json()["network"] == k["network"], (node.name, r.text)
+            listed = [x for x in s.get(node.url + "api/kernels", timeout=30).json() if x["id"] == kid]
+            assert listed and listed[0]["network"] == k["network"], (node.name, listed)
+        via = others(cluster, holder)[-1]
+        code = ("import urllib.request\n"
+                "print(urllib.request.urlopen('http://%s:%d/hello', timeout=20).read().decode())"
+                % (UPSTREAM_HOST, UPSTREAM_PORT))
+        rep = execute(s, via, kid, code)
+        assert stdout_of(rep).strip() == "hello from the upstream", rep
+        # Not in the policy: refused by the holder's proxy, whichever node the code came through.
+        rep = execute(s, via, kid, "import urllib.request\n"
+                                   "try:\n    urllib.request.urlopen('http://other.cluster.test:%d/', timeout=20)\n"
+                                   "except Exception as e:\n    print(e)" % UPSTREAM_PORT)
+        assert "cellgate egress" in stdout_of(rep), rep
+        r = s.get(via.url + "api/kernels/%s/egress?recent=5" % kid, timeout=30)
+        assert r.status_code == 200, r.text
+        assert r.json()["counters"]["connections"] >= 1 and r.json()["counters"]["refused"] >= 1, r.json()
+    finally:
+        for kid in started:
+            s.delete(cluster.nodes["b"].url + "api/kernels/" + kid, timeout=60)
 
 
 def test_two_users_on_different_nodes_get_404_for_each_others_ids(cluster):
