@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -70,8 +71,11 @@ const std::vector<Option>& options() {
       {"port", "N", false, "port to listen on; 0 picks a free one (default 8888)",
        [](Config& c, const std::string& v) { c.port = static_cast<int>(parse_int("port", v, 0, 65535)); }},
       {"base-url", "PATH", false, "prefix of every route (default /)", [](Config& c, const std::string& v) { c.base_url = v; }},
-      {"token", "T", false, "auth token; generated and printed when not given",
+      {"token", "T", false, "auth token; generated and printed when not given (prefer --token-file: a "
+       "command line is visible to every local user)",
        [](Config& c, const std::string& v) { c.token = v; }},
+      {"token-file", "FILE", false, "read the auth token from FILE (its first line; not with --token)",
+       [](Config& c, const std::string& v) { c.token_file = v; }},
       {"data-dir", "DIR", false, "workspaces and gateway state (default ./data)",
        [](Config& c, const std::string& v) { c.data_dir = v; }},
       {"database", "URL", false,
@@ -86,6 +90,14 @@ const std::vector<Option>& options() {
        [](Config& c, const std::string& v) {
          if (v != "auto" && v != "on" && v != "off") throw ConfigError("--ipc-tmpfs: expected auto, on or off, got '" + v + "'");
          c.ipc_tmpfs = v;
+       }},
+      {"kernel-log-bytes", "SIZE", false,
+       "each kernel's stdout/stderr log (written by its jail helper) keeps about its last SIZE bytes, and is "
+       "relayed at most SIZE bytes a second (default 1M)",
+       [](Config& c, const std::string& v) {
+         c.kernel_log_bytes = parse_size("kernel-log-bytes", v);
+         if (c.kernel_log_bytes < 4096 || c.kernel_log_bytes > (1ull << 30))
+           throw ConfigError("--kernel-log-bytes: expected 4K to 1G, got '" + v + "'");
        }},
       {"kernelspec-dir", "DIR", true, "extra kernelspec dir, searched before the Jupyter paths (repeatable)",
        [](Config& c, const std::string& v) { c.kernelspec_dirs.push_back(v); }},
@@ -367,9 +379,26 @@ void finish_cluster(Config& c) {
   }
 }
 
+// The first line of --token-file, without its line end: a token kept off every command line.
+std::string read_token_file(const std::string& path, bool also_token) {
+  if (also_token) throw ConfigError("give --token or --token-file, not both");
+  std::ifstream in(path);
+  if (!in) throw ConfigError(fmt::format("--token-file {}: {}", path, std::strerror(errno)));
+  std::string token;
+  std::getline(in, token);
+  while (!token.empty() && (token.back() == '\r' || token.back() == ' ' || token.back() == '\t')) token.pop_back();
+  if (token.empty()) throw ConfigError("--token-file " + path + ": its first line is empty");
+  if (token.size() > 4096) throw ConfigError("--token-file " + path + ": the token is longer than 4096 bytes");
+  for (unsigned char ch : token) {
+    if (ch < 0x21 || ch == 0x7f) throw ConfigError("--token-file " + path + ": the token holds a space or control character");
+  }
+  return token;
+}
+
 void finish(Config& c) {
   if (c.base_url.empty() || c.base_url.front() != '/') c.base_url = "/" + c.base_url;
   if (c.base_url.back() != '/') c.base_url += '/';
+  if (!c.token_file.empty()) c.token = read_token_file(c.token_file, !c.token.empty());
   if (c.token.empty()) {
     c.token = common::random_hex(24);
     c.token_generated = true;

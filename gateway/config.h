@@ -20,12 +20,14 @@ struct Config {
   int port = 8888;
   std::string base_url = "/";                // always starts and ends with '/'
   std::string token;                         // empty before load(): generated if not given
+  std::string token_file;                    // --token-file: the token's file (read by load)
   bool token_generated = false;
   std::string data_dir = "./data";           // made absolute
   std::string database;                      // "" = SQLite in data_dir; postgresql://… (docs/cluster.md)
   std::string runtime_dir;                   // default /run/cellgate (root) or /tmp/cellgate-<uid>
   bool runtime_dir_default = false;          // set by finish(): no --runtime-dir was given
   std::string ipc_tmpfs = "auto";            // auto | on | off: tmpfs on <runtime_dir>/k and /s (memory_dir.h)
+  uint64_t kernel_log_bytes = 1ull << 20;    // each kernel's stdout/stderr log keeps about this much
   std::vector<std::string> kernelspec_dirs;
   std::string default_kernel = "python3";
   std::vector<std::string> allow_origins;    // "*" = any

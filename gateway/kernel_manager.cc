@@ -108,12 +108,13 @@ KernelManager::KernelManager(asio::io_context& io, const Config& config, Service
   } else {
     if (::access(config_.jail_helper.c_str(), X_OK) != 0)
       throw ConfigError("jail helper not found at " + config_.jail_helper + " (use --jail-helper or --spawner plain)");
-    auto jail = launcher::make_jail_spawner(config_.jail_helper, {});
+    const std::vector<std::string> jail_extra = {"--kernel-log-bytes", std::to_string(config_.kernel_log_bytes)};
+    auto jail = launcher::make_jail_spawner(config_.jail_helper, jail_extra);
     if (config_.fork_server) {
       fork_server_ = std::make_unique<ForkServer>(io_, config_.zygote_binary, config_.runtime_dir);
       if (!fork_server_->start()) fork_server_.reset();
     }
-    spawner_ = fork_server_ ? launcher::make_zygote_spawner(fork_server_->socket(), std::move(jail), {}) : std::move(jail);
+    spawner_ = fork_server_ ? launcher::make_zygote_spawner(fork_server_->socket(), std::move(jail), jail_extra) : std::move(jail);
     if (config_.egress) {
       egress_ = std::make_unique<EgressProxy>(io_, egress_options(config_));
       egress_->on_refusal([this](const json& record) { egress_refused(record); });

@@ -103,6 +103,8 @@ std::string human_bytes(uint64_t bytes) {
   return std::to_string(bytes) + " bytes";
 }
 
+uint64_t socket_memory_limit(uint64_t memory) { return std::max<uint64_t>(memory / 4, uint64_t{16} << 20); }
+
 uint64_t cpu_quota_us(double cores) {
   return static_cast<uint64_t>(std::llround(cores * static_cast<double>(kCpuPeriodUs)));
 }
@@ -184,6 +186,11 @@ common::Status write_limits(const CgroupPaths& p, const CgroupLimits& limits) {
   } else {
     if (s) s = set(p.memory + "/memory.limit_in_bytes", mem, false);
     if (s) s = set(p.memory + "/memory.memsw.limit_in_bytes", mem, true);  // = limit: no swap
+    // v1 charges no socket buffer to memory.usage: without this, TCP and UDP buffers (even over the
+    // jail's own loopback) are host memory outside every limit, up to the host-wide net.ipv4.tcp_mem,
+    // whose exhaustion stalls every socket on the host. Writing a limit turns on v1's separate socket
+    // counter (memory.kmem.tcp.*, cgroup-v1/memory.rst 2.7.1); v2 charges them to memory.current.
+    if (s) s = set(p.memory + "/memory.kmem.tcp.limit_in_bytes", std::to_string(socket_memory_limit(limits.memory)), true);
     if (s) s = set(p.pids + "/pids.max", pids, false);
     if (s && !p.cpu.empty()) s = set(p.cpu + "/cpu.cfs_period_us", period, false);
     if (s && !p.cpu.empty()) s = set(p.cpu + "/cpu.cfs_quota_us", quota, false);
@@ -339,6 +346,8 @@ common::Status Cgroup::set_limits(const CgroupLimits& limits) {
       (void)write_file(paths_.memory + "/memory.memsw.limit_in_bytes", mem);
       if (auto s = set(paths_.memory + "/memory.limit_in_bytes", mem, false); !s) return s;
       if (auto s = set(paths_.memory + "/memory.memsw.limit_in_bytes", mem, true); !s) return s;
+      if (auto s = set(paths_.memory + "/memory.kmem.tcp.limit_in_bytes",
+                       std::to_string(socket_memory_limit(limits.memory)), true); !s) return s;
     }
     limits_.memory = limits.memory;
   }

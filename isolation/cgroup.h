@@ -40,6 +40,9 @@ CgroupPaths plan_cgroup_paths(CgroupLayout layout, const std::string& base, cons
                               const std::vector<std::string>& v1_controllers, bool has_unified);
 // "memory limit 512 MiB exceeded" style sizes: whole GiB, else MiB, else bytes.
 std::string human_bytes(uint64_t bytes);
+// What a jail's socket buffers may hold on a v1 host (memory.kmem.tcp.limit_in_bytes), on top of
+// its memory limit: a quarter of it, at least 16 MiB.
+uint64_t socket_memory_limit(uint64_t memory);
 // cpu.max / cfs quota in microseconds per 100 ms period.
 uint64_t cpu_quota_us(double cores);
 

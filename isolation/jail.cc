@@ -9,8 +9,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
-#include <sys/personality.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -24,6 +22,7 @@
 #include "isolation/egress_attach.h"
 #include "isolation/etc_secrets.h"
 #include "isolation/host_dirs.h"
+#include "isolation/inherited_state.h"
 #include "isolation/jail.h"
 #include "isolation/seccomp_policy.h"
 #include "isolation/usr_etc_links.h"
@@ -69,27 +68,6 @@ bool read_small_file(const std::string& path, std::string& out) {
   }
 }
 
-// Per-process state survives clone and execve, so a caller's would reach the kernel (bug 10):
-// ADDR_NO_RANDOMIZE / READ_IMPLIES_EXEC (personality(2)) and a negative oom_score_adj, which
-// would shield the kernel from its memory cgroup's OOM killer (proc(5)); raising it needs no privilege.
-void shed_inherited_state() {
-  (void)::personality(PER_LINUX);
-  common::UniqueFd fd(::open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC));
-  char buf[32] = {};
-  if (fd && ::read(fd.get(), buf, sizeof buf - 1) > 0 && std::atoi(buf) < 0) (void)write_text("/proc/self/oom_score_adj", "0");
-}
-
-// Nice values and the I/O class also survive clone and execve (setpriority(2), ioprio_set(2)), and the
-// kernel cannot raise a negative nice or leave the real-time I/O class by itself (bug 9).
-void shed_inherited_priority() {
-  errno = 0;
-  int nice = ::getpriority(PRIO_PROCESS, 0);
-  if (errno == 0 && nice < 0) (void)::setpriority(PRIO_PROCESS, 0, 0);
-  constexpr int kWhoProcess = 1, kClassShift = 13, kClassRt = 1, kClassNone = 0;
-  long io = ::syscall(SYS_ioprio_get, kWhoProcess, 0);
-  if (io >= 0 && (io >> kClassShift) == kClassRt) (void)::syscall(SYS_ioprio_set, kWhoProcess, 0, kClassNone);
-}
-
 }  // namespace
 
 Jail::Jail(JailOptions options, Policy policy) : options_(std::move(options)), policy_(std::move(policy)) {
@@ -113,12 +91,10 @@ std::vector<std::pair<std::string, std::string>> Jail::mpl_seed_files() const {
 }
 
 std::optional<SetupFailure> Jail::prepare() {
-  // A realtime launcher must not hand SCHED_FIFO/RR to a kernel (it could starve the host), and
-  // v1 cpu cgroups without rt_runtime refuse realtime tasks anyway (EINVAL on cgroup.procs).
-  sched_param normal{};
-  ::sched_setscheduler(0, SCHED_OTHER, &normal);
   shed_inherited_state();
-  shed_inherited_priority();
+  // Before the status file can say "running": a --join must find the policy this jail has.
+  if (!record_policy(policy_, options_.status_file))
+    return sys_failure("prepare", errno, "write " + recorded_policy_path(options_.status_file));
   for (const char* dir : {kRunDir, kNewRoot}) {
     if (::mkdir(dir, 0755) < 0 && errno != EEXIST) return sys_failure("prepare", errno, std::string("mkdir ") + dir);
   }
@@ -239,9 +215,7 @@ std::optional<SetupFailure> Jail::spawn() {
 
   // Born in the v2 dir when there is one (clone_into.h); otherwise placed by writing cgroup.procs.
   common::UniqueFd v2_dir = open_cgroup_dir(cgroup_ ? cgroup_->paths().unified : std::string());
-  for (int fd : {1, 2}) {
-    if (auto relay = StdioRelay::wrap(fd)) relays_.push_back(std::move(*relay));
-  }
+  relay_ = StdioRelay::wrap(options_.kernel_log_bytes);
   const Cloned cloned = clone_into_cgroup(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC |
                                               CLONE_NEWUTS,
                                           v2_dir.get());
@@ -249,7 +223,7 @@ std::optional<SetupFailure> Jail::spawn() {
   const bool placed_v2 = cloned.placed;
   if (pid != 0) {
     int err = errno;
-    for (auto& relay : relays_) relay.restore();
+    relay_.restore();
     errno = err;
   }
   if (pid < 0) return sys_failure("clone", errno);

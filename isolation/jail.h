@@ -64,7 +64,7 @@ class Jail {
   UidSlot slot_;
   std::optional<Cgroup> cgroup_;
   std::vector<RwDir> rw_dirs_;
-  std::vector<StdioRelay> relays_;  // stdout/stderr when they are host files
+  StdioRelay relay_;  // stdout/stderr when they are host files
   std::optional<JailPlan> plan_;
   common::UniqueFd pidfd_, report_, sync_, exit_, signal_fd_;
   common::UniqueFd egress_;  // announced to cellgate-egress; the child sends its listener over it

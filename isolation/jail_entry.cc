@@ -10,6 +10,7 @@
 
 #include "isolation/attach_workspace.h"
 #include "isolation/egress_attach.h"
+#include "isolation/env.h"
 #include "isolation/jail.h"
 #include "isolation/join.h"
 #include "isolation/seccomp_policy.h"
@@ -43,12 +44,25 @@ int jail_main(int argc, char** argv, const JailHooks& hooks) {
     return bad_options("--ready-fd " + std::to_string(ready_fd) + " is not open", -1);
   if (forked && (options->help || !options->join.empty()))
     return bad_options("the fork server builds jails only (no --help, no --join)", ready_fd);
+  if (!options->env_file.empty()) {
+    // The file's entries come before --env's (later entries win in build_env).
+    EnvList env;
+    if (auto st = read_env_file(options->env_file, env, kMaxEnvEntries); !st) return bad_options(st.error().message, ready_fd);
+    env.insert(env.end(), options->env.begin(), options->env.end());
+    if (env.size() > kMaxEnvEntries) return bad_options("more than 256 environment entries", ready_fd);
+    options->env = std::move(env);
+  }
   if (options->name.empty()) options->name = "jail-" + std::to_string(::getpid());
+  if (!options->join.empty() && options->policy_file.empty()) {
+    // Same session as the caller: the command belongs to whoever runs the join. Without --policy it
+    // gets the policy its jail recorded (the kernelspec's, not the caller's), once the jail is known.
+    Join join(std::move(options.value()), std::nullopt);
+    return join.run();
+  }
   auto policy = options->policy_file.empty() ? default_policy() : load_policy(options->policy_file);
   if (!policy) return bad_options(policy.error().message, ready_fd);
   if (auto names = check_syscall_names(*policy); !names) return bad_options(names.error().message, ready_fd);
   if (!options->join.empty()) {
-    // Same session as the caller: the command belongs to whoever runs the join.
     Join join(std::move(options.value()), std::move(policy.value()));
     return join.run();
   }

@@ -27,7 +27,11 @@ Options (VALUE may also be given as --option=VALUE):
                           PATH, HOME=/workspace, LANG=C.UTF-8, TERM=dumb, USER and
                           LOGNAME=sandbox, SHELL=/bin/bash, MPLBACKEND=Agg, IPYTHONDIR=/tmp/.ipython,
                           XDG_CACHE_HOME=/tmp/.cache, MPLCONFIGDIR=/tmp/.config/matplotlib are
-                          added when absent (policy env, then --env, win)
+                          added when absent (policy env, then --env-file, then --env, win).
+                          Values on a command line are visible to every host user (ps): pass
+                          anything private with --env-file
+  --env-file FILE         environment entries "K=V", each ended by a NUL byte (as /proc/PID/environ;
+                          at most 1 MiB and 256 entries), read before the jail is built
   --hostname NAME         default "sandbox"
   --memory BYTES          cgroup memory limit, no swap (K/M/G suffixes). Default 1G
   --pids N                cgroup pids limit (threads count). Default 256
@@ -39,7 +43,12 @@ Options (VALUE may also be given as --option=VALUE):
                           /run/cellgate/uids/<slot>.lock). Default 200000:67108864 (1024 jails)
   --status-file PATH      JSON status, replaced atomically on each change. Keep it (and any log
                           the gateway reads back) outside dirs the kernel can write (--bind-same,
-                          --workspace): the kernel could rewrite it. Trust pids from --ready-fd
+                          --workspace): the kernel could rewrite it. Trust pids from --ready-fd.
+                          The policy the jail was built with is recorded beside it, in
+                          PATH.policy, for --join
+  --kernel-log-bytes N    when stdout/stderr are a regular file (a log), the jail's output is relayed
+                          into it and the file keeps only about the last N bytes (K/M/G suffixes;
+                          it is rewritten to the newest N/2 when it reaches N). Default 1M
   --ready-fd N            one JSON line on fd N once CMD is exec'd or the jail failed
   --cgroup-root PATH      cgroup mount base instead of /sys/fs/cgroup; dirs are <base>/.../cellgate/<name>
   --no-cgroup             no cgroups (hosts without a writable cgroup tree; weaker: no memory,
@@ -68,19 +77,22 @@ SIGUSR1 kills the whole jail at once. SIGKILL to the helper kills the jail (PDEA
 Exit status: CMD's exit code, or 128+signal; 125 bad options; 126 a setup stage failed
 (`cellgate-jail: <stage>: <strerror>` on stderr, in the status file and on the ready fd).
 
-Join mode: cellgate-jail --join STATUS_FILE [--env K=V]... [--policy FILE] -- CMD ARGS...
+Join mode: cellgate-jail --join STATUS_FILE [--env K=V]... [--env-file FILE] [--policy FILE] -- CMD ARGS...
 Runs CMD inside the RUNNING jail whose --status-file is STATUS_FILE: its user, mount, pid, net,
 ipc, uts and cgroup namespaces, its cgroups (CMD counts against its memory, pids and cpu limits),
-its rlimits, uid/gid 1000 `sandbox`, no capabilities, no_new_privs, the seccomp filter of
---policy (pass the jail's own policy), cwd /workspace, an environment built like the jail's
-(defaults, policy env, --env; nothing inherited) and only stdin/stdout/stderr open. CMD leads its
+its rlimits (RLIMIT_NOFILE and RLIMIT_FSIZE of its init; CORE, RTPRIO and NICE 0, as in the jail),
+uid/gid 1000 `sandbox`, no capabilities, no_new_privs, the seccomp filter, umask and env of the
+policy the jail was built with (recorded in STATUS_FILE.policy; --policy FILE replaces it), cwd
+/workspace, an environment built like the jail's (defaults, policy env, --env-file, --env; nothing
+inherited) and only stdin/stdout/stderr open. The caller's real-time scheduling, negative nice and
+oom_score_adj, real-time I/O class and personality are shed exactly as the jail sheds them. CMD leads its
 own session. Before joining, init_pid must be that jail's init: its parent is helper_pid (a
 cellgate-jail), it is pid 1 of its own pid namespace, runs as host_uid and sits in the status
 file's cgroup; a stale or forged file is refused. SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGUSR2
 go to CMD's process group, SIGUSR1 sends it SIGKILL; SIGKILL to the join helper kills CMD
 (PDEATHSIG); CMD dies with the jail; what CMD leaves in its process group is killed when CMD
-exits. Exit status: CMD's, or 128+signal; 125 bad options (other options than --env/--policy
-with --join); 126 joining failed (`cellgate-jail: <stage>: <message>`).
+exits. Exit status: CMD's, or 128+signal; 125 bad options (other options than --env,
+--env-file and --policy with --join); 126 joining failed (`cellgate-jail: <stage>: <message>`).
 
 Attach mode: cellgate-jail --attach-workspace STATUS_FILE --workspace DIR
 Mounts the host dir DIR over the placeholder tmpfs at /workspace of the RUNNING jail whose

@@ -90,8 +90,15 @@ common::Result<JailOptions> parse_options(int argc, const char* const* argv) {
        }},
       {"--env", [&](std::string_view v) {
          size_t eq = v.find('=');
-         if (eq == 0 || eq == std::string_view::npos || o.env.size() >= 4 * kMaxRepeat) return false;
+         if (eq == 0 || eq == std::string_view::npos || o.env.size() >= kMaxEnvEntries) return false;
          o.env.emplace_back(std::string(v.substr(0, eq)), std::string(v.substr(eq + 1)));
+         return true;
+       }},
+      {"--env-file", [&](std::string_view v) { o.env_file = v; return !v.empty() && v.size() <= 4096; }},
+      {"--kernel-log-bytes", [&](std::string_view v) {
+         uint64_t x;
+         if (!parse_size(v, x) || x < 4096) return false;
+         o.kernel_log_bytes = x;
          return true;
        }},
       {"--hostname", [&](std::string_view v) { o.hostname = std::string(v); return !v.empty() && v.size() <= 64; }},
@@ -152,20 +159,20 @@ common::Result<JailOptions> parse_options(int argc, const char* const* argv) {
       value = argv[++i];
     }
     if (!it->second(value)) return bad("invalid value for " + std::string(key) + ": '" + std::string(value) + "'");
-    if (key != "--join" && key != "--env" && key != "--policy" && key != "--attach-workspace" &&
+    if (key != "--join" && key != "--env" && key != "--env-file" && key != "--policy" && key != "--attach-workspace" &&
         key != "--workspace" && key != "--egress-attach" && key != "--egress" && key != "--name" && jail_only.empty())
       jail_only = key;
   }
   if (!o.egress_attach.empty()) {
-    if (!jail_only.empty() || !o.join.empty() || !o.env.empty() || !o.policy_file.empty() || !o.workspace.empty() ||
-        !o.attach_workspace.empty())
+    if (!jail_only.empty() || !o.join.empty() || !o.env.empty() || !o.env_file.empty() || !o.policy_file.empty() ||
+        !o.workspace.empty() || !o.attach_workspace.empty())
       return bad("--egress-attach takes only --egress SOCKET and --name NAME");
     if (o.egress_socket.empty() || o.name.empty()) return bad("--egress-attach needs --egress SOCKET and --name NAME");
     if (i < argc) return bad("--egress-attach runs no command");
     return o;
   }
   if (!o.attach_workspace.empty()) {
-    if (!jail_only.empty() || !o.join.empty() || !o.env.empty() || !o.policy_file.empty())
+    if (!jail_only.empty() || !o.join.empty() || !o.env.empty() || !o.env_file.empty() || !o.policy_file.empty())
       return bad("--attach-workspace takes only --workspace DIR");
     if (o.workspace.empty()) return bad("--attach-workspace needs --workspace DIR");
     if (i < argc) return bad("--attach-workspace runs no command");
@@ -173,12 +180,12 @@ common::Result<JailOptions> parse_options(int argc, const char* const* argv) {
   }
   for (auto [given, option] : {std::pair{!o.egress_socket.empty(), "--egress"}, {!o.name.empty(), "--name"}}) {
     if (!o.join.empty() && given)
-      return bad("option " + std::string(option) + " cannot be used with --join (only --env and --policy can)");
+      return bad("option " + std::string(option) + " cannot be used with --join (only --env, --env-file and --policy can)");
   }
   if (!o.join.empty() && !o.workspace.empty())
-    return bad("option --workspace cannot be used with --join (only --env and --policy can)");
+    return bad("option --workspace cannot be used with --join (only --env, --env-file and --policy can)");
   if (!o.join.empty() && !jail_only.empty())
-    return bad("option " + jail_only + " cannot be used with --join (only --env and --policy can)");
+    return bad("option " + jail_only + " cannot be used with --join (only --env, --env-file and --policy can)");
   for (; i < argc; ++i) o.command.emplace_back(argv[i]);
   if (o.command.empty()) return bad("no command given (usage: cellgate-jail [options] -- CMD ARGS...)");
   if (o.command.size() > 4096) return bad("too many command arguments");

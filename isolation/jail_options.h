@@ -14,6 +14,9 @@
 
 namespace cellgate::isolation {
 
+// Environment entries a jail takes at most (--env and --env-file together).
+inline constexpr size_t kMaxEnvEntries = 256;
+
 struct BindSpec {
   std::string source;
   std::string target;
@@ -36,8 +39,10 @@ struct JailOptions {
   std::vector<std::string> bind_same;
   std::vector<BindSpec> ro_binds;
   std::vector<std::pair<std::string, std::string>> env;
+  std::string env_file;             // NUL-separated K=V entries, placed before --env (env.h read_env_file)
   std::optional<std::string> hostname;
   Limits limits;
+  uint64_t kernel_log_bytes = 1 << 20;  // the relayed stdout/stderr log keeps about this much
   uint64_t uid_start = 200000;
   uint64_t uid_count = 67108864;  // 1024 slots: one per live jail (issue #8: hundreds of kernels)
   std::string status_file;

@@ -22,6 +22,7 @@
 #include "isolation/child/run_join.h"
 #include "isolation/clone_into.h"
 #include "isolation/child_error.h"
+#include "isolation/inherited_state.h"
 #include "isolation/seccomp_policy.h"
 
 namespace cellgate::isolation {
@@ -35,19 +36,20 @@ SetupFailure sys_failure(const std::string& stage, int err, const std::string& w
 
 int pidfd_signal(int pidfd, int sig) { return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0)); }
 
-// The jail's own rlimits (set by its init), never above ours: raising a hard limit would need
-// CAP_SYS_RESOURCE in the initial user namespace, which the child no longer has after setns.
-std::vector<child::Rlimit> inherit_rlimits(pid_t init) {
-  std::vector<child::Rlimit> out;
-  for (int res : {RLIMIT_CORE, RLIMIT_NOFILE, RLIMIT_FSIZE}) {
-    rlimit jail{}, ours{};
-    if (::prlimit(init, static_cast<__rlimit_resource>(res), nullptr, &jail) < 0) continue;
-    ::getrlimit(static_cast<__rlimit_resource>(res), &ours);
-    rlimit v{std::min(jail.rlim_cur, ours.rlim_max), std::min(jail.rlim_max, ours.rlim_max)};
-    v.rlim_cur = std::min(v.rlim_cur, v.rlim_max);
-    out.push_back(child::Rlimit{res, v});
-  }
-  return out;
+// The jail's own limits (its init's NOFILE and FSIZE, set from the kernelspec's policy and
+// options), never above ours: raising a hard limit would need CAP_SYS_RESOURCE in the initial user
+// namespace, which the child no longer has after setns. The rest (CORE, RTPRIO, NICE) is what
+// every jail gets: plan_rlimits is the jail's own planning, not a copy of it.
+std::vector<child::Rlimit> jail_rlimits(pid_t init) {
+  rlimit nofile{}, fsize{}, our_nofile{}, our_fsize{};
+  ::getrlimit(RLIMIT_NOFILE, &our_nofile);
+  ::getrlimit(RLIMIT_FSIZE, &our_fsize);
+  if (::prlimit(init, RLIMIT_NOFILE, nullptr, &nofile) < 0) nofile = our_nofile;
+  if (::prlimit(init, RLIMIT_FSIZE, nullptr, &fsize) < 0) fsize = our_fsize;
+  ResolvedLimits limits;
+  limits.nofile = std::min(nofile.rlim_max, our_nofile.rlim_max);
+  limits.fsize = std::min(fsize.rlim_max, our_fsize.rlim_max);
+  return plan_rlimits(limits, our_nofile.rlim_max);
 }
 
 bool in_cellgate_cgroup(pid_t pid) {
@@ -59,7 +61,8 @@ bool in_cellgate_cgroup(pid_t pid) {
 
 }  // namespace
 
-Join::Join(JailOptions options, Policy policy) : options_(std::move(options)), policy_(std::move(policy)) {}
+Join::Join(JailOptions options, std::optional<Policy> policy)
+    : options_(std::move(options)), policy_(std::move(policy)) {}
 
 int Join::fail(const SetupFailure& f) {
   std::fprintf(stderr, "cellgate-jail: %s\n", f.message.c_str());
@@ -86,8 +89,7 @@ int Join::run() {
 }
 
 std::optional<SetupFailure> Join::prepare() {
-  sched_param normal{};
-  ::sched_setscheduler(0, SCHED_OTHER, &normal);  // as for the jail: no realtime policy inside
+  shed_inherited_state();  // what the jail sheds before its clone, we shed before our fork
   auto target = open_join_target(options_.join);
   if (!target) return SetupFailure{"join", target.error().sys_errno, "join: " + target.error().message};
   target_.emplace(std::move(target.value()));
@@ -101,9 +103,15 @@ std::optional<SetupFailure> Join::prepare() {
   } else if (in_cellgate_cgroup(st.init_pid)) {
     return SetupFailure{"cgroup", 0, "cgroup: the status file names no cgroup but the jail has one"};
   }
-  auto filter = cached_seccomp_bpf(policy_, std::string(kRunDir) + "/seccomp");
+  if (!policy_) {
+    auto recorded = load_recorded_policy(options_.join);
+    if (!recorded) return SetupFailure{"join", recorded.error().sys_errno, "join: " + recorded.error().message};
+    if (auto names = check_syscall_names(*recorded); !names) return SetupFailure{"join", 0, "join: " + names.error().message};
+    policy_.emplace(std::move(recorded.value()));
+  }
+  auto filter = cached_seccomp_bpf(*policy_, std::string(kRunDir) + "/seccomp");
   if (!filter) return SetupFailure{"seccomp", filter.error().sys_errno, filter.error().message};
-  auto plan = JailPlan::build_join(options_, policy_, std::move(filter.value()), inherit_rlimits(st.init_pid));
+  auto plan = JailPlan::build_join(options_, *policy_, std::move(filter.value()), jail_rlimits(st.init_pid));
   if (!plan && plan.error().code == common::Errc::kBadRequest) return SetupFailure{"options", 0, plan.error().message, 125};
   if (!plan) return SetupFailure{"plan", plan.error().sys_errno, plan.error().message};
   plan_.emplace(std::move(plan.value()));

@@ -18,7 +18,8 @@ namespace cellgate::isolation {
 
 class Join {
  public:
-  Join(JailOptions options, Policy policy);
+  // policy: nullopt = the one the jail recorded beside its status file (record_policy).
+  Join(JailOptions options, std::optional<Policy> policy);
   // runs in: the helper's only thread. Validates the jail, enters its pid namespace (for our
   // child only), forks the command into its cgroups, lets the child lock itself down and exec,
   // forwards signals, and returns the command's exit code (128+signal), or 126 if joining failed.
@@ -31,7 +32,7 @@ class Join {
   int fail(const SetupFailure& f);
 
   JailOptions options_;
-  Policy policy_;
+  std::optional<Policy> policy_;
   std::optional<JoinTarget> target_;
   std::optional<Cgroup> cgroup_;
   std::optional<JailPlan> plan_;

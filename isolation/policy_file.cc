@@ -2,11 +2,15 @@
 // policy_file: the JSON jail policy (seccomp choices, limits, binds, env), layered on the default.
 #include "isolation/policy_file.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstring>
+
 #include <nlohmann/json.hpp>
 
+#include "common/random.h"
 #include "common/unique_fd.h"
 #include "isolation/default_policy_json.h"  // generated: kDefaultPolicyJson
 
@@ -148,10 +152,11 @@ common::Result<Policy> layer_policy(Policy p, std::string_view text) {
 
 common::Result<Policy> default_policy() { return layer_policy(Policy{}, builtin_policy_json()); }
 
-common::Result<Policy> load_policy(const std::string& path) {
-  auto base = default_policy();
-  if (!base) return base;
-  common::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+namespace {
+
+// FILE's text, ≤ 1 MiB; opened without following a final symlink when `no_follow`.
+common::Result<std::string> read_policy_text(const std::string& path, bool no_follow) {
+  common::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | (no_follow ? O_NOFOLLOW : 0)));
   if (!fd) return make_error(Errc::kBadRequest, "policy " + path + ": " + std::strerror(errno), errno);
   std::string text;
   char buf[8192];
@@ -163,9 +168,57 @@ common::Result<Policy> load_policy(const std::string& path) {
     text.append(buf, static_cast<size_t>(n));
     if (text.size() > kMaxPolicyBytes) return bad(path + " is larger than 1 MiB");
   }
+  return text;
+}
+
+common::Result<Policy> policy_from_text(std::string text, const std::string& origin) {
+  auto base = default_policy();
+  if (!base) return base;
+  if (text.empty()) return base;
   auto layered = layer_policy(std::move(base.value()), text);
-  if (!layered) return make_error(Errc::kBadRequest, path + ": " + layered.error().message);
+  if (!layered) return make_error(Errc::kBadRequest, origin + ": " + layered.error().message);
+  layered->file_text = std::move(text);
   return layered;
+}
+
+}  // namespace
+
+common::Result<Policy> load_policy(const std::string& path) {
+  auto text = read_policy_text(path, false);
+  if (!text) return text.error();
+  if (text->empty()) return bad(path + " is empty");
+  return policy_from_text(std::move(text.value()), path);
+}
+
+std::string recorded_policy_path(const std::string& status_file) { return status_file + ".policy"; }
+
+bool record_policy(const Policy& policy, const std::string& status_file) {
+  if (status_file.empty()) return true;
+  const std::string path = recorded_policy_path(status_file);
+  // An unpredictable temp name and O_EXCL, as for the status file (status_json.cc).
+  const std::string tmp = path + ".tmp." + common::random_hex(8);
+  common::UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd) return false;
+  const std::string& text = policy.file_text;
+  for (size_t off = 0; off < text.size();) {
+    ssize_t n = ::write(fd.get(), text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::unlink(tmp.c_str());
+      return false;
+    }
+    off += static_cast<size_t>(n);
+  }
+  return ::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+common::Result<Policy> load_recorded_policy(const std::string& status_file) {
+  const std::string path = recorded_policy_path(status_file);
+  auto text = read_policy_text(path, true);
+  if (!text && text.error().sys_errno == ENOENT)
+    return bad("the jail recorded no policy (" + path + " is missing; pass --policy)");
+  if (!text) return text.error();
+  return policy_from_text(std::move(text.value()), path);
 }
 
 }  // namespace cellgate::isolation

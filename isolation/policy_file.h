@@ -27,6 +27,7 @@ struct Policy {
   bool usr_etc_links = true;              // also bind the /etc entries symlinks under /usr lead to
   std::vector<std::string> cache_binds;   // same, for caches (fontconfig)
   std::string mpl_cache_dir;              // fontlist-*.json copied into MPLCONFIGDIR
+  std::string file_text;                  // the policy file's text layered on the default ("": none)
 };
 
 // The built-in default policy (isolation/policies/default.json, embedded at build time).
@@ -38,5 +39,13 @@ common::Result<Policy> layer_policy(Policy base, std::string_view json_text);
 common::Result<Policy> default_policy();
 // The default with FILE layered on (FILE ≤ 1 MiB).
 common::Result<Policy> load_policy(const std::string& path);
+
+// A jail records the policy it was built with next to its status file, so that a command joined to
+// it later (--join) gets exactly that policy: not whatever the file holds by then, nor the caller's.
+std::string recorded_policy_path(const std::string& status_file);
+// Writes file_text there (an empty document for the default). False on error.
+bool record_policy(const Policy& policy, const std::string& status_file);
+// The policy a running jail recorded. kBadRequest when there is none (a jail of an older helper).
+common::Result<Policy> load_recorded_policy(const std::string& status_file);
 
 }  // namespace cellgate::isolation

@@ -101,15 +101,17 @@ int Jail::supervise() {
     // While reports are pending, init's exit is only noted: EOF on the report socket follows.
     pollfd fds[5] = {{init_exited ? -1 : pidfd_.get(), POLLIN, 0}, {signal_fd_.get(), POLLIN, 0},
                      {reporting ? report_.get() : -1, POLLIN, 0}, {-1, POLLIN, 0}, {-1, POLLIN, 0}};
-    for (size_t r = 0; r < relays_.size() && r < 2; ++r) fds[3 + r].fd = relays_[r].read_fd();
-    int timeout = -1;
+    int timeout = relay_.arm(&fds[3]);  // >= 0 while a pipe is held back by the log's rate bound
+    auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
     if (reporting) {
-      auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
-      timeout = std::max(0, kSetupTimeoutMs - static_cast<int>(spent.count()));
+      int setup_left = std::max(0, kSetupTimeoutMs - static_cast<int>(spent.count()));
+      if (timeout < 0 || setup_left < timeout) timeout = setup_left;
     }
     int n = ::poll(fds, 5, timeout);
     if (n < 0 && errno == EINTR) continue;
-    if (n == 0) return fail(SetupFailure{"timeout", ETIMEDOUT, "setup did not finish within 30 s"});
+    if (n == 0 && reporting && spent.count() >= kSetupTimeoutMs)
+      return fail(SetupFailure{"timeout", ETIMEDOUT, "setup did not finish within 30 s"});
+    if (n == 0) continue;
     if (reporting && (fds[2].revents & (POLLIN | POLLHUP)) != 0) {
       child::ChildReport rec{};
       pid_t sender = -1;
@@ -150,16 +152,14 @@ int Jail::supervise() {
         }
       }
     }
-    for (size_t r = 0; r < relays_.size() && r < 2; ++r) {
-      if ((fds[3 + r].revents & (POLLIN | POLLHUP | POLLERR)) != 0) relays_[r].pump();
-    }
+    relay_.pump(&fds[3]);
     if ((fds[0].revents & POLLIN) != 0) init_exited = true;
     if (init_exited && !reporting) break;
   }
   siginfo_t info{};
   ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_.get()), &info, WEXITED);
   // init's death kills the rest of its pid namespace, so the pipes reach EOF promptly.
-  for (auto& relay : relays_) relay.drain(kRelayDrainMs);
+  relay_.drain(kRelayDrainMs);
   int status = 0;
   bool have_kernel_status = ::read(exit_.get(), &status, sizeof status) == sizeof status;
   std::optional<int> code, sig;

@@ -28,7 +28,8 @@ class JailSpawner final : public Spawner {
   const char* name() const override { return "jail"; }
 
   common::Result<ProcessHandle> spawn(const SpawnRequest& req) override {
-    // The helper's own environment is empty: the kernel's comes only through --env.
+    // The helper's own environment is empty: the kernel's comes only through its --env-file.
+    if (auto st = write_env_file(jail_env_file(req), req.env); !st) return st.error();
     std::vector<std::string> argv = {helper_};
     auto args = jail_args(req, extra_, 3);
     argv.insert(argv.end(), args.begin(), args.end());

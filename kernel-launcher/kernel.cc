@@ -2,9 +2,12 @@
 // kernel: one kernel's lifecycle and its five ZMQ channels.
 #include "kernel-launcher/kernel.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -18,6 +21,7 @@
 
 #include "common/log.h"
 #include "common/random.h"
+#include "common/unique_fd.h"
 #include "protocol/json_text.h"
 #include "protocol/zmq_codec.h"
 
@@ -385,10 +389,17 @@ void Kernel::heartbeat_tick() {
 }
 
 std::string Kernel::log_tail() const {
-  std::ifstream in(options_.private_dir + "/kernel.log", std::ios::binary);
-  if (!in) return "";
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (text.size() > 2000) text = text.substr(text.size() - 2000);
+  // Only the end is read: the log is bounded by the helper (--kernel-log-bytes), but this runs on
+  // the io thread, so it never reads more than it shows.
+  constexpr size_t kTail = 2000;
+  common::UniqueFd fd(::open((options_.private_dir + "/kernel.log").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) < 0 || !S_ISREG(st.st_mode)) return "";
+  const size_t size = static_cast<size_t>(st.st_size);
+  const size_t want = std::min(size, kTail);
+  std::string text(want, '\0');
+  ssize_t n = ::pread(fd.get(), text.data(), want, static_cast<off_t>(size - want));
+  text.resize(n > 0 ? static_cast<size_t>(n) : 0);
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   return text.empty() ? "" : "; kernel output: " + text;
 }

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 
 #include "common/result.h"
@@ -17,15 +18,17 @@ enum class MemoryDir {
 };
 
 // Makes `path` (mode `mode`) and, when it is on a disk file system and empty, mounts a tmpfs on it
-// (nosuid, nodev, noexec; the tmpfs default size). The gateway's kernels' dirs hold each kernel's
+// (nosuid, nodev, noexec; `size_bytes`, or the tmpfs default of half the RAM when 0; a tmpfs of ours
+// from an earlier start is remounted with that size). The gateway's kernels' dirs hold each kernel's
 // connection file, with the key that signs its messages, its ipc sockets, status file and stderr log;
-// on a tmpfs the key is never written to a disk, and what a kernel writes there (into its own dir, or
-// to stderr) is memory charged to its memory cgroup (tmpfs pages are charged to the cgroup of the
-// writer), where on a disk nothing bounds the number of files it makes in its dir.
+// on a tmpfs the key is never written to a disk, and what a kernel writes into its own dir is memory
+// charged to its memory cgroup (tmpfs pages are charged to the cgroup of the writer), where on a disk
+// nothing bounds the number of files it makes in its dir. Its stderr log is written by its jail
+// helper, outside its cgroup: that is why the helper bounds it (--kernel-log-bytes).
 // It also spares the disk's inode allocator the churn of a start (on an ext4 without a journal,
 // each new inode scans past every inode deleted in the last minute: ext4 ialloc.c recently_deleted).
 // The mount stays when the gateway exits: kernels outlive it, as they do a /run tmpfs.
 // Needs CAP_SYS_ADMIN for the mount; an error says what failed.
-common::Result<MemoryDir> ensure_memory_dir(const std::string& path, mode_t mode);
+common::Result<MemoryDir> ensure_memory_dir(const std::string& path, mode_t mode, uint64_t size_bytes = 0);
 
 }  // namespace cellgate::launcher

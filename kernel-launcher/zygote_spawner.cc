@@ -47,6 +47,7 @@ class ZygoteSpawner final : public Spawner {
   common::Result<ProcessHandle> spawn(const SpawnRequest& req) override {
     auto argv = zygote_argv(req);
     if (argv.empty()) return cold_->spawn(req);
+    if (auto st = write_env_file(jail_env_file(req), req.env); !st) return st.error();
     SpawnRequest forked = req;
     forked.argv = std::move(argv);
     auto out = zygote_spawn(socket_, jail_args(forked, extra_, 3), req.private_dir + "/kernel.log",

@@ -2,9 +2,12 @@
 // tools_api: the sandbox tools, scoped to one kernel's workspace and jail.
 #include "gateway/api/tools_api.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 
+#include "common/random.h"
 #include "common/utf8.h"
 #include "gateway/agent_exec.h"
 #include "gateway/api/kernels_api.h"
@@ -12,6 +15,7 @@
 #include "gateway/audit.h"
 #include "gateway/kernel_hub.h"
 #include "gateway/offload.h"
+#include "kernel-launcher/jail_args.h"
 #include "kernel-launcher/process_runner.h"
 #include "protocol/json_text.h"
 #include "workspace/file_api.h"
@@ -243,13 +247,14 @@ awaitable<http::Reply> ToolsApi::process_tool(const ToolCall& tc) {
   run.stdin_data = std::move(stdin_data);
   run.timeout = std::chrono::milliseconds(static_cast<long long>(timeout * 1000));
   run.max_output = options_.output_limit;
+  std::string env_file;  // the kernel's environment for the join, never on a command line
   if (options_.jailed) {
-    // Inside the kernel's own jail: same namespaces, cgroup, seccomp and user (cellgate-jail --join).
-    run.argv = {options_.jail_helper, "--join", hub->kernel().process().status_file};
-    // The same seccomp policy as the kernel's own.
-    if (!options_.jail_policy.empty()) run.argv.insert(run.argv.end(), {"--policy", options_.jail_policy});
-    for (const auto& [k, v] : run.env) run.argv.insert(run.argv.end(), {"--env", k + "=" + v});
-    run.argv.push_back("--");
+    // Inside the kernel's own jail: same namespaces, cgroup, limits, user and the policy the jail
+    // recorded (cellgate-jail --join).
+    const std::string& status = hub->kernel().process().status_file;
+    env_file = status.substr(0, status.rfind('/') + 1) + "join-env-" + common::random_hex(8);
+    if (auto st = launcher::write_env_file(env_file, run.env); !st) co_return reply(http::error_response(req, st.error()));
+    run.argv = {options_.jail_helper, "--join", status, "--env-file", env_file, "--"};
     run.env = {{"PATH", "/usr/sbin:/usr/bin:/sbin:/bin"}};
   } else {
     run.cwd = tree;
@@ -257,6 +262,7 @@ awaitable<http::Reply> ToolsApi::process_tool(const ToolCall& tc) {
   run.argv.push_back(command);
   run.argv.insert(run.argv.end(), args.begin(), args.end());
   auto outcome = co_await launcher::run_process(std::move(run));
+  if (!env_file.empty()) ::unlink(env_file.c_str());
   if (!outcome) co_return reply(http::error_response(req, outcome.error()));
   audit_.record(user, "process", "kernel", hub->kernel().id(), {{"command", command}, {"exit_code", outcome->exit_code}});
   co_return reply(http::json_response(req, http::status::ok,

@@ -19,8 +19,7 @@ namespace cellgate::api {
 struct ToolsOptions {
   size_t output_limit = 1 << 20;  // exec's outputs and process's stdout/stderr, each
   bool jailed = true;             // process runs in the kernel's jail (cellgate-jail --join)
-  std::string jail_helper;
-  std::string jail_policy;        // the kernels' seccomp policy, "" = built-in
+  std::string jail_helper;       // its --join applies the policy the kernel's jail recorded
 };
 
 class ToolsApi {

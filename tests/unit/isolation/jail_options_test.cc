@@ -87,11 +87,13 @@ TEST_CASE("--help documents every option", "[isolation]") {
   CHECK(o->help);
 }
 
-TEST_CASE("join mode takes a status file and only --env and --policy", "[isolation]") {
-  auto o = parse({"--join", "/run/x/jail.json", "--env", "A=1", "--policy", "/p.json", "--", "id", "-u"});
+TEST_CASE("join mode takes a status file and only --env, --env-file and --policy", "[isolation]") {
+  auto o = parse({"--join", "/run/x/jail.json", "--env", "A=1", "--env-file", "/run/x/env", "--policy", "/p.json",
+                  "--", "id", "-u"});
   REQUIRE(o.has_value());
   CHECK(o->join == "/run/x/jail.json");
   CHECK(o->env.size() == 1);
+  CHECK(o->env_file == "/run/x/env");
   CHECK(o->policy_file == "/p.json");
   CHECK(o->command == std::vector<std::string>{"id", "-u"});
   auto eq = parse({"--join=/s.json", "--", "true"});
@@ -109,6 +111,16 @@ TEST_CASE("join mode takes a status file and only --env and --policy", "[isolati
   auto mixed = parse({"--join", "/s", "--pids", "9", "--", "true"});
   REQUIRE_FALSE(mixed.has_value());
   CHECK(mixed.error().message.find("--pids cannot be used with --join") != std::string::npos);
+}
+
+TEST_CASE("the kernel log bound is a size of at least 4K", "[isolation]") {
+  auto o = parse({"--kernel-log-bytes", "2M", "--", "true"});
+  REQUIRE(o.has_value());
+  CHECK(o->kernel_log_bytes == (2u << 20));
+  CHECK(parse({"--", "true"})->kernel_log_bytes == (1u << 20));
+  CHECK_FALSE(parse({"--kernel-log-bytes", "100", "--", "true"}).has_value());
+  CHECK_FALSE(parse({"--kernel-log-bytes", "x", "--", "true"}).has_value());
+  CHECK_FALSE(parse({"--join", "/s", "--kernel-log-bytes", "1M", "--", "true"}).has_value());
 }
 
 TEST_CASE("attach mode takes a status file and --workspace, nothing else", "[isolation]") {
