@@ -63,6 +63,8 @@ int restore_main(int argc, char** argv) {
   std::optional<common::TerminalProgress> meter(std::in_place, "restore");  // stderr, a terminal only
   auto r = ws->restore(args[1], meter->fn());
   meter.reset();
+  // A workspace volume this command mounted goes again (the gateway's own mount stays).
+  if (Volume* v = (*mgr)->volume(); v != nullptr && v->mounted_here()) v->release();
   if (!r) {
     const bool not_found = r.error().code == common::Errc::kNotFound;
     std::fprintf(stderr, "cellgate restore: %s/%s to %s: %s\n", owner.c_str(), args[0].c_str(), args[1].c_str(),

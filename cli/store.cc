@@ -17,6 +17,7 @@
 #include "workspace/gc.h"
 #include "workspace/layout.h"
 #include "workspace/object_store.h"
+#include "workspace/volume.h"
 
 namespace cellgate::cli {
 
@@ -37,9 +38,15 @@ int gc_main(const std::string& data_dir) {
     std::fprintf(stderr, "cellgate: cannot open the store in %s: %s\n", data_dir.c_str(), store.error().message.c_str());
     return 2;
   }
+  auto volume = workspace::Volume::open_existing(data_dir);  // the manifests are in it
+  if (!volume) {
+    std::fprintf(stderr, "cellgate: %s\n", volume.error().message.c_str());
+    return 2;
+  }
   std::optional<common::TerminalProgress> meter(std::in_place, "gc");  // stderr, a terminal only
   auto r = workspace::collect_garbage(store.value(), data_dir, meter->fn());
   meter.reset();
+  if (*volume && (*volume)->mounted_here()) (*volume)->release();
   if (!r) {
     std::fprintf(stderr, "cellgate: gc failed: %s\n", r.error().message.c_str());
     return 1;
@@ -59,9 +66,15 @@ int fsck_main(const std::string& data_dir, std::ostream& out) {
     out << "fsck: " << store.error().message << "\n";
     return 2;
   }
+  auto volume = workspace::Volume::open_existing(data_dir);  // the manifests are in it
+  if (!volume) {
+    out << "fsck: " << volume.error().message << "\n";
+    return 2;
+  }
   std::optional<common::TerminalProgress> meter(std::in_place, "fsck");  // stderr, a terminal only
   auto report = workspace::fsck(*store, data_dir, meter->fn());
   meter.reset();  // the line is erased before the results are printed
+  if (*volume && (*volume)->mounted_here()) (*volume)->release();
   if (!report) {
     out << "fsck: " << report.error().message << "\n";
     return 2;

@@ -19,6 +19,7 @@ enum class Errc {
   kNotFound,         // no such thing, or not yours (404)
   kConflict,         // state conflict (409)
   kTooLarge,         // a configured size bound was hit (413)
+  kInsufficientStorage,  // a storage quota is full (507)
   kUnavailable,      // temporarily cannot serve (503)
   kTimeout,          // a deadline expired (504)
   kInternal,         // our fault or the system's (500)

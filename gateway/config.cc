@@ -192,6 +192,25 @@ const std::vector<Option>& options() {
        [](Config& c, const std::string& v) { c.max_connections_per_user = static_cast<int>(parse_int("max-connections-per-user", v, 0, 1 << 20)); }},
       {"workspace-bytes", "SIZE", false, "default cap on a workspace's bytes (default 10G)",
        [](Config& c, const std::string& v) { c.workspace_bytes = parse_size("workspace-bytes", v); }},
+      {"store-bytes", "SIZE", false,
+       "default cap on what all of a user's snapshots hold in the snapshot store (each object a user's workspace "
+       "references, once per workspace, in 4 KiB blocks, plus manifests); 0 = no cap (default 20G)",
+       [](Config& c, const std::string& v) { c.store_bytes = parse_size("store-bytes", v); }},
+      {"workspace-volume", "auto|on|off", false,
+       "keep workspace trees in <data-dir>/workspaces.img, a loop-mounted btrfs volume where each tree has a live "
+       "quota of --workspace-bytes (a write past it fails with EDQUOT); auto (default): as root, when the data dir "
+       "holds no workspaces made without it",
+       [](Config& c, const std::string& v) {
+         if (v != "auto" && v != "on" && v != "off") throw ConfigError("--workspace-volume: expected auto, on or off, got '" + v + "'");
+         c.workspace_volume = v;
+       }},
+      {"workspace-volume-size", "SIZE", false,
+       "the volume's size, allocated on the host's disk when it is made (or grown); default: a tenth of the data "
+       "dir's file system, at least 1G, at most 16G and half of its free space",
+       [](Config& c, const std::string& v) {
+         c.workspace_volume_bytes = parse_size("workspace-volume-size", v);
+         if (c.workspace_volume_bytes < (1ull << 30)) throw ConfigError("--workspace-volume-size: at least 1G, got '" + v + "'");
+       }},
       {"workspace-files", "N", false, "default cap on a workspace's files (default 200000)",
        [](Config& c, const std::string& v) { c.workspace_files = static_cast<uint64_t>(parse_int("workspace-files", v, 1, 1L << 40)); }},
       {"snapshot-keep", "N", false, "automatic snapshots kept per workspace; labelled ones are always kept (default 20)",

@@ -19,6 +19,7 @@
 #include "state/audit_log.h"
 #include "state/database.h"
 #include "state/users.h"
+#include "workspace/volume.h"
 #include "workspace/workspace_manager.h"
 
 namespace cellgate::gateway {
@@ -56,12 +57,27 @@ Gateway::Gateway(boost::asio::io_context& io, Config config, std::unique_ptr<lau
   workspace::WorkspaceConfig wc;
   wc.max_bytes = config_.workspace_bytes;
   wc.max_files = config_.workspace_files;
+  wc.store_bytes = config_.store_bytes;
   wc.keep_auto = config_.snapshot_keep;
   wc.tree_uid = 1000;  // the jail's `sandbox` user owns workspace trees on disk (idmapped into each jail)
   wc.tree_gid = 1000;
+  wc.volume = config_.workspace_volume == "on"    ? workspace::VolumeMode::kOn
+              : config_.workspace_volume == "off" ? workspace::VolumeMode::kOff
+                                                  : workspace::VolumeMode::kAuto;
+  wc.volume_bytes = config_.workspace_volume_bytes;
   auto ws = workspace::WorkspaceManager::open(config_.data_dir, wc);
   if (!ws) throw ConfigError("cannot open the workspace store: " + ws.error().message);
   workspaces_ = std::move(ws.value());
+  try {
+    finish_setup(std::move(spawner));
+  } catch (...) {
+    // No kernel can use the workspace volume yet: a gateway that cannot start leaves no mount.
+    release_volume_if_unused();
+    throw;
+  }
+}
+
+void Gateway::finish_setup(std::unique_ptr<launcher::Spawner> spawner) {
   // The store is the truth for content: rows it has no snapshot for go, snapshots without a row get one.
   auto reconciled = reconcile_snapshot_index(*db_, *workspaces_);
   if (!reconciled) throw ConfigError("cannot reconcile the snapshot index: " + reconciled.error().message);
@@ -94,7 +110,9 @@ Gateway::Gateway(boost::asio::io_context& io, Config config, std::unique_ptr<lau
 
 Gateway::~Gateway() {
   // Blocking work in flight uses the services below: it ends before they go.
-  offload_->join();
+  if (offload_) offload_->join();
+  // Ended without stop() (a start-up failure after the constructor): with no kernel, no mount stays.
+  release_volume_if_unused();
 }
 
 boost::asio::awaitable<void> Gateway::start() {
@@ -106,6 +124,13 @@ boost::asio::awaitable<void> Gateway::start() {
 boost::asio::awaitable<void> Gateway::stop() {
   if (membership_) membership_->stop();
   co_await kernels_->stop();
+  // Kernels that live on keep using the workspace volume: it stays mounted for them and the next start.
+  release_volume_if_unused();
+}
+
+void Gateway::release_volume_if_unused() {
+  if (kernels_ && !kernels_->kernels().empty()) return;
+  if (workspaces_ && workspaces_->volume() != nullptr) workspaces_->volume()->release();
 }
 
 }  // namespace cellgate::gateway

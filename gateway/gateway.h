@@ -71,6 +71,10 @@ class Gateway {
   http::PeerClient* peers() { return peers_.get(); }
 
  private:
+  // The constructor once the workspaces are open: the snapshot index and the services.
+  void finish_setup(std::unique_ptr<launcher::Spawner> spawner);
+  // Unmounts the workspace volume unless a kernel (running on past a stop) still uses it.
+  void release_volume_if_unused();
   // In construction order, destroyed the other way round; the destructor joins the offload pool
   // first, so that no work in flight outlives what it uses.
   boost::asio::io_context& io_;

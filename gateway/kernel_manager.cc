@@ -89,6 +89,7 @@ workspace::WorkspaceConfig workspace_config_for(const workspace::WorkspaceConfig
   auto wc = base;
   if (user.limits.workspace_bytes) wc.max_bytes = static_cast<uint64_t>(*user.limits.workspace_bytes);
   if (user.limits.workspace_files) wc.max_files = static_cast<uint64_t>(*user.limits.workspace_files);
+  if (user.limits.store_bytes) wc.store_bytes = static_cast<uint64_t>(*user.limits.store_bytes);
   return wc;
 }
 
@@ -240,8 +241,9 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
   if (options.ephemeral) ws_name = "tmp-" + id.substr(0, 8);
   if (ws_name.empty()) ws_name = "default";
   if (auto st = workspace::validate_name(ws_name); !st) co_return make_error(Errc::kBadRequest, "workspace: " + st.error().message);
-  workspace::WorkspaceRef ref{user.name, ws_name};
   auto& workspaces = services_.workspaces;
+  // With a workspace volume, ensure also applies the owner's quota to the tree (a live limit).
+  workspace::WorkspaceRef ref{user.name, ws_name, workspace_config_for(workspaces.config(), user).max_bytes};
   auto ws = co_await services_.offload.run([&] { return workspaces.ensure(ref); });
   if (!ws) co_return ws.error();
   auto ko = cold_start_plan(config_, read_budget_, id, spec->second, user, ws_name, ws->tree_path(), client_env.value());

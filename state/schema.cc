@@ -254,6 +254,13 @@ ALTER TABLE kernels ADD COLUMN network TEXT NOT NULL DEFAULT '';
 ALTER TABLE users ADD COLUMN network TEXT COLLATE "C";
 ALTER TABLE kernels ADD COLUMN network TEXT COLLATE "C" NOT NULL DEFAULT '';
 )sql"},
+      // A per-user quota on what the user's snapshots hold in the object store.
+      {7, R"sql(
+ALTER TABLE users ADD COLUMN store_bytes INTEGER;
+)sql",
+       R"sql(
+ALTER TABLE users ADD COLUMN store_bytes BIGINT;
+)sql"},
   };
   return kMigrations;
 }

@@ -26,6 +26,7 @@ struct UserLimits {
   // The most network its kernels may have: a policy's canonical JSON (egress/policy.h), which the
   // caller validates; nullopt = what the kernelspec gives.
   std::optional<std::string> network;
+  std::optional<int64_t> store_bytes;     // what all the user's snapshots may hold in the store
   bool operator==(const UserLimits&) const = default;
 };
 

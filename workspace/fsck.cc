@@ -64,7 +64,7 @@ common::Result<FsckReport> fsck(const ObjectStore& store, const std::string& dat
       std::string rel = ObjectStore::relative_path(e.hash);
       if (::fstatat(store.objects_fd(), rel.c_str(), &sb, AT_SYMLINK_NOFOLLOW) != 0) {
         report.problems.push_back(fmt::format("manifest {}: object {} missing (for {:?})", where, e.hash, e.path));
-      } else if (static_cast<uint64_t>(sb.st_size) != e.size) {
+      } else if (!e.sparse && static_cast<uint64_t>(sb.st_size) != e.size) {  // a sparse object holds less
         report.problems.push_back(fmt::format("manifest {}: object {} has size {} but {:?} says {}", where,
                                               e.hash, sb.st_size, e.path, e.size));
       }

@@ -3,6 +3,7 @@
 #include "workspace/layout.h"
 
 #include <fcntl.h>
+#include <unistd.h>
 
 #include <cerrno>
 
@@ -10,6 +11,7 @@
 
 #include "workspace/io_util.h"
 #include "workspace/safe_path.h"
+#include "workspace/volume.h"
 
 namespace cellgate::workspace {
 
@@ -48,6 +50,10 @@ bool is_snapshot_id(std::string_view id) {
 
 common::Result<std::vector<ManifestRef>> enumerate_manifests(const std::string& data_dir) {
   std::vector<ManifestRef> out;
+  // With a workspace volume the manifests are inside it: when it is not mounted, the empty dir
+  // under it does not mean "no snapshots" (gc would delete every object).
+  if (::access(Volume::image_path(data_dir).c_str(), F_OK) == 0 && !Volume::is_mounted(data_dir))
+    return make_error(Errc::kUnavailable, "the workspace volume " + Volume::image_path(data_dir) + " is not mounted");
   std::string root = workspaces_dir(data_dir);
   auto owners = list_dir_at(AT_FDCWD, root);
   if (!owners) return owners.error().code == Errc::kNotFound ? out : common::Result<std::vector<ManifestRef>>(owners.error());

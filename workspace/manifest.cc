@@ -124,7 +124,7 @@ std::string serialize_manifest(const Manifest& m) {
         out += fmt::format("{} {}\n", common_part, escape_field(e.path));
         break;
       case EntryType::kFile:
-        out += fmt::format("{} {} {} {}\n", common_part, e.size, e.hash, escape_field(e.path));
+        out += fmt::format("{} {} {}{} {}\n", common_part, e.size, e.hash, e.sparse ? " sparse" : "", escape_field(e.path));
         break;
       case EntryType::kSymlink:
         out += fmt::format("{} {} {}\n", common_part, escape_field(e.link_target), escape_field(e.path));
@@ -162,7 +162,10 @@ common::Result<Manifest> parse_manifest(std::string_view text) {
     Entry e;
     char t = f[0][0];
     size_t want = t == 'd' ? 6 : t == 'f' ? 8 : t == 'l' ? 7 : 0;
-    if (want == 0 || f.size() != want) return bad("entry type");
+    // A sparse file's line has one more field before its path (older manifests never have it).
+    const bool sparse = t == 'f' && f.size() == 9 && f[7] == "sparse";
+    if (want == 0 || f.size() != want + (sparse ? size_t{1} : size_t{0})) return bad("entry type");
+    e.sparse = sparse;
     e.type = static_cast<EntryType>(t);
     if (!parse_num(f[1], e.mode, 8) || e.mode > 07777 || !parse_num(f[2], e.uid) ||
         !parse_num(f[3], e.gid) || !parse_num(f[4], e.mtime_ns)) {
@@ -199,7 +202,7 @@ common::Result<Manifest> parse_manifest_header(std::string_view prefix) {
 
 bool same_content(const Entry& a, const Entry& b) {
   if (a.type != b.type || a.mode != b.mode) return false;
-  if (a.type == EntryType::kFile) return a.hash == b.hash && a.size == b.size;
+  if (a.type == EntryType::kFile) return a.hash == b.hash && a.size == b.size && a.sparse == b.sparse;
   if (a.type == EntryType::kSymlink) return a.link_target == b.link_target;
   return true;
 }

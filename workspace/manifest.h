@@ -22,7 +22,8 @@ struct Entry {
   uint32_t gid = 0;
   int64_t mtime_ns = 0;
   uint64_t size = 0;        // files only
-  std::string hash;         // files only: SHA-256 hex of the content
+  std::string hash;         // files only: SHA-256 hex of the content (of its sparse object when sparse)
+  bool sparse = false;      // files only: stored as its data extents (sparse_file.h)
   std::string link_target;  // symlinks only, never interpreted
 };
 

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include <fmt/core.h>
@@ -17,6 +18,7 @@
 #include "workspace/io_util.h"
 #include "workspace/safe_path.h"
 #include "workspace/sha256.h"
+#include "workspace/sparse_file.h"
 
 namespace cellgate::workspace {
 
@@ -140,8 +142,8 @@ common::Result<std::pair<UniqueFd, std::string>> ObjectBatch::new_temp(std::stri
 }
 
 common::Status ObjectBatch::stage(std::string temp, const std::string& hash) {
+  staged_hashes_.emplace(hash, temp);
   staged_.emplace_back(std::move(temp), hash);
-  staged_hashes_.insert(hash);
   if (after_object_write) after_object_write(staged_.size());
   return common::ok();
 }
@@ -203,6 +205,55 @@ common::Result<std::string> ObjectBatch::put_fd(int fd, uint64_t max_bytes) {
   }
   if (auto st = stage(std::move(temp->second), hash); !st) return st.error();
   return hash;
+}
+
+common::Result<ObjectBatch::Put> ObjectBatch::put_file(int fd, uint64_t max_bytes) {
+  struct stat st {};
+  std::optional<SparseLayout> layout;
+  if (::fstat(fd, &st) == 0) layout = sparse_layout(fd, st);
+  if (!layout) {
+    uint64_t before = bytes_read_;
+    auto h = put_fd(fd, max_bytes);
+    if (!h) return h.error();
+    return Put{std::move(h.value()), bytes_read_ - before, bytes_read_ - before, false};
+  }
+  uint64_t data = 0;
+  for (const Extent& e : layout->extents) data += e.length;
+  if (data > max_bytes) return make_error(Errc::kTooLarge, "file exceeds the byte cap");
+  unsigned char r = 0;
+  common::random_bytes(&r, 1);
+  const char dir[3] = {kHex[r >> 4], kHex[r & 15], 0};  // the hash is not known yet
+  auto temp = new_temp(dir);
+  if (!temp) return temp.error();
+  auto fail = [&](common::Error e) -> common::Result<Put> {
+    ::unlinkat(store_.objects_fd(), temp->second.c_str(), 0);
+    return e;
+  };
+  Sha256 h;
+  const std::string header = sparse_header(*layout);
+  h.update(header.data(), header.size());
+  if (auto st2 = write_all(temp->first.get(), header.data(), header.size()); !st2) return fail(st2.error());
+  auto read = read_extents(fd, *layout, [&](std::string_view chunk) {
+    h.update(chunk.data(), chunk.size());
+    return write_all(temp->first.get(), chunk.data(), chunk.size());
+  });
+  if (!read) return fail(read.error());
+  bytes_read_ += *read;
+  Put put{h.hex_digest(), layout->size, *read, true};
+  if (staged_hashes_.count(put.hash) != 0 || store_.contains(put.hash)) {
+    ::unlinkat(store_.objects_fd(), temp->second.c_str(), 0);
+    return put;
+  }
+  if (auto s = stage(std::move(temp->second), put.hash); !s) return s.error();
+  return put;
+}
+
+uint64_t ObjectBatch::object_size(const std::string& hash) const {
+  struct stat st {};
+  if (auto it = staged_hashes_.find(hash); it != staged_hashes_.end())
+    return ::fstatat(store_.objects_fd(), it->second.c_str(), &st, 0) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  if (::fstatat(store_.objects_fd(), ObjectStore::relative_path(hash).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return 0;
+  return static_cast<uint64_t>(st.st_size);
 }
 
 common::Status ObjectBatch::commit() {

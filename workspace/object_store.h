@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -60,10 +61,21 @@ class ObjectBatch {
 
   // Reads fd to EOF and returns the content hash. More than max_bytes → kTooLarge.
   common::Result<std::string> put_fd(int fd, uint64_t max_bytes);
+  // A workspace file: as put_fd, or, for a file with holes, its data extents as a sparse object
+  // (sparse_file.h), so that it costs what it holds in time and bytes. max_bytes bounds the bytes read.
+  struct Put {
+    std::string hash;
+    uint64_t size = 0;        // the file's length (sparse) or the bytes read (plain)
+    uint64_t bytes_read = 0;
+    bool sparse = false;
+  };
+  common::Result<Put> put_file(int fd, uint64_t max_bytes);
   common::Result<std::string> put_bytes(std::string_view data);
   common::Status commit();
 
   size_t objects_written() const { return staged_.size(); }
+  // The size of an object staged here or in the store (0 when neither has it).
+  uint64_t object_size(const std::string& hash) const;
   uint64_t bytes_read() const { return bytes_read_; }
   // Fault-injection seam for tests: called after each staged object with the running count.
   std::function<void(size_t)> after_object_write;
@@ -75,7 +87,7 @@ class ObjectBatch {
 
   ObjectStore& store_;
   std::vector<std::pair<std::string, std::string>> staged_;  // (temp path in objects/, hash)
-  std::unordered_set<std::string> staged_hashes_;
+  std::unordered_map<std::string, std::string> staged_hashes_;  // hash → its temp
   std::unique_ptr<char[]> buf_;  // read buffer, allocated on first use
   uint64_t bytes_read_ = 0;
 };

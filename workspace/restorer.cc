@@ -18,6 +18,7 @@
 #include "workspace/io_util.h"
 #include "workspace/safe_path.h"
 #include "workspace/sha256.h"
+#include "workspace/sparse_file.h"
 
 namespace cellgate::workspace {
 
@@ -100,7 +101,13 @@ struct Applier {
       if (!obj) return obj.error();
       UniqueFd out(::openat(pfd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
       if (!out) return errno_error("create " + e.path, errno);
-      common::Status st = copy_fd(obj->get(), out.get());
+      common::Status st = common::ok();
+      if (e.sparse) {  // its extents at their offsets: the holes come back as holes
+        auto layout = read_sparse_header(obj->get());
+        st = layout ? write_sparse(obj->get(), *layout, out.get()) : common::Status(layout.error());
+      } else {
+        st = copy_fd(obj->get(), out.get());
+      }
       if (st) st = apply_meta_fd(out.get(), e, as_root);
       if (!st) {
         ::unlinkat(pfd, temp.c_str(), 0);
@@ -151,13 +158,26 @@ common::Result<RestoreStats> restore_tree(const ObjectStore& store, int root_fd,
   // Only a live file with the same size as its target can be equal: hash just those.
   constexpr size_t kBuf = 1 << 20;
   auto buf = std::make_unique_for_overwrite<char[]>(kBuf);
-  HashFileFn hash_if_candidate = [&](int fd, const Entry& live) -> common::Result<std::pair<std::string, uint64_t>> {
+  HashFileFn hash_if_candidate = [&](int fd, const Entry& live) -> common::Result<FileHash> {
     auto it = wanted.find(live.path);
     if (it == wanted.end() || it->second->type != EntryType::kFile || it->second->size != live.size) {
-      return std::make_pair(std::string(), uint64_t{0});
+      return FileHash{};
     }
     Sha256 h;
     uint64_t total = 0;
+    if (it->second->sparse) {  // hashed the way it was stored, or rewritten when it is not sparse now
+      struct stat st {};
+      auto layout = ::fstat(fd, &st) == 0 ? sparse_layout(fd, st) : std::nullopt;
+      if (!layout) return FileHash{};
+      const std::string header = sparse_header(*layout);
+      h.update(header.data(), header.size());
+      auto read = read_extents(fd, *layout, [&](std::string_view chunk) {
+        h.update(chunk.data(), chunk.size());
+        return common::ok();
+      });
+      if (!read) return read.error();
+      return FileHash{h.hex_digest(), layout->size, *read, true};
+    }
     for (;;) {
       auto n = read_some(fd, buf.get(), kBuf);
       if (!n) return n.error();
@@ -165,7 +185,7 @@ common::Result<RestoreStats> restore_tree(const ObjectStore& store, int root_fd,
       h.update(buf.get(), *n);
       total += *n;
     }
-    return std::make_pair(h.hex_digest(), total);
+    return FileHash{h.hex_digest(), total, total, false};
   };
   ScanLimits limits;
   limits.max_files = max_live_entries;

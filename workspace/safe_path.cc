@@ -23,7 +23,8 @@ common::Error errno_error(std::string_view what, int err) {
   // ELOOP: a symlink on the way (RESOLVE_NO_SYMLINKS / O_NOFOLLOW); EXDEV: an escape attempt
   // or a mount crossing (openat2(2)); ENOTDIR: a file used as a directory.
   if (err == ELOOP || err == EXDEV || err == ENOTDIR || err == EISDIR) code = Errc::kBadRequest;
-  if (err == ENOSPC || err == EFBIG || err == EDQUOT) code = Errc::kTooLarge;
+  if (err == EFBIG) code = Errc::kTooLarge;
+  if (err == ENOSPC || err == EDQUOT) code = Errc::kInsufficientStorage;  // a full workspace quota or volume
   if (err == EEXIST || err == ENOTEMPTY) code = Errc::kConflict;
   return make_error(code, fmt::format("{}: {}", what, std::strerror(err)), err);
 }

@@ -10,6 +10,7 @@
 #include <fmt/core.h>
 
 #include "workspace/io_util.h"
+#include "workspace/sparse_file.h"
 
 namespace cellgate::workspace {
 
@@ -89,6 +90,36 @@ common::Status pad(const TarSink& sink, uint64_t size) {
   return rem == 0 ? common::ok() : sink(std::string_view(zeros, kBlock - rem));
 }
 
+// A tar member holds every byte: a sparse object's holes become zeros (each bounded by the sink).
+common::Status emit_sparse(int object_fd, uint64_t size, const TarSink& sink, char* buf, size_t buf_size) {
+  auto layout = read_sparse_header(object_fd);
+  if (!layout) return layout.error();
+  if (layout->size != size) return make_error(Errc::kInternal, "sparse object does not match its manifest entry");
+  uint64_t at = 0;
+  auto zeros = [&](uint64_t n) -> common::Status {
+    std::memset(buf, 0, std::min<uint64_t>(n, buf_size));
+    for (uint64_t left = n; left > 0;) {
+      size_t k = static_cast<size_t>(std::min<uint64_t>(left, buf_size));
+      if (auto st = sink(std::string_view(buf, k)); !st) return st;
+      left -= k;
+    }
+    return common::ok();
+  };
+  for (const Extent& x : layout->extents) {
+    if (auto st = zeros(x.offset - at); !st) return st;
+    for (uint64_t done = 0; done < x.length;) {
+      auto n = read_some(object_fd, buf, static_cast<size_t>(std::min<uint64_t>(buf_size, x.length - done)));
+      if (!n) return n.error();
+      if (*n == 0) return make_error(Errc::kInternal, "sparse object shorter than its header");
+      if (auto st = sink(std::string_view(buf, *n)); !st) return st;
+      done += *n;
+    }
+    at = x.offset + x.length;
+  }
+  if (auto st = zeros(size - at); !st) return st;
+  return pad(sink, size);
+}
+
 common::Status emit_entry(const ObjectStore& store, const Entry& e, const TarSink& sink, char* buf,
                           size_t buf_size) {
   std::string name = e.type == EntryType::kDir ? e.path + "/" : e.path;
@@ -117,6 +148,7 @@ common::Status emit_entry(const ObjectStore& store, const Entry& e, const TarSin
   if (e.type != EntryType::kFile) return common::ok();
   auto fd = store.open_object(e.hash);
   if (!fd) return fd.error();
+  if (e.sparse) return emit_sparse(fd->get(), size, sink, buf, buf_size);
   uint64_t written = 0;
   for (;;) {
     auto n = read_some(fd->get(), buf, buf_size);

@@ -70,6 +70,7 @@ struct Walker {
     Entry e = base_entry(std::move(path), EntryType::kFile, st);
     e.size = it->second.key.size;
     e.hash = it->second.hash;
+    e.sparse = it->second.sparse;
     ++out.files_reused;
     out.index.emplace(e.path, it->second);
     out.entries.push_back(std::move(e));
@@ -98,19 +99,21 @@ struct Walker {
     auto it = previous.find(e.path);
     if (it != previous.end() && it->second.key == key && can_reuse(it->second.hash)) {
       e.hash = it->second.hash;
+      e.sparse = it->second.sparse;
       ++out.files_reused;
     } else {
       auto h = hash_file(fd.get(), e);
       if (!h) return h.error();
-      if (!h->first.empty()) {
-        e.hash = std::move(h->first);
-        e.size = h->second;
+      if (!h->hash.empty()) {
+        e.hash = std::move(h->hash);
+        e.size = h->size;
+        e.sparse = h->sparse;
         ++out.files_hashed;
-        out.bytes_hashed += h->second;
+        out.bytes_hashed += h->bytes_read;
       }
     }
     if (!e.hash.empty() && key.ctime_ns < racy_after_ns && e.size == key.size) {
-      out.index.emplace(e.path, IndexEntry{key, e.hash});
+      out.index.emplace(e.path, IndexEntry{key, e.hash, e.sparse});
     }
     out.entries.push_back(std::move(e));
     return common::ok();
@@ -144,7 +147,8 @@ struct Walker {
         return errno_error("stat " + path, errno);
       }
       if (S_ISREG(st.st_mode)) {
-        total_bytes += static_cast<uint64_t>(st.st_size);
+        // What the file holds: a sparse file's holes cost nothing (it is stored as its extents).
+        total_bytes += std::min(static_cast<uint64_t>(st.st_size), static_cast<uint64_t>(st.st_blocks) * 512);
         if (total_bytes > limits.max_bytes) {
           return make_error(Errc::kTooLarge, fmt::format("workspace exceeds {} bytes", limits.max_bytes));
         }
@@ -197,8 +201,9 @@ std::string serialize_index(const StatIndex& index) {
   std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->first < b->first; });
   for (const auto* kv : sorted) {
     const auto& [path, ie] = *kv;
-    out += fmt::format("{} {} {} {} {} {}\n", ie.key.size, ie.key.mtime_ns, ie.key.ctime_ns, ie.key.ino,
-                       ie.hash, escape_field(path));
+    // A sparse object's hash is marked "s:" (an index of an older version has none: plain files).
+    out += fmt::format("{} {} {} {} {}{} {}\n", ie.key.size, ie.key.mtime_ns, ie.key.ctime_ns, ie.key.ino,
+                       ie.sparse ? "s:" : "", ie.hash, escape_field(path));
   }
   return out;
 }
@@ -221,6 +226,10 @@ common::Result<StatIndex> parse_index(std::string_view text) {
       pos = sp + 1;
     }
     IndexEntry ie;
+    if (f[4].starts_with("s:")) {
+      ie.sparse = true;
+      f[4].remove_prefix(2);
+    }
     auto path = unescape_field(f[5]);
     if (!path || !parse_num(f[0], ie.key.size) || !parse_num(f[1], ie.key.mtime_ns) ||
         !parse_num(f[2], ie.key.ctime_ns) || !parse_num(f[3], ie.key.ino) || !is_sha256_hex(f[4])) {

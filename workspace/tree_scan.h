@@ -27,6 +27,7 @@ struct StatKey {
 struct IndexEntry {
   StatKey key;
   std::string hash;
+  bool sparse = false;  // the hash is of the file's sparse object (sparse_file.h)
 };
 using StatIndex = std::unordered_map<std::string, IndexEntry>;  // path → cached hash
 
@@ -35,7 +36,7 @@ std::string serialize_index(const StatIndex& index);
 common::Result<StatIndex> parse_index(std::string_view text);
 
 struct ScanLimits {
-  uint64_t max_bytes = UINT64_MAX;  // sum of regular file sizes (st_size, so sparse counts full)
+  uint64_t max_bytes = UINT64_MAX;  // sum of what regular files hold (their size, or their blocks when fewer: holes are free)
   uint64_t max_files = UINT64_MAX;  // entries of any type
   int max_depth = 256;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
@@ -50,9 +51,16 @@ struct ScanResult {
   uint64_t bytes_hashed = 0;
 };
 
-// Reads a regular file (an fd opened O_NOFOLLOW|O_NONBLOCK) → (hash, bytes read). May return
-// an empty hash to mean "not needed". Errors abort the scan.
-using HashFileFn = std::function<common::Result<std::pair<std::string, uint64_t>>(int fd, const Entry&)>;
+// What hashing a file found: its hash (empty: "not needed"), its size, the bytes read, and whether
+// the hash is of its sparse object (sparse_file.h).
+struct FileHash {
+  std::string hash;
+  uint64_t size = 0;
+  uint64_t bytes_read = 0;
+  bool sparse = false;
+};
+// Reads a regular file (an fd opened O_NOFOLLOW|O_NONBLOCK). Errors abort the scan.
+using HashFileFn = std::function<common::Result<FileHash>(int fd, const Entry&)>;
 // Whether a cached hash may be reused (e.g. its object still exists).
 using ReuseFn = std::function<bool(const std::string& hash)>;
 

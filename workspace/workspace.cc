@@ -6,7 +6,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <optional>
+#include <set>
 #include <cerrno>
 #include <unordered_set>
 
@@ -18,6 +22,7 @@
 #include "workspace/layout.h"
 #include "workspace/restorer.h"
 #include "workspace/safe_path.h"
+#include "workspace/store_usage.h"
 #include "workspace/tar_writer.h"
 #include "workspace/tree_scan.h"
 
@@ -134,12 +139,11 @@ common::Result<SnapshotResult> Workspace::snapshot(const SnapshotOptions& option
   batch.after_object_write = [this](size_t n) {
     if (fault_hook_) fault_hook_(FaultPoint::kObjectWritten, n);
   };
-  HashFileFn hash_file = [&](int fd, const Entry&) -> common::Result<std::pair<std::string, uint64_t>> {
+  HashFileFn hash_file = [&](int fd, const Entry&) -> common::Result<FileHash> {
     // Files may grow while being read: the cap bounds the bytes actually read, too.
-    uint64_t before = batch.bytes_read();
-    auto h = batch.put_fd(fd, config_.max_bytes - std::min(config_.max_bytes, before));
+    auto h = batch.put_file(fd, config_.max_bytes - std::min(config_.max_bytes, batch.bytes_read()));
     if (!h) return h.error();
-    return std::make_pair(std::move(h.value()), batch.bytes_read() - before);
+    return FileHash{std::move(h->hash), h->size, h->bytes_read, h->sparse};
   };
   ScanLimits limits;
   limits.max_bytes = config_.max_bytes;
@@ -181,8 +185,6 @@ common::Result<SnapshotResult> Workspace::snapshot(const SnapshotOptions& option
     result.id = head;
     return result;
   }
-  if (auto st = batch.commit(); !st) return st.error();
-
   auto ids = list_dir_at(dir->get(), "snapshots");
   if (!ids) return ids.error();
   uint64_t counter = 0;
@@ -196,6 +198,23 @@ common::Result<SnapshotResult> Workspace::snapshot(const SnapshotOptions& option
   m.automatic = options.automatic;
   m.label = options.label;
   m.entries = std::move(scan->entries);
+  const std::string manifest_text = serialize_manifest(m);
+  // What retention drops once this snapshot is in (automatic snapshots only), planned now so the
+  // store quota is checked on the state the snapshot leaves.
+  std::vector<std::string> prune;
+  if (options.automatic) {
+    auto list = list_snapshots();
+    if (!list) return list.error();
+    list->push_back(SnapshotInfo{m.id, m.created_ns, true, m.label, 0, 0});
+    prune = retention_plan(*list, m.id);
+  }
+  std::optional<StoreRefs> refs;
+  if (config_.store_bytes != 0) {
+    auto charged = check_store_quota(batch, m.id, m.entries, manifest_text.size(), prune);
+    if (!charged) return charged.error();
+    refs.emplace(std::move(charged.value()));
+  }
+  if (auto st = batch.commit(); !st) return st.error();
   auto snaps = open_dir(dir_ + "/snapshots");
   if (!snaps) return snaps.error();
   // Manifests are only written under the workspace lock, so any temp here is a crash leftover.
@@ -204,7 +223,7 @@ common::Result<SnapshotResult> Workspace::snapshot(const SnapshotOptions& option
       if (!n.empty() && n[0] == '.') ::unlinkat(snaps->get(), n.c_str(), 0);
     }
   }
-  auto st = write_file_atomic(snaps->get(), m.id, serialize_manifest(m), [this] {
+  auto st = write_file_atomic(snaps->get(), m.id, manifest_text, [this] {
     if (fault_hook_) fault_hook_(FaultPoint::kBeforeManifestRename, 0);
   });
   if (!st) return st.error();
@@ -216,29 +235,60 @@ common::Result<SnapshotResult> Workspace::snapshot(const SnapshotOptions& option
   result.created_ns = m.created_ns;
   result.entries = m.entries.size();
   for (const auto& e : m.entries) result.bytes += e.size;
-  if (options.automatic) {
-    auto pruned = retention_locked();
-    if (!pruned) return pruned.error();
-    result.pruned = std::move(pruned.value());
+  for (const auto& id : prune) {
+    std::string path = dir_ + "/snapshots/" + id;
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return errno_error("unlink " + path, errno);
+    result.pruned.push_back(id);
   }
+  // A refs file that failed to save is rebuilt from the manifests at the next snapshot.
+  if (refs) (void)refs->save(dir_);
   return result;
+}
+
+std::vector<std::string> Workspace::retention_plan(const std::vector<SnapshotInfo>& list, const std::string& head) const {
+  size_t autos = 0;
+  for (const auto& s : list) autos += (s.automatic && s.label.empty()) ? 1 : 0;
+  std::vector<std::string> doomed;
+  for (const auto& s : list) {  // oldest first
+    if (autos <= config_.keep_auto) break;
+    if (!s.automatic || !s.label.empty()) continue;
+    --autos;
+    if (s.id != head) doomed.push_back(s.id);
+  }
+  return doomed;
+}
+
+common::Result<StoreRefs> Workspace::check_store_quota(const ObjectBatch& batch, const std::string& id,
+                                                       const std::vector<Entry>& entries, uint64_t manifest_size,
+                                                       const std::vector<std::string>& prune) const {
+  auto cost = [&](const std::string& hash) { return charged_bytes(batch.object_size(hash)); };
+  auto refs = StoreRefs::load(dir_, cost);
+  if (!refs) return refs.error();
+  refs->add(id, entries, cost);
+  std::set<std::string> dropped(prune.begin(), prune.end());
+  for (const auto& old : prune) {
+    auto m = load_snapshot(old);
+    if (!m) return m.error();
+    refs->remove(old, m->entries);
+  }
+  const uint64_t mine = refs->object_bytes() + manifest_bytes(dir_, dropped) + charged_bytes(manifest_size);
+  const uint64_t others = other_workspaces_bytes(dir_);
+  if (others + mine > config_.store_bytes)
+    return make_error(Errc::kInsufficientStorage,
+                      fmt::format("store quota exceeded: the owner's snapshots may hold {} bytes (store_bytes); with this "
+                                  "one they would hold {} ({} in this workspace); delete snapshots or workspaces",
+                                  config_.store_bytes, others + mine, mine));
+  return refs;
 }
 
 common::Result<std::vector<std::string>> Workspace::retention_locked() {
   auto list = list_snapshots();
   if (!list) return list.error();
-  std::string head = head_id();
-  size_t autos = 0;
-  for (const auto& s : *list) autos += (s.automatic && s.label.empty()) ? 1 : 0;
   std::vector<std::string> pruned;
-  for (const auto& s : *list) {  // oldest first
-    if (autos <= config_.keep_auto) break;
-    if (!s.automatic || !s.label.empty()) continue;
-    --autos;
-    if (s.id == head) continue;
-    std::string path = dir_ + "/snapshots/" + s.id;
+  for (const auto& id : retention_plan(*list, head_id())) {
+    std::string path = dir_ + "/snapshots/" + id;
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) return errno_error("unlink " + path, errno);
-    pruned.push_back(s.id);
+    pruned.push_back(id);
   }
   return pruned;
 }
@@ -253,9 +303,27 @@ common::Status Workspace::delete_snapshot(const std::string& id) {
   if (!is_snapshot_id(id)) return make_error(Errc::kNotFound, "no such snapshot");
   auto lock = FileLock::acquire(dir_ + "/lock", FileLock::Mode::kExclusive);
   if (!lock) return lock.error();
+  // The store quota counts it until its refs go: at once, so that deleting frees quota now.
+  std::optional<StoreRefs> refs;
+  if (config_.store_bytes != 0) {
+    auto m = load_snapshot(id);
+    auto loaded = m ? StoreRefs::load(dir_, [&](const std::string& hash) { return object_charge(hash); })
+                    : common::Result<StoreRefs>(m.error());
+    if (loaded) {
+      refs.emplace(std::move(loaded.value()));
+      refs->remove(id, m->entries);
+    }
+  }
   std::string path = dir_ + "/snapshots/" + id;
   if (::unlink(path.c_str()) != 0) return errno_error("delete snapshot " + id, errno);
+  if (refs) (void)refs->save(dir_);
   return common::ok();
+}
+
+uint64_t Workspace::object_charge(const std::string& hash) const {
+  struct stat st {};
+  if (::fstatat(store_->objects_fd(), ObjectStore::relative_path(hash).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return 0;
+  return charged_bytes(static_cast<uint64_t>(st.st_size));
 }
 
 common::Result<RestoreResult> Workspace::restore_locked(const Manifest& target, const common::ProgressFn& progress) {
@@ -288,7 +356,25 @@ common::Result<RestoreResult> Workspace::adopt(const Manifest& manifest) {
   if (!locks) return locks.error();
   auto snaps = open_dir(dir_ + "/snapshots");
   if (!snaps) return snaps.error();
-  if (auto st = write_file_atomic(snaps->get(), manifest.id, serialize_manifest(manifest)); !st) return st.error();
+  const std::string text = serialize_manifest(manifest);
+  // A workspace restored from another holds its snapshot's objects again: the owner pays for them
+  // again (a fork is as much a copy as the live tree the volume charges it for).
+  std::optional<StoreRefs> refs;
+  if (config_.store_bytes != 0) {
+    auto cost = [&](const std::string& hash) { return object_charge(hash); };
+    auto loaded = StoreRefs::load(dir_, cost);
+    if (!loaded) return loaded.error();
+    refs.emplace(std::move(loaded.value()));
+    refs->add(manifest.id, manifest.entries, cost);
+    const uint64_t mine = refs->object_bytes() + manifest_bytes(dir_) + charged_bytes(text.size());
+    const uint64_t others = other_workspaces_bytes(dir_);
+    if (others + mine > config_.store_bytes)
+      return make_error(Errc::kInsufficientStorage,
+                        fmt::format("store quota exceeded: the owner's snapshots may hold {} bytes (store_bytes); "
+                                    "with this restore they would hold {}", config_.store_bytes, others + mine));
+  }
+  if (auto st = write_file_atomic(snaps->get(), manifest.id, text); !st) return st.error();
+  if (refs) (void)refs->save(dir_);
   return restore_locked(manifest);
 }
 

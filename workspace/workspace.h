@@ -12,17 +12,27 @@
 #include "common/result.h"
 #include "workspace/manifest.h"
 #include "workspace/object_store.h"
+#include "workspace/store_usage.h"
 #include "workspace/tar_writer.h"
 
 namespace cellgate::workspace {
 
+// Where workspace trees live: plain directories of the data dir (kOff), or subvolumes of a
+// loop-mounted btrfs volume with a live byte quota each (volume.h): kOn, or kAuto = when this host
+// can (root, btrfs, an empty workspaces dir), else plain directories with a warning. A data dir
+// whose volume exists already has its workspaces in it: that volume is used in every mode.
+enum class VolumeMode { kOff, kAuto, kOn };
+
 struct WorkspaceConfig {
-  uint64_t max_bytes = uint64_t{10} << 30;  // per workspace, sum of file sizes
+  uint64_t max_bytes = uint64_t{10} << 30;  // per workspace, sum of file sizes; with a volume, also its live quota
   uint64_t max_files = 200'000;             // per workspace, entries of any type
   size_t keep_auto = 20;                    // automatic unlabelled snapshots kept by retention
+  uint64_t store_bytes = 0;                 // the owner's store quota over all their workspaces (store_usage.h); 0 = none
   std::chrono::seconds snapshot_timeout{300};  // scan + hashing budget (kTimeout past it)
   int tree_uid = -1;                        // owner of new workspace roots (-1: the gateway's)
   int tree_gid = -1;
+  VolumeMode volume = VolumeMode::kOff;
+  uint64_t volume_bytes = 0;                // the volume's size when made or grown; 0 = volume.h's default
 };
 
 // Test seam: called at each point; a test child may _exit() there to simulate a crash.
@@ -99,6 +109,14 @@ class Workspace {
 
  private:
   common::Result<std::vector<std::string>> retention_locked();
+  // The automatic, unlabelled snapshots beyond keep_auto, oldest first, never `head`.
+  std::vector<std::string> retention_plan(const std::vector<SnapshotInfo>& list, const std::string& head) const;
+  // The refs the workspace will have with snapshot id in and `prune` out, if the owner's store quota
+  // holds them (kInsufficientStorage, naming the quota, if not).
+  common::Result<StoreRefs> check_store_quota(const ObjectBatch& batch, const std::string& id,
+                                              const std::vector<Entry>& entries, uint64_t manifest_size,
+                                              const std::vector<std::string>& prune) const;
+  uint64_t object_charge(const std::string& hash) const;
   common::Result<RestoreResult> restore_locked(const Manifest& target, const common::ProgressFn& progress = {});
 
   ObjectStore* store_;

@@ -12,6 +12,7 @@
 
 #include <fmt/core.h>
 
+#include "common/log.h"
 #include "common/random.h"
 #include "workspace/io_util.h"
 #include "workspace/layout.h"
@@ -38,17 +39,58 @@ bool is_dir(const std::string& path) {
 
 common::Result<std::unique_ptr<WorkspaceManager>> WorkspaceManager::open(std::string data_dir,
                                                                          WorkspaceConfig config) {
-  for (const auto& d : {data_dir, workspaces_dir(data_dir), data_tmp_dir(data_dir)}) {
-    if (auto st = make_dir(d, 0711); !st) return st.error();
+  if (auto st = make_dir(data_dir, 0711); !st) return st.error();
+  std::unique_ptr<Volume> volume;
+  // A volume made before holds the workspaces: it is mounted whatever the mode (kOff only makes none).
+  const bool have_image = ::access(Volume::image_path(data_dir).c_str(), F_OK) == 0;
+  if (have_image || config.volume == VolumeMode::kOn || (config.volume == VolumeMode::kAuto && ::geteuid() == 0)) {
+    auto v = Volume::open(data_dir, config.volume_bytes);
+    if (v) {
+      volume = std::move(v.value());
+    } else if (config.volume == VolumeMode::kOn || have_image) {
+      return v.error();
+    } else {
+      common::log_warn("msg=\"no workspace volume: workspace sizes are checked at snapshots only, not as files are "
+                       "written\" reason=\"{}\"", v.error().message);
+    }
   }
-  // Leftovers of creations or removals interrupted by a crash.
-  if (auto names = list_dir_at(AT_FDCWD, data_tmp_dir(data_dir)); names) {
-    for (const auto& n : *names) (void)remove_tree_at(AT_FDCWD, data_tmp_dir(data_dir) + "/" + n);
+  for (const auto& d : {workspaces_dir(data_dir), data_tmp_dir(data_dir)}) {
+    if (auto st = make_dir(d, 0711); !st) return st.error();
   }
   auto store = ObjectStore::open(store_dir(data_dir));
   if (!store) return store.error();
-  return std::unique_ptr<WorkspaceManager>(
-      new WorkspaceManager(std::move(data_dir), config, std::move(store.value())));
+  std::unique_ptr<WorkspaceManager> mgr(
+      new WorkspaceManager(std::move(data_dir), config, std::move(store.value()), std::move(volume)));
+  if (mgr->volume_) {
+    if (auto st = make_dir(mgr->staging_dir(), 0700); !st) return st.error();
+  }
+  // Leftovers of creations or removals interrupted by a crash.
+  for (const auto& dir : {data_tmp_dir(mgr->data_dir_), mgr->staging_dir()}) {
+    auto names = list_dir_at(AT_FDCWD, dir);
+    if (!names) continue;
+    for (const auto& n : *names) (void)mgr->discard(dir + "/" + n);
+  }
+  return mgr;
+}
+
+std::string WorkspaceManager::staging_dir() const {
+  return volume_ ? workspaces_dir(data_dir_) + "/+tmp" : data_tmp_dir(data_dir_);
+}
+
+common::Status WorkspaceManager::discard(const std::string& staged) const {
+  if (volume_) {
+    // A whole tree goes in one ioctl, however many files it holds.
+    common::UniqueFd dir(::open(staged.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (dir) (void)volume_->remove_tree(dir.get(), "tree");
+  }
+  return remove_tree_at(AT_FDCWD, staged);
+}
+
+common::Result<btrfs::Usage> WorkspaceManager::quota(const WorkspaceRef& ref) const {
+  if (!volume_) return make_error(Errc::kUnavailable, "workspaces have no live quota here");
+  auto dir = checked_dir(ref);
+  if (!dir) return dir.error();
+  return volume_->usage(*dir + "/tree");
 }
 
 common::Result<std::string> WorkspaceManager::checked_dir(const WorkspaceRef& ref) const {
@@ -62,34 +104,44 @@ common::Result<Workspace> WorkspaceManager::create(const WorkspaceRef& ref) {
   if (!dir) return dir.error();
   std::string owner_dir = workspaces_dir(data_dir_) + "/" + ref.owner;
   if (auto st = make_dir(owner_dir, 0711); !st) return st.error();
-  std::string staged = data_tmp_dir(data_dir_) + "/ws-" + common::random_hex(8);
+  std::string staged = staging_dir() + "/ws-" + common::random_hex(8);
   for (const auto& d : {staged, staged + "/snapshots"}) {
     if (auto st = make_dir(d, 0700); !st) return st.error();
   }
   // The tree is the kernel's /workspace: it belongs to the kernel's uid, not to the gateway.
   std::string tree = staged + "/tree";
-  if (auto st = make_dir(tree, 0755); !st) return st.error();
-  if ((config_.tree_uid >= 0 || config_.tree_gid >= 0) &&
-      ::chown(tree.c_str(), static_cast<uid_t>(config_.tree_uid), static_cast<gid_t>(config_.tree_gid)) != 0) {
-    (void)remove_tree_at(AT_FDCWD, staged);
-    return errno_error("chown workspace tree", errno);
+  if (volume_) {
+    common::UniqueFd staged_fd(::open(staged.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    auto st = staged_fd ? volume_->make_tree(staged_fd.get(), "tree", quota_of(ref), config_.tree_uid, config_.tree_gid)
+                        : common::Status(errno_error("open " + staged, errno));
+    if (!st) {
+      (void)discard(staged);
+      return st.error();
+    }
+  } else {
+    if (auto st = make_dir(tree, 0755); !st) return st.error();
+    if ((config_.tree_uid >= 0 || config_.tree_gid >= 0) &&
+        ::chown(tree.c_str(), static_cast<uid_t>(config_.tree_uid), static_cast<gid_t>(config_.tree_gid)) != 0) {
+      (void)remove_tree_at(AT_FDCWD, staged);
+      return errno_error("chown workspace tree", errno);
+    }
   }
   // The workspace dir itself must let the kernel's uid reach tree/ (the bind-mount source).
   ::chmod(staged.c_str(), 0711);
   if (::renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, dir->c_str(), RENAME_NOREPLACE) != 0) {
     int err = errno;
-    (void)remove_tree_at(AT_FDCWD, staged);
+    (void)discard(staged);
     if (err == EEXIST || err == ENOTEMPTY) return make_error(Errc::kConflict, "workspace already exists");
     return errno_error("publish workspace", err);
   }
-  return Workspace(store_, *dir, config_);
+  return Workspace(store_, *dir, config_for(ref));
 }
 
 common::Result<Workspace> WorkspaceManager::open(const WorkspaceRef& ref) {
   auto dir = checked_dir(ref);
   if (!dir) return dir.error();
   if (!is_dir(*dir + "/tree")) return make_error(Errc::kNotFound, "no such workspace");
-  return Workspace(store_, *dir, config_);
+  return Workspace(store_, *dir, config_for(ref));
 }
 
 common::Result<std::string> WorkspaceManager::tree_path(const WorkspaceRef& ref) const {
@@ -101,7 +153,13 @@ common::Result<std::string> WorkspaceManager::tree_path(const WorkspaceRef& ref)
 common::Result<Workspace> WorkspaceManager::ensure(const WorkspaceRef& ref) {
   // Every kernel start ensures its workspace and nearly always finds it: look before staging a new
   // one (staging and removing it again costs several ms of directory syscalls on a busy disk).
-  if (auto found = open(ref); found || found.error().code != Errc::kNotFound) return found;
+  if (auto found = open(ref); found || found.error().code != Errc::kNotFound) {
+    // The owner's quota may have changed since (cellgate user set-limits): one ioctl.
+    if (found && volume_ && ref.max_bytes != 0) {
+      if (auto st = volume_->set_limit(found->tree_path(), ref.max_bytes); !st) return st.error();
+    }
+    return found;
+  }
   auto ws = create(ref);
   if (ws || ws.error().code != Errc::kConflict) return ws;
   return open(ref);
@@ -113,9 +171,9 @@ common::Status WorkspaceManager::remove(const WorkspaceRef& ref) {
   if (!is_dir(*dir)) return make_error(Errc::kNotFound, "no such workspace");
   auto lock = FileLock::acquire(*dir + "/lock", FileLock::Mode::kExclusive);
   if (!lock) return lock.error();
-  std::string doomed = data_tmp_dir(data_dir_) + "/rm-" + common::random_hex(8);
+  std::string doomed = staging_dir() + "/rm-" + common::random_hex(8);
   if (::rename(dir->c_str(), doomed.c_str()) != 0) return errno_error("remove workspace", errno);
-  return remove_tree_at(AT_FDCWD, doomed);
+  return discard(doomed);
 }
 
 namespace {

@@ -8,6 +8,7 @@
 
 #include "common/result.h"
 #include "workspace/object_store.h"
+#include "workspace/volume.h"
 #include "workspace/workspace.h"
 
 namespace cellgate::workspace {
@@ -15,6 +16,8 @@ namespace cellgate::workspace {
 struct WorkspaceRef {
   std::string owner;
   std::string name;
+  uint64_t max_bytes = 0;    // the owner's quota, applied when the workspace is made or ensured; 0 = the config's
+  uint64_t store_bytes = 0;  // the owner's store quota for what fork() adopts; 0 = the config's
 };
 
 // The entry point the gateway holds (one per data dir). Thread-safe: every method may be
@@ -25,9 +28,10 @@ class WorkspaceManager {
   // Creates <data_dir> and the store if missing. Config errors → kInternal with errno.
   static common::Result<std::unique_ptr<WorkspaceManager>> open(std::string data_dir, WorkspaceConfig config);
 
-  // Creates an empty workspace atomically (staged in <data>/tmp, then renamed): kConflict if it exists.
+  // Creates an empty workspace atomically (staged, then renamed): kConflict if it exists. With a
+  // volume its tree is a subvolume limited to ref.max_bytes (or the config's max_bytes).
   common::Result<Workspace> create(const WorkspaceRef& ref);
-  // create() unless it exists; then open().
+  // create() unless it exists; then open() (and, with a volume and ref.max_bytes, set its limit).
   common::Result<Workspace> ensure(const WorkspaceRef& ref);
   common::Result<Workspace> open(const WorkspaceRef& ref);
   // Where ref's tree is (or would be), without touching the disk: kBadRequest for invalid names.
@@ -41,18 +45,36 @@ class WorkspaceManager {
   // A new workspace `to` whose tree and first snapshot equal snapshot `id` of `from`.
   common::Result<Workspace> fork(const WorkspaceRef& from, const std::string& id, const WorkspaceRef& to);
 
+  // The live quota of ref's tree: its limit and what it holds. kUnavailable without a volume.
+  common::Result<btrfs::Usage> quota(const WorkspaceRef& ref) const;
+  // The volume holding the trees, or nullptr (VolumeMode kOff, or kAuto where it was not possible).
+  Volume* volume() const { return volume_.get(); }
+  // Where workspaces are staged while made or removed: on the trees' file system (renames are atomic).
+  std::string staging_dir() const;
+
   ObjectStore& store() { return store_; }
   const std::string& data_dir() const { return data_dir_; }
   const WorkspaceConfig& config() const { return config_; }
 
  private:
-  WorkspaceManager(std::string data_dir, WorkspaceConfig config, ObjectStore store)
-      : data_dir_(std::move(data_dir)), config_(config), store_(std::move(store)) {}
+  WorkspaceManager(std::string data_dir, WorkspaceConfig config, ObjectStore store, std::unique_ptr<Volume> volume)
+      : data_dir_(std::move(data_dir)), config_(config), store_(std::move(store)), volume_(std::move(volume)) {}
   common::Result<std::string> checked_dir(const WorkspaceRef& ref) const;
+  // Removes a staged or doomed workspace dir (its tree in one go when it is a subvolume).
+  common::Status discard(const std::string& staged) const;
+  uint64_t quota_of(const WorkspaceRef& ref) const { return ref.max_bytes != 0 ? ref.max_bytes : config_.max_bytes; }
+  // The config with ref's own quotas in.
+  WorkspaceConfig config_for(const WorkspaceRef& ref) const {
+    WorkspaceConfig c = config_;
+    c.max_bytes = quota_of(ref);
+    if (ref.store_bytes != 0) c.store_bytes = ref.store_bytes;
+    return c;
+  }
 
   std::string data_dir_;
   WorkspaceConfig config_;
   ObjectStore store_;
+  std::unique_ptr<Volume> volume_;
 };
 
 }  // namespace cellgate::workspace

@@ -5,11 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <string_view>
@@ -28,10 +30,11 @@ struct Args {
   uint64_t files = 10'000;
   uint64_t bytes = uint64_t{1} << 30;
   std::string dir;  // scratch parent; default /tmp
+  bool volume = false;  // the workspaces in a btrfs volume (volume.h; needs root)
 };
 
 [[noreturn]] void usage() {
-  std::fprintf(stderr, "usage: workspace_bench [--quick] [--files N] [--bytes N[K|M|G]] [--dir PATH]\n");
+  std::fprintf(stderr, "usage: workspace_bench [--quick] [--files N] [--bytes N[K|M|G]] [--dir PATH] [--volume]\n");
   std::exit(2);
 }
 
@@ -67,6 +70,8 @@ Args parse_args(int argc, char** argv) {
       a.bytes = parse_size(next());
     } else if (arg == "--dir") {
       a.dir = std::string(next());
+    } else if (arg == "--volume") {
+      a.volume = true;
     } else {
       usage();
     }
@@ -142,8 +147,14 @@ int main(int argc, char** argv) {
   ws::WorkspaceConfig config;
   config.max_bytes = a.bytes * 2;
   config.max_files = a.files * 2 + 1000;
-  auto mgr = check(ws::WorkspaceManager::open(scratch + "/data", config), "open data dir");
-  auto w = check(mgr->create({"bench", "w"}), "create workspace");
+  if (a.volume) {
+    config.volume = ws::VolumeMode::kOn;
+    config.volume_bytes = std::max<uint64_t>(a.bytes * 5, uint64_t{2} << 30);
+  }
+  std::unique_ptr<ws::WorkspaceManager> mgr;
+  double t_open = timed([&] { mgr = check(ws::WorkspaceManager::open(scratch + "/data", config), "open data dir"); });
+  ws::Workspace w(mgr->store(), "", config);
+  double t_create = timed([&] { w = check(mgr->create({"bench", "w"}), "create workspace"); });
   generate(w.tree_path(), a);
   run("sync");
   settle();
@@ -168,6 +179,13 @@ int main(int argc, char** argv) {
     if (out < 0 || !w.write_tar(full.id, ws::fd_sink(out))) die("write_tar");
     ::close(out);
   });
+  // What a snapshot by reflink (FICLONE, btrfs and XFS only) would cost: every file shared, not copied.
+  double t_reflink = -1;
+  if (a.volume) {
+    t_reflink = timed([&] {
+      run(fmt::format("cp -a --reflink=always '{}' '{}/reflink-copy'", w.tree_path(), mgr->volume()->mount_point()));
+    });
+  }
 
   std::printf("workspace_bench: %llu files, %.1f MiB (full snapshot hashed %llu files, %.1f MiB)\n\n",
               static_cast<unsigned long long>(a.files), static_cast<double>(a.bytes) / (1 << 20),
@@ -183,6 +201,14 @@ int main(int argc, char** argv) {
   row("sync after cp -a", t_cp_sync);
   row("tar -cf of the live tree", t_tar);
   row("tar of the snapshot (write_tar)", t_tar_ours);
+  row("open the data dir (with --volume: make the image, mkfs, mount)", t_open);
+  row("create a workspace (with --volume: a subvolume and its quota)", t_create);
+  if (t_reflink >= 0) row("cp -a --reflink=always of the tree, in the volume", t_reflink);
+  if (mgr->volume() != nullptr) {
+    (void)ws::remove_tree_at(AT_FDCWD, mgr->volume()->mount_point() + "/reflink-copy");
+    mgr->volume()->release();
+  }
+  mgr.reset();
   (void)ws::remove_tree_at(AT_FDCWD, scratch);
   return 0;
 }

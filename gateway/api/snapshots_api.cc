@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "common/time_format.h"
 #include "gateway/audit.h"
+#include "gateway/kernel_manager.h"
 #include "gateway/offload.h"
 #include "gateway/snapshot_index.h"
 #include "protocol/json_text.h"
@@ -111,6 +112,7 @@ awaitable<http::Reply> SnapshotsApi::take(Call& call) {
   out["id"] = snap->id;
   out["label"] = opts.label;
   out["files_hashed"] = snap->files_hashed;
+  out["bytes_hashed"] = snap->bytes_hashed;
   http::Response res = http::json_response(call.req, http::status::created, out);
   res.set(http::field::location, base_url_ + "api/workspaces/" + ref.name + "/snapshots/" + snap->id);
   co_return reply(std::move(res));
@@ -157,7 +159,8 @@ awaitable<http::Reply> SnapshotsApi::restore(Call& call) {
   if (body.is_null()) co_return bad_request(call.req, "body must be a JSON object");
   if (body.contains("to") && !body["to"].is_null()) {
     if (!body["to"].is_string()) co_return bad_request(call.req, "to must be a workspace name");
-    workspace::WorkspaceRef to{ref.owner, body["to"].get<std::string>()};
+    const auto caps = gateway::workspace_config_for(workspaces_.config(), call.caller.user);
+    workspace::WorkspaceRef to{ref.owner, body["to"].get<std::string>(), caps.max_bytes, caps.store_bytes};
     auto forked = co_await offload_.run([&] { return workspaces_.fork(ref, snap_id, to); });
     audit_.record(call.caller.user.name, "restore", "workspace", name_of(to), {{"from", ref.name}, {"snapshot", snap_id}},
                   forked.has_value());

@@ -2,6 +2,8 @@
 // workspaces_api: /api/workspaces and their files.
 #include "gateway/api/workspaces_api.h"
 
+#include <fmt/core.h>
+
 #include "common/time_format.h"
 #include "gateway/audit.h"
 #include "gateway/kernel_manager.h"
@@ -29,6 +31,14 @@ const char* type_name(workspace::NodeType t) {
   return "other";
 }
 
+// A write refused by the workspace's live quota (EDQUOT, or ENOSPC when the whole volume is full).
+std::string quota_message(const workspace::WorkspaceManager& mgr, const workspace::WorkspaceRef& ref, uint64_t max_bytes) {
+  if (auto q = mgr.quota(ref); q && q->limit != 0)
+    return fmt::format("workspace {} is full: its quota (workspace_bytes) is {} bytes and it holds {}", ref.name,
+                       q->limit, q->referenced);
+  return fmt::format("workspace {} is full: its quota (workspace_bytes) is {} bytes", ref.name, max_bytes);
+}
+
 }  // namespace
 
 std::vector<std::string> WorkspacesApi::kernels_on(const workspace::WorkspaceRef& ref) const {
@@ -54,7 +64,9 @@ awaitable<http::Reply> WorkspacesApi::create(Call& call) {
   json body = call.req.body().empty() ? json::object() : protocol::parse_untrusted_json(call.req.body());
   if (!body.is_object() || !body.contains("name") || !body["name"].is_string())
     co_return reply(http::error_response(call.req, Errc::kBadRequest, "body must be {\"name\": string}"));
-  workspace::WorkspaceRef ref{owner, body["name"].get<std::string>()};
+  // With a workspace volume, the tree is made with the caller's quota (a live limit).
+  workspace::WorkspaceRef ref{owner, body["name"].get<std::string>(),
+                              gateway::workspace_config_for(workspaces_.config(), call.caller.user).max_bytes};
   auto ws = co_await offload_.run([&] { return workspaces_.create(ref); });
   if (!ws) co_return reply(http::error_response(call.req, ws.error()));
   (void)state::ensure_workspace(db_, state::WorkspaceRow{owner, ref.name, common::iso8601_now(), false});
@@ -67,9 +79,11 @@ awaitable<http::Reply> WorkspacesApi::create(Call& call) {
 awaitable<http::Reply> WorkspacesApi::get(Call& call) {
   const auto& ref = *call.workspace_ref;
   auto snaps = state::list_snapshots(db_, ref.owner, ref.name);
-  co_return reply(http::json_response(call.req, http::status::ok,
-                                      {{"name", ref.name}, {"owner", ref.owner}, {"head", call.workspace->head_id()},
-                                       {"snapshots", snaps ? snaps->size() : 0}, {"kernels", kernels_on(ref)}}));
+  json out = {{"name", ref.name}, {"owner", ref.owner}, {"head", call.workspace->head_id()},
+              {"snapshots", snaps ? snaps->size() : 0}, {"kernels", kernels_on(ref)}};
+  // The live quota where the volume enforces one ("used": as of its last commit, <= 30 s ago).
+  if (auto q = workspaces_.quota(ref); q) out["quota"] = {{"bytes", q->limit}, {"used", q->referenced}};
+  co_return reply(http::json_response(call.req, http::status::ok, out));
 }
 
 awaitable<http::Reply> WorkspacesApi::remove(Call& call) {
@@ -114,6 +128,11 @@ awaitable<http::Reply> WorkspacesApi::write_file(Call& call) {
   const std::string& path = call.param("path");
   workspace::FileApi files(call.workspace->tree_path());
   auto st = co_await offload_.run([&] { return files.write_file(path, call.req.body()); });
+  if (!st && st.error().code == Errc::kInsufficientStorage)
+    co_return reply(http::error_response(
+        call.req, Errc::kInsufficientStorage,
+        quota_message(workspaces_, *call.workspace_ref,
+                      gateway::workspace_config_for(workspaces_.config(), call.caller.user).max_bytes)));
   if (!st) co_return reply(http::error_response(call.req, st.error()));
   co_return reply(http::json_response(call.req, http::status::created, {{"path", path}, {"bytes", call.req.body().size()}}));
 }

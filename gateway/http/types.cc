@@ -14,6 +14,7 @@ http::status status_for(Errc code) {
     case Errc::kNotFound: return http::status::not_found;
     case Errc::kConflict: return http::status::conflict;
     case Errc::kTooLarge: return http::status::payload_too_large;
+    case Errc::kInsufficientStorage: return http::status::insufficient_storage;
     case Errc::kUnavailable: return http::status::service_unavailable;
     case Errc::kTimeout: return http::status::gateway_timeout;
     case Errc::kInternal: return http::status::internal_server_error;
