@@ -11,7 +11,8 @@ BUILD=(build-essential cmake pkg-config git
   libseccomp-dev libcap-dev libsqlite3-dev libpq-dev catch2 prometheus-cpp-dev
   xeus-dev xeus-python-dev libxeus-python0 python3-dev pybind11-dev)
 KERNELS=(python3-ipykernel python3-xeus-python-shell python3-numpy python3-scipy python3-pandas python3-matplotlib
-  fonts-dejavu-core fontconfig tree)
+  fonts-dejavu-core fontconfig tree
+  btrfs-progs)  # mkfs.btrfs: the workspace volume (workspace/volume.h)
 # Kernels for other languages, as Debian packages them (they run jailed with the default policy):
 # R (IRkernel, with ggplot2) and Octave (octave_kernel, built on metakernel; gnuplot-nox, ghostscript
 # and octave's FreeSans font draw its inline plots). Measured on top of the rest: 191 packages, 148 MB to

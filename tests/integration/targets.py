@@ -335,6 +335,10 @@ class CellgateTarget(Target):
             self.http.trust_env = False
         self.binary = binary
         self.spawner = spawner
+        # Every data dir of a test gets its own workspace volume (as root): a small one, so that tests
+        # running side by side do not allocate a tenth of the disk each.
+        if "--workspace-volume-size" not in self.extra_args and serve_knows(binary, "workspace-volume-size"):
+            self.extra_args += ["--workspace-volume-size", "2G"]
         self.data_dir = os.path.join(self.tmp, "data")
         self.run_dir = os.path.join(self.tmp, "run")
         # pre_start(target) runs before the first start, e.g. `cellgate user add` on data_dir.
@@ -345,6 +349,19 @@ class CellgateTarget(Target):
     def _kill_leftovers(self):
         super()._kill_leftovers()
         self._release_cgroups()
+        self.unmount_workspace_volume()
+
+    def unmount_workspace_volume(self):
+        """The gateway unmounts its workspace volume (<data>/workspaces, a loop-mounted image) when it
+        stops without kernels; after a crash, or with kernels killed above, it is still mounted: unmount
+        it before the temp dir goes (its loop device detaches itself with the last mount)."""
+        path = os.path.realpath(os.path.join(self.data_dir, "workspaces"))
+        for _ in range(10):
+            with open("/proc/self/mountinfo") as f:
+                if not any(line.split()[4] == path for line in f):
+                    return
+            if subprocess.run(["umount", path], capture_output=True).returncode != 0:
+                time.sleep(0.2)
 
     def _release_cgroups(self):
         """Jails whose helpers were SIGKILLed above cannot remove their cgroups, and the gateway that
@@ -461,7 +478,9 @@ class CellgateTarget(Target):
         if self.pre_start is not None and not os.path.exists(run):
             self.pre_start(self)
         os.makedirs(run, exist_ok=True)
-        cmd = [self.binary, "serve", "--port", "0", "--token", self.token, "--data-dir", data,
+        # A test that gives --token-file keeps the token off the command line.
+        token_args = [] if "--token-file" in self.extra_args else ["--token", self.token]
+        cmd = [self.binary, "serve", "--port", "0", *token_args, "--data-dir", data,
                "--runtime-dir", run, "--spawner", self.spawner,
                "--kernelspec-dir", self.kernels_dir] + self.database_args() + self.extra_args
         self.log = open(self.log_path, "wb")
@@ -492,6 +511,17 @@ class CellgateTarget(Target):
         self.url = got["url"] if got["url"].endswith("/") else got["url"] + "/"
         self._wait_http(timeout)
         return self
+
+
+_serve_help = {}
+
+
+def serve_knows(binary, flag):
+    """Whether this `cellgate serve` takes --flag (so that a test can run against an older binary)."""
+    if binary not in _serve_help:
+        _serve_help[binary] = subprocess.run([binary, "serve", "--help"], capture_output=True, text=True,
+                                             timeout=30).stdout
+    return ("--%s " % flag) in _serve_help[binary]
 
 
 def cellgate_binary():
