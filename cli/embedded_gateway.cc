@@ -54,8 +54,6 @@ gateway::Config embedded(gateway::Config c) {
   c.token = common::random_hex(24);
   c.token_generated = true;
   c.shutdown_kernels_on_exit = true;  // the kernels belong to this run
-  // A run's data dir is temporary: its workspace volume need not take a tenth of the disk.
-  if (c.workspace_volume_bytes == 0) c.workspace_volume_bytes = uint64_t{4} << 30;
   c.certfile.clear();                 // loopback only: the client speaks plain HTTP
   c.keyfile.clear();
   return c;

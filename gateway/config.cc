@@ -198,15 +198,16 @@ const std::vector<Option>& options() {
        [](Config& c, const std::string& v) { c.store_bytes = parse_size("store-bytes", v); }},
       {"workspace-volume", "auto|on|off", false,
        "keep workspace trees in <data-dir>/workspaces.img, a loop-mounted btrfs volume where each tree has a live "
-       "quota of --workspace-bytes (a write past it fails with EDQUOT); auto (default): as root, when the data dir "
-       "holds no workspaces made without it",
+       "quota of --workspace-bytes (a write past it fails with EDQUOT); auto (default): on as root, off otherwise; "
+       "on (and auto as root) fails the start when the volume cannot be made; off: plain directories, sizes checked "
+       "at snapshots only and the host path visible in jails (a warning at start)",
        [](Config& c, const std::string& v) {
          if (v != "auto" && v != "on" && v != "off") throw ConfigError("--workspace-volume: expected auto, on or off, got '" + v + "'");
          c.workspace_volume = v;
        }},
       {"workspace-volume-size", "SIZE", false,
-       "the volume's size, allocated on the host's disk when it is made (or grown); default: a tenth of the data "
-       "dir's file system, at least 1G, at most 16G and half of its free space",
+       "the volume's size when it is made (or grown; at least 1G, default 16G): a sparse file, so it takes the "
+       "host's disk only as workspaces fill it, and never more than SIZE",
        [](Config& c, const std::string& v) {
          c.workspace_volume_bytes = parse_size("workspace-volume-size", v);
          if (c.workspace_volume_bytes < (1ull << 30)) throw ConfigError("--workspace-volume-size: at least 1G, got '" + v + "'");

@@ -62,7 +62,7 @@ struct Config {
   uint64_t workspace_files = 200000;
   uint64_t store_bytes = 20ull << 30;         // per user: what all their snapshots may hold in the store; 0 = no cap
   std::string workspace_volume = "auto";      // auto | on | off: workspace trees in a btrfs volume with live quotas
-  uint64_t workspace_volume_bytes = 0;        // its size when made or grown; 0 = a tenth of the data dir's disk
+  uint64_t workspace_volume_bytes = 0;        // its size when made or grown; 0 = volume.h's default (16G)
   size_t snapshot_keep = 20;                  // automatic snapshots kept per workspace (labelled: all)
   int cull_idle_timeout_s = 0;                // 0 = never cull
   int cull_interval_s = 60;

@@ -68,6 +68,10 @@ Gateway::Gateway(boost::asio::io_context& io, Config config, std::unique_ptr<lau
   auto ws = workspace::WorkspaceManager::open(config_.data_dir, wc);
   if (!ws) throw ConfigError("cannot open the workspace store: " + ws.error().message);
   workspaces_ = std::move(ws.value());
+  if (workspaces_->volume() == nullptr)
+    common::log_warn("msg=\"no workspace volume ({}): workspace sizes are checked at snapshots only, not as files are "
+                     "written, and a jail's /proc/self/mountinfo shows its workspace's host path\"",
+                     config_.workspace_volume == "off" ? "--workspace-volume off" : "not root");
   try {
     finish_setup(std::move(spawner));
   } catch (...) {

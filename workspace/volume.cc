@@ -11,7 +11,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -32,7 +31,6 @@ using common::UniqueFd;
 
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 constexpr uint64_t kMinBytes = kGiB;  // mkfs.btrfs wants ~110 MiB; a workspace volume smaller than 1 GiB is no use
-constexpr uint64_t kDefaultMaxBytes = 16 * kGiB;
 
 common::Error sys_error(const std::string& what, int err) {
   return make_error(Errc::kInternal, fmt::format("workspace volume: {}: {}", what, std::strerror(err)), err);
@@ -74,26 +72,19 @@ common::Status run_tool(const std::vector<std::string>& argv) {
   return make_error(Errc::kInternal, fmt::format("workspace volume: {} failed: {}", argv[0], out));
 }
 
-uint64_t default_size(const std::string& data_dir) {
-  struct statvfs st {};
-  if (::statvfs(data_dir.c_str(), &st) != 0) return kMinBytes;
-  const uint64_t total = uint64_t{st.f_blocks} * st.f_frsize, free = uint64_t{st.f_bavail} * st.f_frsize;
-  return std::min({std::max(total / 10, kMinBytes), kDefaultMaxBytes, free / 2}) / kGiB * kGiB;
-}
-
-// The image's file made to `size` with its blocks allocated (fallocate(2): unwritten extents on
-// ext4 and XFS, so this takes milliseconds), then formatted. --nodiscard: mkfs would otherwise
-// TRIM the whole device, which on a loop device punches the allocation out of the image again.
+// The image's file made `size` bytes long and sparse (ftruncate(2): it takes the host's disk as
+// the volume's blocks are written, never more than `size`), then formatted. --nodiscard: there is
+// nothing to discard in a new sparse file, and the TRIM of the whole device would only cost time.
 common::Status make_image(const std::string& image, uint64_t size) {
   const std::string staged = image + ".new";
   ::unlink(staged.c_str());
   {
     UniqueFd fd(::open(staged.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (!fd) return sys_error("create " + staged, errno);
-    if (::fallocate(fd.get(), 0, 0, static_cast<off_t>(size)) != 0) {
+    if (::ftruncate(fd.get(), static_cast<off_t>(size)) != 0) {
       int err = errno;
       ::unlink(staged.c_str());
-      return sys_error(fmt::format("allocate {} GiB for {}", size / kGiB, staged), err);
+      return sys_error(fmt::format("size {} to {} GiB", staged, size / kGiB), err);
     }
   }
   if (auto st = run_tool({"mkfs.btrfs", "-q", "-f", "--nodiscard", "-L", "cellgate-workspaces", staged}); !st) {
@@ -102,6 +93,23 @@ common::Status make_image(const std::string& image, uint64_t size) {
   }
   if (::rename(staged.c_str(), image.c_str()) != 0) return sys_error("rename " + staged, errno);
   return common::ok();
+}
+
+// What the sparse image may still take from the host's disk, against what that disk has free: said
+// loudly at every start where the volume could outgrow it (the host's disk full under a loop device
+// turns writes inside the volume into I/O errors for every tenant).
+void warn_if_overcommitted(const std::string& data_dir, const std::string& image) {
+  struct stat st {};
+  struct statvfs fs {};
+  if (::stat(image.c_str(), &st) != 0 || ::statvfs(data_dir.c_str(), &fs) != 0) return;
+  const uint64_t size = static_cast<uint64_t>(st.st_size), held = static_cast<uint64_t>(st.st_blocks) * 512;
+  const uint64_t may_take = size > held ? size - held : 0, free = uint64_t{fs.f_bavail} * fs.f_frsize;
+  auto gib = [](uint64_t b) { return static_cast<double>(b) / static_cast<double>(kGiB); };
+  if (may_take > free)
+    common::log_warn("msg=\"the workspace volume can outgrow the host's free disk: give it a smaller "
+                     "--workspace-volume-size or the disk more room\" image={} size_gib={:.1f} held_gib={:.1f} "
+                     "host_free_gib={:.1f}",
+                     image, gib(size), gib(held), gib(free));
 }
 
 bool empty_dir(const std::string& path) {
@@ -147,18 +155,18 @@ common::Result<std::unique_ptr<Volume>> Volume::open(const std::string& data_dir
   v->lock_ = std::move(in_use.value());
   struct stat st {};
   const bool have_image = ::stat(v->image_.c_str(), &st) == 0;
-  uint64_t want = size_bytes != 0 ? size_bytes : have_image ? static_cast<uint64_t>(st.st_size) : default_size(data_dir);
+  uint64_t want = size_bytes != 0 ? size_bytes : have_image ? static_cast<uint64_t>(st.st_size) : kDefaultBytes;
   if (want < kMinBytes) return make_error(Errc::kBadRequest, fmt::format("workspace volume: {} bytes is too small (at least 1 GiB)", want));
   bool grown = false;
   if (!is_mounted(data_dir)) {
     if (!empty_dir(v->mount_point_))
-      return make_error(Errc::kConflict, v->mount_point_ + " holds workspaces made without a volume (move them away, or run without one)");
+      return make_error(Errc::kConflict, v->mount_point_ + " holds workspaces made without a volume (move them away)");
     std::string dev = find_loop_device(v->image_);
     if (!have_image) {
       if (auto s = make_image(v->image_, want); !s) return s.error();
     } else if (want > static_cast<uint64_t>(st.st_size) && dev.empty()) {
       UniqueFd fd(::open(v->image_.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
-      if (!fd || ::fallocate(fd.get(), 0, 0, static_cast<off_t>(want)) != 0) return sys_error("grow " + v->image_, errno);
+      if (!fd || ::ftruncate(fd.get(), static_cast<off_t>(want)) != 0) return sys_error("grow " + v->image_, errno);
       grown = true;
     }
     // A device still attached is the file system that kernels of an earlier gateway still use:
@@ -172,7 +180,9 @@ common::Result<std::unique_ptr<Volume>> Volume::open(const std::string& data_dir
       if (!attached) return attached.error();
       loop = std::move(attached.value());
     }
-    if (::mount(loop.path.c_str(), v->mount_point_.c_str(), "btrfs", MS_NOSUID | MS_NODEV | MS_NOATIME, "nodiscard") != 0)
+    // discard=async: blocks the volume frees (files deleted, subvolumes dropped) are punched out of
+    // the image again in the background, so that it holds about what the workspaces hold.
+    if (::mount(loop.path.c_str(), v->mount_point_.c_str(), "btrfs", MS_NOSUID | MS_NODEV | MS_NOATIME, "discard=async") != 0)
       return sys_error(fmt::format("mount {} ({}) on {}", loop.path, v->image_, v->mount_point_), errno);
     v->mounted_here_ = true;
     common::log_info("msg=\"workspace volume mounted\" image={} device={} size_gib={}", v->image_, loop.path,
@@ -185,6 +195,7 @@ common::Result<std::unique_ptr<Volume>> Volume::open(const std::string& data_dir
     if (auto g = btrfs::grow_to_device(top.get()); !g) return g.error();
   }
   if (::stat(v->image_.c_str(), &st) == 0) v->size_bytes_ = static_cast<uint64_t>(st.st_size);
+  warn_if_overcommitted(data_dir, v->image_);
   ::chmod(v->mount_point_.c_str(), 0711);
   return v;
 }

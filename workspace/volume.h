@@ -19,14 +19,17 @@ namespace cellgate::workspace {
 // XFS and ext4 project quotas would need no image, but this kernel has neither (no CONFIG_XFS_QUOTA,
 // no CONFIG_QFMT_V2); one image per workspace would cost a loop device, a mount and a mkfs each.
 //
-// <data>/workspaces.img is preallocated (fallocate) to its whole size when made, and mounted with
-// nodiscard: the host's disk is taken once, up front, so no tenant can make the host run out of
-// disk under it (a sparse image would turn a full host disk into write errors inside the volume).
+// <data>/workspaces.img is a sparse file of a fixed size (kDefaultBytes unless the operator says
+// otherwise): making it reserves nothing, and it takes the host's disk only as the workspaces fill
+// it, blocks they free going back (discard=async). Who pays: the host's disk, bounded by the image's
+// size for all workspaces together, and each workspace by its own quota inside. A start where the
+// image could outgrow the host's free disk says so (log warning) rather than take the disk up
+// front: a size a fresh host cannot give is the operator's choice to make, and a loud one.
 class Volume {
  public:
+  static constexpr uint64_t kDefaultBytes = uint64_t{16} << 30;
   // Mounts <data>/workspaces.img at <data>/workspaces, making the image first when it does not
-  // exist (size_bytes, or when 0: a tenth of the data dir's file system, at least 1 GiB, at most
-  // 16 GiB and half of its free space). Reuses a mount of it that is there already (an earlier gateway's: the
+  // exist (size_bytes, or when 0: kDefaultBytes). Reuses a mount of it that is there already (an earlier gateway's: the
   // mount stays while kernels use it), and the loop device it is on if it is still attached. A
   // bigger size_bytes than the image has grows it. Refuses (kConflict) when <data>/workspaces
   // holds workspaces of its own (made before the volume). Needs root.

@@ -18,9 +18,9 @@
 namespace cellgate::workspace {
 
 // Where workspace trees live: plain directories of the data dir (kOff), or subvolumes of a
-// loop-mounted btrfs volume with a live byte quota each (volume.h): kOn, or kAuto = when this host
-// can (root, btrfs, an empty workspaces dir), else plain directories with a warning. A data dir
-// whose volume exists already has its workspaces in it: that volume is used in every mode.
+// loop-mounted btrfs volume with a live byte quota each (volume.h): kOn, or kAuto = kOn as root and
+// kOff otherwise (as root, a volume that cannot be made is an error, never a silent fallback). A
+// data dir whose volume exists already has its workspaces in it: that volume is used in every mode.
 enum class VolumeMode { kOff, kAuto, kOn };
 
 struct WorkspaceConfig {

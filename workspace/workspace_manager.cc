@@ -12,7 +12,6 @@
 
 #include <fmt/core.h>
 
-#include "common/log.h"
 #include "common/random.h"
 #include "workspace/io_util.h"
 #include "workspace/layout.h"
@@ -43,16 +42,18 @@ common::Result<std::unique_ptr<WorkspaceManager>> WorkspaceManager::open(std::st
   std::unique_ptr<Volume> volume;
   // A volume made before holds the workspaces: it is mounted whatever the mode (kOff only makes none).
   const bool have_image = ::access(Volume::image_path(data_dir).c_str(), F_OK) == 0;
+  // kAuto as root is kOn: a volume that cannot be made fails the open, never falls back to plain
+  // directories unnoticed (they lose the live quota, and a jail's /proc/self/mountinfo would show the
+  // host path of its tree). Running without one is the operator's explicit kOff.
   if (have_image || config.volume == VolumeMode::kOn || (config.volume == VolumeMode::kAuto && ::geteuid() == 0)) {
     auto v = Volume::open(data_dir, config.volume_bytes);
-    if (v) {
-      volume = std::move(v.value());
-    } else if (config.volume == VolumeMode::kOn || have_image) {
-      return v.error();
-    } else {
-      common::log_warn("msg=\"no workspace volume: workspace sizes are checked at snapshots only, not as files are "
-                       "written\" reason=\"{}\"", v.error().message);
+    if (!v) {
+      auto e = v.error();
+      if (!have_image)
+        e.message += " (--workspace-volume off runs without one: no live quota, and jails see their workspace's host path)";
+      return e;
     }
+    volume = std::move(v.value());
   }
   for (const auto& d : {workspaces_dir(data_dir), data_tmp_dir(data_dir)}) {
     if (auto st = make_dir(d, 0711); !st) return st.error();

@@ -3,7 +3,10 @@
 #include "workspace/volume.h"
 
 #include <fcntl.h>
+#include <linux/loop.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -52,6 +55,29 @@ std::pair<int, int> fill(const std::string& path, int mib) {
   return {written, err};
 }
 
+// Whatever a test's checks leave behind (a failed REQUIRE throws past release()), this unmounts the
+// data dir's volume and detaches its loop device at scope end, before the temp dir goes.
+class VolumeCleanup {
+ public:
+  explicit VolumeCleanup(std::string data) : data_(std::move(data)) {}
+  ~VolumeCleanup() {
+    while (::umount2(workspaces_dir(data_).c_str(), UMOUNT_NOFOLLOW) == 0) {
+    }
+    const std::string dev = find_loop_device(Volume::image_path(data_));
+    if (dev.empty()) return;
+    int fd = ::open(dev.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      (void)::ioctl(fd, LOOP_CLR_FD, 0);
+      ::close(fd);
+    }
+  }
+  VolumeCleanup(const VolumeCleanup&) = delete;
+  VolumeCleanup& operator=(const VolumeCleanup&) = delete;
+
+ private:
+  std::string data_;
+};
+
 bool can_run() {
   if (::geteuid() != 0) return false;
   std::ifstream fs("/proc/filesystems");
@@ -69,9 +95,9 @@ TEST_CASE("workspaces in a volume get a live quota, and the volume goes without 
   }
   TempDir tmp("/var/tmp");
   const std::string data = tmp.path() + "/data";
+  VolumeCleanup cleanup(data);
   WorkspaceConfig config;
-  config.volume = VolumeMode::kOn;
-  config.volume_bytes = uint64_t{1} << 30;
+  config.volume = VolumeMode::kAuto;  // as root: on
   config.max_bytes = 16 << 20;
   {
     auto mgr = WorkspaceManager::open(data, config);
@@ -80,6 +106,11 @@ TEST_CASE("workspaces in a volume get a live quota, and the volume goes without 
     CHECK(Volume::is_mounted(data));
     const std::string image = Volume::image_path(data);
     CHECK(find_loop_device(image) != "");
+    // The default size is fixed, and the image sparse: made, it holds what mkfs wrote, not its size.
+    struct stat st {};
+    REQUIRE(::stat(image.c_str(), &st) == 0);
+    CHECK(static_cast<uint64_t>(st.st_size) == Volume::kDefaultBytes);
+    CHECK(static_cast<uint64_t>(st.st_blocks) * 512 < (uint64_t{64} << 20));
 
     auto ws = (*mgr)->create({"u", "w"});
     REQUIRE(ws);
@@ -122,4 +153,31 @@ TEST_CASE("workspaces in a volume get a live quota, and the volume goes without 
   auto refs = enumerate_manifests(data);
   REQUIRE_FALSE(refs);
   CHECK(refs.error().message.find("not mounted") != std::string::npos);
+}
+
+TEST_CASE("auto as root never falls back to plain directories unnoticed", "[workspace][volume]") {
+  if (!can_run()) {
+    WARN("needs root, btrfs, /dev/loop-control and mkfs.btrfs: nothing to check");
+    return;
+  }
+  TempDir tmp("/var/tmp");
+  const std::string data = tmp.path() + "/data";
+  VolumeCleanup cleanup(data);
+  // A data dir whose workspaces were made without a volume: the volume cannot hold them.
+  REQUIRE(::mkdir(data.c_str(), 0711) == 0);
+  REQUIRE(::mkdir(workspaces_dir(data).c_str(), 0711) == 0);
+  REQUIRE(::mkdir((workspaces_dir(data) + "/u").c_str(), 0711) == 0);
+  WorkspaceConfig config;
+  config.volume = VolumeMode::kAuto;
+  auto mgr = WorkspaceManager::open(data, config);
+  REQUIRE_FALSE(mgr);
+  CHECK(mgr.error().message.find("made without a volume") != std::string::npos);
+  CHECK(mgr.error().message.find("--workspace-volume off") != std::string::npos);
+  CHECK_FALSE(mounted(workspaces_dir(data)));
+  CHECK_FALSE(cellgate::workspace::test::exists(Volume::image_path(data)));
+  // Off is the operator's explicit choice: plain directories.
+  config.volume = VolumeMode::kOff;
+  auto plain = WorkspaceManager::open(data, config);
+  REQUIRE(plain);
+  CHECK((*plain)->volume() == nullptr);
 }
