@@ -335,10 +335,10 @@ class CellgateTarget(Target):
             self.http.trust_env = False
         self.binary = binary
         self.spawner = spawner
-        # Every data dir of a test gets its own workspace volume (as root): a small one, so that tests
-        # running side by side do not allocate a tenth of the disk each.
+        # Every data dir of a test gets its own workspace volume (as root, the default): a small sparse
+        # one, unmounted and detached when the target stops (unmount_workspace_volume).
         if "--workspace-volume-size" not in self.extra_args and serve_knows(binary, "workspace-volume-size"):
-            self.extra_args += ["--workspace-volume-size", "2G"]
+            self.extra_args += ["--workspace-volume-size", "1G"]
         self.data_dir = os.path.join(self.tmp, "data")
         self.run_dir = os.path.join(self.tmp, "run")
         # pre_start(target) runs before the first start, e.g. `cellgate user add` on data_dir.
@@ -354,14 +354,23 @@ class CellgateTarget(Target):
     def unmount_workspace_volume(self):
         """The gateway unmounts its workspace volume (<data>/workspaces, a loop-mounted image) when it
         stops without kernels; after a crash, or with kernels killed above, it is still mounted: unmount
-        it before the temp dir goes (its loop device detaches itself with the last mount)."""
+        it, and detach its loop device (which detaches itself with the last mount, unless a dying jail
+        still holds one), before the temp dir goes."""
         path = os.path.realpath(os.path.join(self.data_dir, "workspaces"))
-        for _ in range(10):
+        image = os.path.realpath(os.path.join(self.data_dir, "workspaces.img"))
+        for _ in range(50):
             with open("/proc/self/mountinfo") as f:
-                if not any(line.split()[4] == path for line in f):
-                    return
-            if subprocess.run(["umount", path], capture_output=True).returncode != 0:
-                time.sleep(0.2)
+                mounted = any(line.split()[4] == path for line in f)
+            if mounted:
+                subprocess.run(["umount", path], capture_output=True)
+                continue
+            devices = loop_devices_of(image)
+            if not devices:
+                return
+            for dev in devices:
+                subprocess.run(["losetup", "-d", dev], capture_output=True)
+            time.sleep(0.2)
+        raise RuntimeError("the workspace volume %s is still mounted or attached" % image)
 
     def _release_cgroups(self):
         """Jails whose helpers were SIGKILLed above cannot remove their cgroups, and the gateway that
@@ -511,6 +520,19 @@ class CellgateTarget(Target):
         self.url = got["url"] if got["url"].endswith("/") else got["url"] + "/"
         self._wait_http(timeout)
         return self
+
+
+def loop_devices_of(image):
+    """The loop devices whose backing file is image (loop(4), /sys/block/loopN/loop/backing_file)."""
+    found = []
+    for name in os.listdir("/sys/block"):
+        try:
+            with open("/sys/block/%s/loop/backing_file" % name) as f:
+                if f.read().rstrip("\n") in (image, image + " (deleted)"):
+                    found.append("/dev/" + name)
+        except OSError:
+            pass
+    return found
 
 
 _serve_help = {}

@@ -327,7 +327,8 @@ def test_bad_kernelspec_policy_stops_serve():
     write_spec(t.kernels_dir, "badnet", {"mode": "allowlist", "allow": [{"host": "web.test", "ports": ["http"]}]})
     os.makedirs(t.run_dir, exist_ok=True)
     out = subprocess.run([t.binary, "serve", "--port", "0", "--data-dir", t.data_dir, "--runtime-dir", t.run_dir,
-                          "--kernelspec-dir", t.kernels_dir], capture_output=True, text=True, timeout=60)
+                          "--kernelspec-dir", t.kernels_dir, "--workspace-volume", "off"], capture_output=True, text=True,
+                         timeout=60)
     assert out.returncode == 2, (out.returncode, out.stderr)
     last = out.stderr.strip().splitlines()[-1]
     assert last.startswith("cellgate: kernelspec badnet: metadata.cellgate.network.allow[0].ports[0]"), out.stderr

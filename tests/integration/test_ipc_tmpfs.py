@@ -76,7 +76,7 @@ def test_on_refuses_a_disk_dir_that_holds_kernels_dirs():
     os.makedirs(os.path.join(kdir, "an-older-kernel"))
     try:
         cmd = [t.binary, "serve", "--port", "0", "--data-dir", t.data_dir, "--runtime-dir", t.run_dir,
-               "--spawner", "plain", "--ipc-tmpfs", "on"]
+               "--spawner", "plain", "--ipc-tmpfs", "on", "--workspace-volume", "off"]
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
         assert out.returncode != 0
         err = out.stderr.strip().splitlines()

@@ -210,7 +210,7 @@ def test_failing_seed_stops_the_server(tmp_path):
     run = tempfile.mkdtemp(prefix="cgnb-")  # ipc socket paths must stay short; pytest's tmp_path is long
     try:
         out = subprocess.run([path, "serve", "--port", "0", "--notebook-http", str(bad), "--data-dir",
-                              str(tmp_path / "data"), "--runtime-dir", run,
+                              str(tmp_path / "data"), "--runtime-dir", run, "--workspace-volume", "off",
                               "--spawner", os.environ.get("CELLGATE_TEST_SPAWNER", "plain")],
                              capture_output=True, timeout=120)
     finally:
@@ -226,7 +226,8 @@ def test_notebook_without_endpoints_is_a_config_error(tmp_path):
                                  "cells": [{"cell_type": "code", "metadata": {}, "source": "x = 1",
                                             "outputs": [], "execution_count": None}]}))
     path, _ = targets_mod.cellgate_binary()
-    out = subprocess.run([path, "serve", "--notebook-http", str(plain), "--data-dir", str(tmp_path / "d")],
+    out = subprocess.run([path, "serve", "--notebook-http", str(plain), "--data-dir", str(tmp_path / "d"),
+                          "--workspace-volume", "off"],
                          capture_output=True, timeout=60)
     assert out.returncode == 2
     assert "no endpoints were discovered" in out.stderr.decode()

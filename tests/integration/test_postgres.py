@@ -206,7 +206,8 @@ def test_a_second_node_on_one_database_is_refused_with_one_line(pg):
         second = targets_mod.make_target("cellgate")
         second.database = first.database
         cmd = [second.binary, "serve", "--port", "0", "--data-dir", second.data_dir, "--runtime-dir",
-               os.path.join(second.tmp, "run"), "--spawner", "plain", "--database", second.database]
+               os.path.join(second.tmp, "run"), "--spawner", "plain", "--database", second.database,
+               "--workspace-volume", "off"]
         out = subprocess.run(cmd, capture_output=True, timeout=60)
         assert out.returncode != 0
         err = out.stderr.decode().strip().splitlines()

@@ -57,7 +57,8 @@ def embedded(tmp):
     """Options for the embedded gateway: this run's spawner and a private ipc dir."""
     run_dir = os.path.join(tmp, "rt")
     os.makedirs(run_dir, exist_ok=True)
-    return ["--spawner", SPAWNER, "--runtime-dir", run_dir]
+    # No workspace volume: a run killed by a timeout would leave it mounted (targets.py's gateways have one).
+    return ["--spawner", SPAWNER, "--runtime-dir", run_dir, "--workspace-volume", "off"]
 
 
 def via_url(target):
@@ -302,7 +303,7 @@ def test_interrupt_shuts_the_kernel_down(tmp):
     src = write_nb(os.path.join(tmp, "forever.ipynb"), ["import time\ntime.sleep(300)"])
     env = {k: v for k, v in os.environ.items() if not k.startswith("CELLGATE_")}
     p = subprocess.Popen([binary(), "run", src, "--output", os.path.join(tmp, "forever-out.ipynb"),
-                          "--spawner", SPAWNER, "--runtime-dir", rt],
+                          "--spawner", SPAWNER, "--runtime-dir", rt, "--workspace-volume", "off"],
                          stderr=subprocess.PIPE, text=True, env=env)
     time.sleep(4)
     p.send_signal(signal.SIGINT)

@@ -189,7 +189,7 @@ def run_serve(extra, timeout=30):
         pytest.fail("cellgate target required but " + why)
     d = tempfile.mkdtemp(prefix="cellgate-tls-bad-")
     return subprocess.run([path, "serve", "--port", "0", "--data-dir", os.path.join(d, "data"),
-                           "--runtime-dir", os.path.join(d, "run"), "--spawner", "plain"] + extra,
+                           "--runtime-dir", os.path.join(d, "run"), "--spawner", "plain", "--workspace-volume", "off"] + extra,
                           capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 

@@ -23,7 +23,7 @@ cleanup() {
 }
 trap cleanup EXIT
 "$cellgate" serve --ip 127.0.0.1 --port 0 --token "$CELLGATE_TOKEN" --data-dir "$work/data" \
-  --runtime-dir "$work/run" >"$work/out.log" 2>"$work/err.log" &
+  --runtime-dir "$work/run" --workspace-volume off >"$work/out.log" 2>"$work/err.log" &
 server_pid=$!
 for _ in $(seq 1 100); do
   CELLGATE_URL=$(grep -o 'http://127\.0\.0\.1:[0-9]*/' "$work/out.log" || true)

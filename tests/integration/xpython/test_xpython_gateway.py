@@ -31,7 +31,7 @@ class GatewayXPythonTest(unittest.TestCase):
         cls.log = open(os.path.join(cls.tmp, "gateway.log"), "w+")
         cls.proc = subprocess.Popen(
             [os.path.join(BUILD, "bin", "cellgate"), "serve", "--port", "0", "--token", cls.token,
-             "--data-dir", os.path.join(cls.tmp, "data"), "--runtime-dir", os.path.join(cls.tmp, "r")],
+             "--data-dir", os.path.join(cls.tmp, "data"), "--runtime-dir", os.path.join(cls.tmp, "r"), "--workspace-volume", "off"],
             stdout=subprocess.PIPE, stderr=cls.log, text=True)
         line = cls.proc.stdout.readline()  # "cellgate serving at http://127.0.0.1:PORT/?token=..."
         m = re.search(r"http://([0-9.]+:\d+)/", line)

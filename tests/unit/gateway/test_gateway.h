@@ -49,6 +49,7 @@ inline gateway::Config test_config(const std::string& dir) {
   c.data_dir = dir + "/data";
   c.runtime_dir = dir + "/run";
   c.ipc_tmpfs = "off";
+  c.workspace_volume = "off";  // fake kernels need no live quota; tests/unit/workspace/volume_test.cc has the volume
   c.kernelspec_dirs = {dir + "/kernels"};
   c.default_kernel = "fake";
   c.spawner = "plain";
