@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <tuple>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -121,6 +122,13 @@ int run(const EgressOptions& o) {
   }
   AuditLog audit;
   if (!o.audit_log.empty()) audit = need(AuditLog::open(o.audit_log, o.audit_max_bytes));
+  CounterStore counters;
+  if (!o.state_dir.empty()) {
+    uid_t uid = ::getuid();
+    gid_t gid = ::getgid();
+    if (::geteuid() == 0) std::tie(uid, gid) = resolve_user(o.user);
+    counters = need(CounterStore::open(o.state_dir, uid, gid, KernelTable::kDefaultMaxKernels));
+  }
 
   ProxyServices services;
   services.resolver = &resolver;
@@ -147,13 +155,15 @@ int run(const EgressOptions& o) {
     });
   }
   drop_privileges(o.user, o.max_open);
-  EgressServer server(io, services, EgressServer::Config{o.ip_rules, o.limits, o.control_uids});
+  EgressServer server(io, services,
+                      EgressServer::Config{o.ip_rules, o.limits, o.control_uids, counters.enabled() ? &counters : nullptr});
   server.serve(std::move(control));
   asio::signal_set stop(io, SIGINT, SIGTERM);
   stop.async_wait([&io](boost::system::error_code, int) { io.stop(); });
   std::cout << "cellgate-egress: ready control=" << o.control << (ca ? " ca_bundle=" + ca->bundle_path() : "")
             << " uid=" << ::getuid() << std::endl;
   io.run();
+  server.save_counters();
   ::unlink(o.control.c_str());
   return 0;
 }

@@ -54,6 +54,8 @@ The egress proxy: kernels reach the network only through it, under their policy.
   --secrets FILE        JSON {"NAME": "value"} that ${secret:NAME} in header rules expands to (mode 600)
   --audit-log FILE      one JSON line per connection; FILE.1 keeps the previous --audit-max-bytes
   --audit-max-bytes N   (default 64M)
+  --state-dir DIR       keep each kernel's counters in DIR/counters.json (saved every second and at
+                        exit), so a restarted proxy does not refill the caps; created 0700
   --deny ADDR:PORT[=WHAT]  never connect there (the gateway's own port); repeatable
   --ip-rules            accept {"cidr": ...} rules in policies
   --limits JSON         per-kernel defaults, e.g. {"bytes_out":"1G","open":64,"rate":50}
@@ -77,6 +79,7 @@ common::Result<EgressOptions> parse_egress_options(int argc, const char* const* 
       {"--upstream-ca", [&](std::string_view v) { o.upstream_ca = v; return !v.empty(); }},
       {"--secrets", [&](std::string_view v) { o.secrets_file = v; return !v.empty(); }},
       {"--audit-log", [&](std::string_view v) { o.audit_log = v; return !v.empty(); }},
+      {"--state-dir", [&](std::string_view v) { o.state_dir = v; return !v.empty(); }},
       {"--audit-max-bytes", [&](std::string_view v) { return common::parse_size(v, o.audit_max_bytes) && o.audit_max_bytes >= 4096; }},
       {"--deny", [&](std::string_view v) {
          DeniedEndpoint d;

@@ -24,6 +24,7 @@ struct EgressOptions {
   std::string secrets_file;
   std::string audit_log;
   uint64_t audit_max_bytes = 64ULL << 20;
+  std::string state_dir;          // --state-dir: counters that survive a restart; empty: none
   std::vector<DeniedEndpoint> denied;
   bool ip_rules = false;
   EffectiveLimits limits;         // per-kernel defaults

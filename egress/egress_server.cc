@@ -98,6 +98,24 @@ EgressServer::~EgressServer() { services_.refusals = nullptr; }
 void EgressServer::serve(local::acceptor control) {
   control_ = std::make_unique<local::acceptor>(std::move(control));
   asio::co_spawn(io_, accept_loop(), asio::detached);
+  if (config_.counters != nullptr) asio::co_spawn(io_, save_loop(), asio::detached);
+}
+
+asio::awaitable<void> EgressServer::save_loop() {
+  asio::steady_timer tick(io_);
+  for (;;) {
+    tick.expires_after(std::chrono::seconds(1));
+    boost::system::error_code ec;
+    co_await tick.async_wait(redirect_error(use_awaitable, ec));
+    if (ec) co_return;
+    save_counters();
+  }
+}
+
+void EgressServer::save_counters() {
+  if (config_.counters == nullptr) return;
+  // A full disk must not stop the proxy: the counters stay exact in memory, and the next save tries again.
+  if (auto s = config_.counters->save(kernels_); !s) common::log_warn("msg=\"{}\"", s.error().message);
 }
 
 asio::awaitable<void> EgressServer::accept_loop() {
@@ -183,10 +201,17 @@ json EgressServer::handle(const json& request) {
       return failure("network.allow: header rules need the proxy's interception CA (cellgate-egress --ca-dir)");
     EffectiveLimits limits = effective_limits(policy->limits, config_.defaults);
     json canonical = policy_json(*policy);
+    const bool created = kernels_.find(id) == nullptr;
     auto k = kernels_.set(id, user.get<std::string>(), std::move(*policy), limits);
     if (!k) return failure(k.error().message);
+    // What this kernel spent under an earlier proxy still counts against its caps.
+    if (created && config_.counters != nullptr) {
+      if (auto saved = config_.counters->take(id)) (*k)->counters = *saved;
+    }
     return {{"ok", true}, {"policy", std::move(canonical)}, {"limits", limits_json(limits)}};
   }
+  // A kernel that ended while no proxy ran is removed from the saved counters, though unknown here.
+  if (op == "remove" && config_.counters != nullptr) config_.counters->forget(id);
   auto kernel = kernels_.find(id);
   if (!kernel) return failure("unknown kernel " + id);
   if (op == "attach") return {{"ok", true}};

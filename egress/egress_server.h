@@ -14,6 +14,7 @@
 #include <boost/asio/local/stream_protocol.hpp>
 #include <nlohmann/json.hpp>
 
+#include "egress/counter_store.h"
 #include "egress/kernel_listener.h"
 #include "egress/kernel_table.h"
 #include "egress/proxy_services.h"
@@ -39,6 +40,7 @@ class EgressServer {
     bool ip_rules = false;
     EffectiveLimits defaults;
     std::vector<uid_t> control_uids;
+    CounterStore* counters = nullptr;  // --state-dir: counters survive a restart (saved each second)
   };
   EgressServer(boost::asio::io_context& io, ProxyServices& services, Config config);
   ~EgressServer();
@@ -50,12 +52,15 @@ class EgressServer {
   // and completed by the connection, which then receives the fds.
   nlohmann::json handle(const nlohmann::json& request);
   void attach(const std::string& kernel, common::UniqueFd listener, common::UniqueFd init_pidfd);
+  // Writes the counters now (at exit; the server also saves every second while it runs).
+  void save_counters();
 
  private:
   boost::asio::awaitable<void> accept_loop();
   boost::asio::awaitable<void> serve_peer(boost::asio::local::stream_protocol::socket peer);
   bool peer_allowed(int fd) const;
   void stop_listener(const std::string& kernel);
+  boost::asio::awaitable<void> save_loop();
 
   boost::asio::io_context& io_;
   ProxyServices& services_;

@@ -88,7 +88,8 @@ class KernelState {
 
 class KernelTable {
  public:
-  explicit KernelTable(size_t max_kernels = 4096) : max_(max_kernels) {}
+  static constexpr size_t kDefaultMaxKernels = 4096;
+  explicit KernelTable(size_t max_kernels = kDefaultMaxKernels) : max_(max_kernels) {}
   // Creates the kernel's entry or replaces its policy (open connections are cut: they were allowed
   // under the old one). Counters survive a replacement, so a restart does not refill the caps.
   common::Result<std::shared_ptr<KernelState>> set(const std::string& id, const std::string& user, Policy policy,

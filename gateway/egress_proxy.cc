@@ -101,6 +101,7 @@ common::Status EgressProxy::start() {
   if (stopped_) return make_error(Errc::kUnavailable, "the egress proxy is stopped");
   std::vector<std::string> argv = {options_.binary, "--control", control_, "--ca-dir", options_.data_dir + "/egress-ca",
                                    "--audit-log", options_.data_dir + "/egress-audit.jsonl",
+                                   "--state-dir", options_.data_dir + "/egress-state",
                                    "--parent-pid", std::to_string(::getpid())};
   argv.insert(argv.end(), options_.extra.begin(), options_.extra.end());
   int pipe_fds[2];

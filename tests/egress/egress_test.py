@@ -674,6 +674,77 @@ for line in iter(input, "quit"):
     holder_in.flush()
 
 
+def counters_survive_restart(rig):
+    """A proxy killed (SIGKILL) and started again with the same --state-dir keeps what each kernel
+    spent: its byte and connection caps are not refilled, and a removed kernel's counters go."""
+    import signal
+    import subprocess
+    http_port = rig.upstream()
+    state = rig.path("state")
+    rig.start_egress(HOSTS, extra=["--state-dir", state])
+    k = rig.kernel_name("spent")
+    policy = dict(web_policy(http_port), limits={"bytes_in": 300000, "connections": 4})
+    rig.policy(k, policy)
+    code, out, _ = rig.jail_python(k, f"""
+import requests
+print("FIRST", len(requests.get("http://web.test:{http_port}/bytes/200000").content))
+""")
+    check("FIRST 200000" in out, "under the cap")
+    gone = rig.kernel_name("gone")
+    rig.policy(gone, web_policy(http_port))
+    rig.jail_python(gone, f"import requests; requests.get('http://web.test:{http_port}/hello')")
+    # The proxy saves each second once a counter moves: wait for the file to say so, then kill it.
+    saved = {}
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            with open(os.path.join(state, "counters.json")) as f:
+                saved = json.load(f)["kernels"]
+        except (OSError, ValueError, KeyError):
+            saved = {}
+        if saved.get(k, {}).get("bytes_in", 0) >= 200000 and gone in saved:
+            break
+        time.sleep(0.1)
+    check(saved.get(k, {}).get("bytes_in", 0) >= 200000, f"the counters are on disk within seconds ({saved.get(k)})")
+    check(oct(os.stat(state).st_mode & 0o777) == "0o700", "the state directory is private")
+    rig.egress.send_signal(signal.SIGKILL)
+    rig.egress.wait()
+    rig.start_egress(HOSTS, extra=["--state-dir", state])
+    again = rig.policy(k, policy)
+    check(again["limits"]["bytes_in"] == 300000, "the same policy again")
+    stats = rig.ctl({"op": "stats", "kernel": k})
+    check(stats["counters"]["bytes_in"] >= 200000 and stats["counters"]["connections"] >= 1,
+          f"a restarted proxy starts from what the kernel spent ({stats['counters']})")
+    code, out, _ = rig.jail_python(k, f"""
+import requests
+try:
+    r = requests.get("http://web.test:{http_port}/bytes/200000")
+    print("SECOND cut" if len(r.content) < 200000 else "SECOND whole", len(r.content))
+except Exception as e:
+    print("SECOND cut", type(e).__name__)
+print("AFTER", requests.get("http://web.test:{http_port}/hello").reason)
+""")
+    check("SECOND cut" in out, "the cap still holds after the restart: 200000 more bytes pass it")
+    check("AFTER cellgate egress: this kernel's egress cap of 300000 bytes in is used up" in out, "then it is refused")
+    check(rig.ctl({"op": "remove", "kernel": gone}).get("ok") is False, "a kernel not set since the restart is unknown")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with open(os.path.join(state, "counters.json")) as f:
+            if gone not in json.load(f)["kernels"]:
+                break
+        time.sleep(0.1)
+    with open(os.path.join(state, "counters.json")) as f:
+        check(gone not in json.load(f)["kernels"], "removing it forgets its saved counters")
+    with open(os.path.join(state, "counters.json"), "w") as f:
+        f.write("{not json")
+    rig.egress.send_signal(signal.SIGKILL)
+    rig.egress.wait()
+    bad = subprocess.run([rig.egress_bin, "--control", rig.path("bad.sock"), "--state-dir", state],
+                         capture_output=True, text=True, timeout=30)
+    check(bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--state-dir:" in bad.stderr,
+          f"a damaged counters file stops the proxy with one line ({bad.stderr.strip()})")
+
+
 def kernel_cell(rig):
     """A jailed ipykernel (kernelspec argv through cellgate-jail --egress) fetches with requests and
     urllib in a cell."""
@@ -733,7 +804,7 @@ def kernel_cell(rig):
 
 CASES = {f.__name__: f for f in (allowed, refused_host, ip_literal, ip_rules_on, gateway_port, metadata, loopback_name,
                                  sni_mismatch, ipv6, private_netns, cross_kernel, header_injection, caps, audit_lines,
-                                 pip_install, setup_refusals, proxy_restart, kernel_cell)}
+                                 pip_install, setup_refusals, proxy_restart, counters_survive_restart, kernel_cell)}
 
 if __name__ == "__main__":
     sys.exit(main(CASES, sys.argv[1:]))
