@@ -64,6 +64,33 @@ def site():
     server.shutdown()
 
 
+@pytest.fixture(scope="module")
+def tls_site(tmp_path_factory):
+    """An HTTPS upstream on 127.0.0.1 with a certificate from a test CA that only the proxy trusts
+    (--egress-upstream-ca): what a brokered https API looks like to the gateway."""
+    import ssl
+    d = str(tmp_path_factory.mktemp("tls-site"))
+    run = lambda *a: subprocess.run(a, check=True, capture_output=True)
+    p = lambda n: os.path.join(d, n)
+    run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+        "-keyout", p("ca.key"), "-out", p("ca.pem"), "-days", "2", "-subj", "/CN=cellgate test upstream CA",
+        "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")
+    run("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+        "-keyout", p("server.key"), "-out", p("server.csr"), "-subj", "/CN=api.test")
+    with open(p("server.ext"), "w") as f:
+        f.write("subjectAltName=DNS:api.test,DNS:web.test\nbasicConstraints=CA:FALSE\n"
+                "keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n")
+    run("openssl", "x509", "-req", "-in", p("server.csr"), "-CA", p("ca.pem"), "-CAkey", p("ca.key"),
+        "-CAcreateserial", "-out", p("server.pem"), "-days", "2", "-extfile", p("server.ext"))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(p("server.pem"), p("server.key"))
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1], p("ca.pem")
+    server.shutdown()
+
+
 def write_spec(kernels_dir, name, network):
     d = os.path.join(kernels_dir, name)
     os.makedirs(d, exist_ok=True)
@@ -74,7 +101,7 @@ def write_spec(kernels_dir, name, network):
 
 
 @pytest.fixture(scope="module")
-def gw(site):
+def gw(site, tls_site):
     path, why = targets_mod.cellgate_binary()
     if not path:
         pytest.fail("cellgate target required but " + why)
@@ -101,9 +128,10 @@ def gw(site):
     os.chmod(secrets, 0o600)
     write_spec(t.kernels_dir, "py-net", {"mode": "allowlist", "allow": [
         rule("web.test", site),
-        rule("api.test", site, headers={"Authorization": "Bearer ${secret:api}"}, insecure_http=True)]})
+        rule("api.test", site, headers={"Authorization": "Bearer ${secret:api}"}, insecure_http=True),
+        rule("api.test", tls_site[0], headers={"Authorization": "Bearer ${secret:api}"})]})
     t.extra_args += ["--egress-hosts", hosts, "--egress-dns", "false", "--egress-secrets", secrets,
-                     "--default-kernel", "cgtest"]
+                     "--egress-upstream-ca", tls_site[1], "--default-kernel", "cgtest"]
     t.pre_start = setup
     t.start()
     users = {n: User(t, n, tok) for n, tok in tokens.items()}
@@ -132,7 +160,7 @@ def test_kernelspec_policy_in_the_model_and_in_the_kernel(gw, site):
     t, u = gw
     k = u["alice"].start(name="py-net")
     assert k["network"]["mode"] == "allowlist"
-    assert [r["host"] for r in k["network"]["allow"]] == ["web.test", "api.test"]
+    assert [r["host"] for r in k["network"]["allow"]] == ["web.test", "api.test", "api.test"]
     # The operator's secret is named, never shown.
     assert "${secret:api}" in json.dumps(k["network"]) and SECRET not in json.dumps(k["network"])
     assert u["alice"].api("GET", "api/kernels/" + k["id"]).json()["network"] == k["network"]
@@ -172,6 +200,33 @@ for root in ('/etc', '/tmp', '/workspace', '/home'):
 print('FOUND', found)
 """ % SECRET[::-1])
     assert out.strip() == "FOUND []", out
+
+
+def test_brokered_header_over_https(gw, tls_site):
+    """The proxy terminates the kernel's TLS with the jails' CA, adds the header, and speaks TLS to
+    the upstream, which it verifies: requests in a cell sees a valid certificate and the answer; the
+    cell never had the key."""
+    t, u = gw
+    k = u["alice"].start(name="py-net")
+    status, body = fetch(u["alice"], k["id"], "https://api.test:%d/v1/me" % tls_site[0])
+    assert status == 200, body
+    assert json.loads(body)["authorization"] == "Bearer " + SECRET
+    # The certificate the cell saw is the proxy's, issued for api.test by the jails' CA.
+    out = u["alice"].run(k["id"], """
+import os, socket, ssl
+ctx = ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
+s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+s.sendall(b"CONNECT api.test:%d HTTP/1.1\\r\\nHost: api.test:%d\\r\\n\\r\\n")
+head = b""
+while not head.endswith(b"\\r\\n\\r\\n"):
+    head += s.recv(1)
+t = ctx.wrap_socket(s, server_hostname="api.test")
+issuer = dict(x[0] for x in t.getpeercert()["issuer"])
+print("ISSUER", issuer.get("commonName"))
+""" % (tls_site[0], tls_site[0]))
+    assert out.startswith("ISSUER ") and "cellgate test upstream CA" not in out, out
+    lines = u["alice"].api("GET", "api/kernels/%s/egress?recent=20" % k["id"]).json()["recent"]
+    assert any(l["kind"] == "intercept" and l["host"] == "api.test" and l["decision"] == "allowed" for l in lines), lines
 
 
 def test_kernel_without_policy_has_no_network(gw, site):
@@ -289,10 +344,30 @@ def egress_pid(t):
     return pids[0]
 
 
+def saved_connections(t, kernel_id):
+    """What the proxy has saved of a kernel's counters (<data-dir>/egress-state/counters.json): it
+    saves each second once a counter moved, so this waits for the save."""
+    path = os.path.join(t.data_dir, "egress-state", "counters.json")
+    deadline = time.monotonic() + 10
+    n = 0
+    while time.monotonic() < deadline:
+        try:
+            with open(path) as f:
+                n = json.load(f)["kernels"].get(kernel_id, {}).get("connections", 0)
+        except (OSError, ValueError, KeyError):
+            n = 0
+        if n > 0:
+            return n
+        time.sleep(0.1)
+    return n
+
+
 def test_proxy_restarted_under_running_kernels(gw, site):
     t, u = gw
     k = u["alice"].start(name="py-net")
     assert fetch(u["alice"], k["id"], "http://web.test:%d/1" % site)[0] == 200
+    spent = saved_connections(t, k["id"])
+    assert spent >= 1
     old = egress_pid(t)
     os.kill(old, signal.SIGKILL)
     deadline = time.monotonic() + 30
@@ -303,15 +378,20 @@ def test_proxy_restarted_under_running_kernels(gw, site):
         except AssertionError:
             pass
         time.sleep(0.2)
-    # The new proxy has the policy and the jail's endpoint back; the caps' counters start again.
+    # The new proxy has the policy and the jail's endpoint back, and what the kernel spent: a
+    # restart does not refill its caps.
     assert fetch(u["alice"], k["id"], "http://web.test:%d/2" % site)[0] == 200
     assert fetch(u["alice"], k["id"], "http://other.test:%d/" % site)[0] == 403
+    r = u["alice"].api("GET", "api/kernels/%s/egress" % k["id"])
+    assert r.status_code == 200 and r.json()["counters"]["connections"] >= spent + 1, r.text
 
 
 def test_gateway_restart_keeps_kernels_networked(gw, site):
     t, u = gw
     k = u["alice"].start(name="py-net")
     assert fetch(u["alice"], k["id"], "http://web.test:%d/before" % site)[0] == 200
+    spent = saved_connections(t, k["id"])
+    assert spent >= 1
     t.kill_gateway()
     t.start()
     deadline = time.monotonic() + 60
@@ -320,6 +400,8 @@ def test_gateway_restart_keeps_kernels_networked(gw, site):
     assert r.status_code == 200 and r.json()["network"]["mode"] == "allowlist", r.text
     assert fetch(u["alice"], k["id"], "http://web.test:%d/after" % site)[0] == 200
     assert fetch(u["alice"], k["id"], "http://other.test:%d/" % site)[0] == 403
+    r = u["alice"].api("GET", "api/kernels/%s/egress" % k["id"])
+    assert r.status_code == 200 and r.json()["counters"]["connections"] >= spent + 1, r.text
 
 
 def test_bad_kernelspec_policy_stops_serve():
