@@ -36,6 +36,7 @@ struct Config {
   std::string jail_helper;                   // default: cellgate-jail beside the cellgate binary
   bool fork_server = true;                   // ipykernels from cellgate-zygote (jail spawner only)
   std::string zygote_binary;                 // default: cellgate-zygote beside the cellgate binary
+  int fork_server_timeout_s = 10;            // a start waits this long for the fork server's answer; then 503
   std::string jail_policy;                   // policy file for every kernel ("" = built-in default)
   std::string transport = "ipc";
   std::string log_level = "info";
@@ -80,7 +81,12 @@ struct Config {
   uint64_t notebook_http_max_body = 1ull << 20;
   int notebook_http_queue = 64;               // requests waiting for a kernel; past it 503
   bool notebook_http_public = false;          // true: endpoints need no token
-  int kernel_start_timeout_s = 60;
+  int kernel_start_timeout_s = 60;           // also the longest wait for a start slot
+  // Kernel starts at once (start_gate.h): past them a start waits in the queue, past that 503.
+  int max_starting = 8;
+  int max_starting_per_user = 4;
+  int start_queue = 64;
+  int start_queue_per_user = 16;
   int heartbeat_timeout_s = 30;               // no heartbeat reply this long: the kernel is restarted
   int pause_after_s = 0;                      // freeze kernels idle this long; 0 = never (default)
   launcher::Freezer freezer = launcher::Freezer::kAuto;

@@ -24,6 +24,7 @@
 #include "gateway/kernel_plan.h"
 #include "gateway/offload.h"
 #include "gateway/snapshot_index.h"
+#include "gateway/start_gate.h"
 #include "gateway/warm_pool.h"
 #include "kernel-launcher/egress_env.h"
 #include "kernel-launcher/kernel_env.h"
@@ -59,6 +60,31 @@ std::string status_reason(const std::string& status_file) {
   if (j.is_object() && j.contains("reason") && j["reason"].is_string() && !j["reason"].get<std::string>().empty())
     return j["reason"];
   return "";
+}
+
+// A start counted toward its user's quotas from their check until its kernel is listed (or it ends).
+class Starting {
+ public:
+  Starting(std::map<std::string, int>& starting, std::string user) : starting_(&starting), user_(std::move(user)) {
+    ++(*starting_)[user_];
+  }
+  ~Starting() { done(); }
+  Starting(const Starting&) = delete;
+  Starting& operator=(const Starting&) = delete;
+  void done() {
+    if (!starting_) return;
+    if (auto it = starting_->find(user_); it != starting_->end() && --it->second <= 0) starting_->erase(it);
+    starting_ = nullptr;
+  }
+
+ private:
+  std::map<std::string, int>* starting_;
+  std::string user_;
+};
+
+StartLimits start_limits(const Config& c) {
+  return StartLimits{c.max_starting, c.max_starting_per_user, c.start_queue, c.start_queue_per_user,
+                     std::chrono::seconds(c.kernel_start_timeout_s)};
 }
 
 // cellgate-egress's options from the config: what it resolves and trusts, its secrets, its defaults,
@@ -97,7 +123,8 @@ KernelManager::KernelManager(asio::io_context& io, const Config& config, Service
                              std::unique_ptr<launcher::Spawner> spawner)
     : io_(io), config_(config), services_(services),
       kernelspec_path_(launcher::kernelspec_search_path(config.kernelspec_dirs)),
-      read_budget_(std::make_shared<launcher::ReadBudget>(config.kernel_read_budget)) {
+      read_budget_(std::make_shared<launcher::ReadBudget>(config.kernel_read_budget)),
+      gate_(std::make_unique<StartGate>(io, start_limits(config))) {
   // A kernelspec's network policy is configuration: one that does not parse stops the gateway, before
   // anything is started.
   for (const auto& [name, spec] : kernelspecs())
@@ -115,7 +142,9 @@ KernelManager::KernelManager(asio::io_context& io, const Config& config, Service
       fork_server_ = std::make_unique<ForkServer>(io_, config_.zygote_binary, config_.runtime_dir);
       if (!fork_server_->start()) fork_server_.reset();
     }
-    spawner_ = fork_server_ ? launcher::make_zygote_spawner(fork_server_->socket(), std::move(jail), jail_extra) : std::move(jail);
+    spawner_ = fork_server_ ? launcher::make_zygote_spawner(fork_server_->socket(), std::move(jail), jail_extra,
+                                                            std::chrono::seconds(config_.fork_server_timeout_s))
+                            : std::move(jail);
     if (config_.egress) {
       egress_ = std::make_unique<EgressProxy>(io_, egress_options(config_));
       egress_->on_refusal([this](const json& record) { egress_refused(record); });
@@ -203,7 +232,7 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
   auto specs = kernelspecs();
   auto spec = specs.find(name);
   if (spec == specs.end()) co_return make_error(Errc::kNotFound, "No such kernel named " + name);
-  int owned = starting_[user.name];
+  int owned = starting_.count(user.name) ? starting_.at(user.name) : 0;
   for (const auto& [id, hub] : kernels_) owned += hub->owner == user.name ? 1 : 0;
   int64_t max_user = user.limits.max_kernels ? *user.limits.max_kernels : config_.max_kernels_per_user;
   // A placed start had the owner's quota counted across the cluster, in the placement's transaction.
@@ -220,6 +249,7 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
     if (services_.metrics) services_.metrics->request_refused(metrics::RefusedReason::kLimit);
     co_return make_error(Errc::kForbidden, fmt::format("Resource Limit: max_kernels ({}) reached", config_.max_kernels));
   }
+  Starting counted(starting_, user.name);  // from the check above, with no suspension in between
   auto network = kernel_network(spec->second, user, options.network, config_.egress_ip_rules);
   if (!network) co_return network.error();
   const bool networked = network->mode != egress::Mode::kNone;
@@ -233,6 +263,14 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
     auto found = seed_for(spec->second, global_seed_);
     if (!found) co_return found.error();
     seed = found.value();
+  }
+  // What is left (the workspace, the proxy's policy, the claim or spawn) waits for a slot; the checks
+  // above cost nothing worth bounding.
+  const std::string who = user.name;  // named: GCC 12 can destroy a temporary in a co_await operand twice
+  auto slot = co_await gate_->enter(who);
+  if (!slot) {
+    if (services_.metrics) services_.metrics->request_refused(metrics::RefusedReason::kLimit);
+    co_return slot.error();
   }
 
   const std::string id = options.placed_id.empty() ? common::random_uuid() : options.placed_id;
@@ -262,9 +300,7 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
   auto seconds_since = [began] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(); };
   if (pool_ && !networked) {  // a pooled kernel has no endpoint: a networked one starts cold
     // A warm kernel when one fits; anything else (none ready, env it cannot take) starts cold.
-    ++starting_[user.name];
     auto claimed = co_await pool_->claim(ko, user.name);
-    --starting_[user.name];
     if (claimed) {
       auto& kernel = claimed->kernel();
       claimed->owner = user.name;
@@ -282,6 +318,7 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
         co_return st.error();
       }
       kernels_[kernel.id()] = claimed;
+      counted.done();
       audit(user.name, "start", kernel.id(), {{"kernelspec", name}, {"workspace", ws_name}, {"pool", true}});
       common::log_info("kernel={} name={} owner={} msg=\"pooled kernel claimed\"", kernel.id(), name, user.name);
       if (services_.metrics) services_.metrics->kernel_started(metrics::StartPath::kWarmPool, seconds_since());
@@ -290,6 +327,7 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
     }
   }
   auto hub = make_hub(std::move(ko), user.name, ws_name, &user);
+  counted.done();  // listed: kernels_ counts it now
   hub->ephemeral = options.ephemeral;
   hub->network = network_json;
   hub->workspace_config = workspace_config_for(workspaces.config(), user);
@@ -317,9 +355,7 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
     forget_workspace_if_unused(*hub);
     co_return st.error();
   }
-  ++starting_[user.name];
   auto st = co_await kernel.start();
-  --starting_[user.name];
   if (!st) {
     kernels_.erase(id);
     co_await kernel.shutdown();  // the process is gone already; this removes its runtime dirs
@@ -342,8 +378,12 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
       }
     }
     common::log_error("kernel={} msg=\"kernel failed to start\" error=\"{}\"", id, st.error().message);
-    co_return make_error(st.error().code == Errc::kTimeout ? Errc::kTimeout : Errc::kInternal,
-                         "kernel failed to start: " + st.error().message);
+    // A deadline that passed is 504 and a fork server that did not answer 503 (try again): neither is
+    // the kernel's fault nor ours. A kernel that died while starting (its state says why) is 500, as
+    // jupyter_server answers it.
+    const Errc code = st.error().code == Errc::kTimeout || st.error().code == Errc::kUnavailable ? st.error().code
+                                                                                                   : Errc::kInternal;
+    co_return make_error(code, "kernel failed to start: " + st.error().message);
   }
   (void)state::set_kernel_helper(services_.db, id, kernel.process().pid, kernel.process().status_file);
   (void)state::set_kernel_state(services_.db, id, "running");
@@ -541,6 +581,8 @@ void KernelManager::resync_egress() {
 
 json KernelManager::pool_status() const { return pool_ ? pool_->status() : json(); }
 
+json KernelManager::starts_status() const { return gate_->status(); }
+
 awaitable<void> KernelManager::adopt() {
   auto records = state::list_kernels(services_.db);
   if (!records) {
@@ -617,6 +659,7 @@ awaitable<void> KernelManager::start_services() {
 }
 
 awaitable<void> KernelManager::stop() {
+  gate_->close();
   idle_->stop();
   if (fork_server_) fork_server_->stop();  // kernels do not depend on it; stopped first, it is not restarted
   if (pool_) co_await pool_->stop();

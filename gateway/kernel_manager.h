@@ -40,6 +40,7 @@ class ForkServer;
 class IdleWatch;
 class Offload;
 class Snapshots;
+class StartGate;
 class WarmPool;
 
 // Whether user may see and use the kernel: its owner, or an admin.
@@ -84,10 +85,12 @@ class KernelManager {
     std::optional<nlohmann::json> network;          // a network policy asked for (kernel_network.h)
     std::string placed_id;  // in a cluster: the row placement wrote for this node ("placing"); its id
   };
-  // A kernel for user: claimed from the warm pool when one fits, else started cold (and seeded).
-  // Errors: kBadRequest (also a network policy that does not parse), kNotFound (kernelspec),
-  // kForbidden (quota; a network past what the user may have), kUnavailable (the egress proxy),
-  // kTimeout, kInternal.
+  // A kernel for user: claimed from the warm pool when one fits, else started cold (and seeded). At
+  // most --max-starting starts run at once (--max-starting-per-user of one user's); the rest wait in
+  // a bounded queue (start_gate.h). Errors: kBadRequest (also a network policy that does not parse),
+  // kNotFound (kernelspec), kForbidden (quota; a network past what the user may have), kUnavailable
+  // (the egress proxy; the start queue full or its wait over; the fork server did not answer),
+  // kTimeout, kInternal (the kernel died while starting: its reason in the message).
   boost::asio::awaitable<common::Result<std::shared_ptr<KernelHub>>> start(const state::User& user,
                                                                           StartOptions options);
   // By value: callers co_spawn them, and a reference would dangle by the time they resume.
@@ -106,6 +109,8 @@ class KernelManager {
   nlohmann::json pool_status() const;
   // Where kernel events are counted (null in tests that give none).
   metrics::GatewayMetrics* metrics() const { return services_.metrics; }
+  // {in_flight, queued, limits}: the starts now running and waiting (start_gate.h).
+  nlohmann::json starts_status() const;
 
   // Re-adopts the kernels the database says are running, shuts down what a crashed gateway left of
   // the pool's and notebook-http's, then starts filling the warm pool.
@@ -159,7 +164,9 @@ class KernelManager {
   std::unique_ptr<launcher::Spawner> spawner_;
   std::shared_ptr<const Seed> global_seed_;            // --seed-notebook
   std::map<std::string, std::shared_ptr<KernelHub>> kernels_;
-  std::map<std::string, int> starting_;  // owner → kernels being started
+  // owner → their starts not yet listed in kernels_ (waiting for a slot, claiming): the quotas count them
+  std::map<std::string, int> starting_;
+  std::unique_ptr<StartGate> gate_;
   std::unique_ptr<WarmPool> pool_;
   std::unique_ptr<IdleWatch> idle_;
 };

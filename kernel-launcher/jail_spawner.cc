@@ -27,22 +27,8 @@ class JailSpawner final : public Spawner {
 
   const char* name() const override { return "jail"; }
 
-  common::Result<ProcessHandle> spawn(const SpawnRequest& req) override {
-    // The helper's own environment is empty: the kernel's comes only through its --env-file.
-    if (auto st = write_env_file(jail_env_file(req), req.env); !st) return st.error();
-    std::vector<std::string> argv = {helper_};
-    auto args = jail_args(req, extra_, 3);
-    argv.insert(argv.end(), args.begin(), args.end());
-
-    int pipefd[2];
-    if (::pipe2(pipefd, O_CLOEXEC) != 0) return make_error(Errc::kInternal, "pipe", errno);
-    common::UniqueFd read_end(pipefd[0]), write_end(pipefd[1]);
-    std::map<std::string, std::string> helper_env = {{"PATH", "/usr/sbin:/usr/bin:/sbin:/bin"}};
-    auto h = spawn_process(argv, helper_env, "/", req.private_dir + "/kernel.log", write_end.get());
-    if (!h) return h;
-    h->ready_fd = std::move(read_end);
-    h->status_file = jail_status_file(req);
-    return h;
+  boost::asio::awaitable<common::Result<ProcessHandle>> spawn(const SpawnRequest& req) override {
+    co_return spawn_now(req);
   }
 
   void signal(const ProcessHandle& p, KernelSignal sig) override {
@@ -99,6 +85,25 @@ class JailSpawner final : public Spawner {
   }
 
  private:
+  // posix_spawn: the io thread waits for the helper's exec, not for its work.
+  common::Result<ProcessHandle> spawn_now(const SpawnRequest& req) {
+    // The helper's own environment is empty: the kernel's comes only through its --env-file.
+    if (auto st = write_env_file(jail_env_file(req), req.env); !st) return st.error();
+    std::vector<std::string> argv = {helper_};
+    auto args = jail_args(req, extra_, 3);
+    argv.insert(argv.end(), args.begin(), args.end());
+
+    int pipefd[2];
+    if (::pipe2(pipefd, O_CLOEXEC) != 0) return make_error(Errc::kInternal, "pipe", errno);
+    common::UniqueFd read_end(pipefd[0]), write_end(pipefd[1]);
+    std::map<std::string, std::string> helper_env = {{"PATH", "/usr/sbin:/usr/bin:/sbin:/bin"}};
+    auto h = spawn_process(argv, helper_env, "/", req.private_dir + "/kernel.log", write_end.get());
+    if (!h) return h;
+    h->ready_fd = std::move(read_end);
+    h->status_file = jail_status_file(req);
+    return h;
+  }
+
   // The status file lives in the gateway's private dir, out of the kernel's reach (see spawn()).
   static nlohmann::json read_status(const ProcessHandle& p) {
     std::ifstream in(p.status_file);

@@ -133,7 +133,14 @@ awaitable<common::Status> Kernel::launch() {
   SpawnRequest req{options_.kernel_id, substitute_argv(options_.spec.argv, conn_file), options_.env,
                    options_.runtime_dir, options_.private_dir, options_.workspace_dir, options_.policy_file,
                    options_.limits, options_.egress};
-  auto proc = spawner_.spawn(req);
+  const int gen = generation_;
+  auto proc = co_await spawner_.spawn(req);
+  if (gen != generation_) {
+    // Shut down, detached or relaunched while the spawn was awaited: that launch owns the kernel
+    // now, and what this one started is nobody's. Killed with its jail, never left running.
+    if (proc) discard(std::move(proc.value()));
+    co_return make_error(Errc::kUnavailable, "the kernel was stopped while it was starting");
+  }
   if (!proc) {
     close_channels();
     set_state(KernelState::kDead, proc.error().message);

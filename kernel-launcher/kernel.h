@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -116,6 +117,9 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   void watch_process();
   void on_process_exit();
   void release_jail(std::function<bool()> step);
+  // A process no launch will use (its launch was overtaken by a shutdown or another launch while its
+  // spawn was awaited): killed with its jail, then reaped and its jail released once it has exited.
+  void discard(ProcessHandle stray);
   static boost::asio::awaitable<void> finish_release(std::shared_ptr<Kernel> self, std::function<bool()> step,
                                                      std::shared_ptr<boost::asio::steady_timer> done);
   void heartbeat_tick();
@@ -147,6 +151,11 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   bool got_iopub_ = false;
   int generation_ = 0;         // bumps on each launch; stale callbacks check it
   std::shared_ptr<boost::asio::steady_timer> released_;  // while the last jail's release retries
+  struct Stray {
+    ProcessHandle process;
+    std::unique_ptr<ExitWatch> watch;
+  };
+  std::list<Stray> strays_;  // discarded processes until they have exited
   int rapid_restarts_ = 0;
   std::chrono::steady_clock::time_point bad_logged_at_;  // rate limit of malformed-message warnings
   uint64_t bad_unlogged_ = 0;

@@ -75,6 +75,19 @@ void Kernel::release_jail(std::function<bool()> step) {
   asio::co_spawn(io_, finish_release(shared_from_this(), std::move(step), released_), asio::detached);
 }
 
+void Kernel::discard(ProcessHandle stray) {
+  common::log_warn("kernel={} pid={} msg=\"a process started for a launch that was overtaken; killed with its jail\"", id(),
+                   stray.pid);
+  spawner_.signal(stray, KernelSignal::kKill);
+  auto it = strays_.insert(strays_.end(), Stray{std::move(stray), nullptr});
+  it->watch = std::make_unique<ExitWatch>(io_.get_executor(), it->process.pidfd.get());
+  it->watch->async_wait([self = shared_from_this(), it] {
+    reap(it->process);
+    self->release_jail(self->spawner_.release(it->process));
+    self->strays_.erase(it);  // with the watch, from its own callback (exit_watch.h allows it)
+  });
+}
+
 awaitable<void> Kernel::finish_release(std::shared_ptr<Kernel> self, std::function<bool()> step,
                                        std::shared_ptr<asio::steady_timer> done) {
   asio::steady_timer tick(self->io_);

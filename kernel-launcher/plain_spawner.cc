@@ -25,10 +25,10 @@ class PlainSpawner final : public Spawner {
  public:
   const char* name() const override { return "plain"; }
 
-  common::Result<ProcessHandle> spawn(const SpawnRequest& req) override {
+  boost::asio::awaitable<common::Result<ProcessHandle>> spawn(const SpawnRequest& req) override {
     // The kernel's stdout/stderr go to a log in its runtime dir: they are not the gateway's to print,
     // and the tail explains a kernel that dies at start.
-    return spawn_process(req.argv, req.env, req.workspace_dir, req.private_dir + "/kernel.log", -1);
+    co_return spawn_process(req.argv, req.env, req.workspace_dir, req.private_dir + "/kernel.log", -1);
   }
 
   void signal(const ProcessHandle& p, KernelSignal sig) override {

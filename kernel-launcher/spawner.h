@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -11,6 +12,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <boost/asio/awaitable.hpp>
 
 #include "common/result.h"
 #include "common/unique_fd.h"
@@ -58,9 +61,11 @@ class Spawner {
  public:
   virtual ~Spawner() = default;
   virtual const char* name() const = 0;
-  // Starts the kernel in its own session, detached from the gateway's life. Runs on the io thread;
-  // returns quickly (posix_spawn), errors carry the failing step.
-  virtual common::Result<ProcessHandle> spawn(const SpawnRequest& request) = 0;
+  // Starts the kernel in its own session, detached from the gateway's life. Runs on the io thread and
+  // never blocks it: a posix_spawn returns once the helper has exec'd, and the fork server's answer is
+  // awaited. Errors carry the failing step; kUnavailable when the fork server did not answer in time.
+  // request must outlive the wait.
+  virtual boost::asio::awaitable<common::Result<ProcessHandle>> spawn(const SpawnRequest& request) = 0;
   // Interrupt = SIGINT to the kernel; terminate = SIGTERM; kill = the whole process tree, now.
   virtual void signal(const ProcessHandle& process, KernelSignal sig) = 0;
   // After exit: why the kernel died, in words ("" for an ordinary exit), e.g. "memory limit 512 MiB exceeded".
@@ -92,9 +97,10 @@ std::unique_ptr<Spawner> make_jail_spawner(std::string helper_path, std::vector<
 // Debian ipykernels (`python3 -m ipykernel_launcher -f FILE` on /usr/bin/python3) from the
 // cellgate-zygote fork server listening on socket_path, jailed exactly as `cold` would jail them;
 // every other request, and every one the fork server cannot take (not running yet, gone, refused),
-// goes to `cold` (the jail spawner). extra_args as for make_jail_spawner.
+// goes to `cold` (the jail spawner). A request the fork server has taken but not answered within
+// `timeout` fails (zygote_client.h). extra_args as for make_jail_spawner.
 std::unique_ptr<Spawner> make_zygote_spawner(std::string socket_path, std::unique_ptr<Spawner> cold,
-                                             std::vector<std::string> extra_args);
+                                             std::vector<std::string> extra_args, std::chrono::milliseconds timeout);
 
 // Reaps the process if it is our child and has exited; returns its wait status, or -1 when unknown.
 int reap(const ProcessHandle& process);

@@ -13,8 +13,6 @@
 namespace cellgate::launcher {
 namespace {
 
-constexpr auto kRequestTimeout = std::chrono::milliseconds(2000);
-
 // The argv the fork server runs (python3 resolved the way the helper would, on the host's same /usr),
 // or empty when this request must start cold: another program, other arguments, or PYTHON*
 // variables, which only an interpreter start reads (the zygote's interpreter started long ago) —
@@ -39,28 +37,32 @@ std::vector<std::string> zygote_argv(const SpawnRequest& req) {
 
 class ZygoteSpawner final : public Spawner {
  public:
-  ZygoteSpawner(std::string socket, std::unique_ptr<Spawner> cold, std::vector<std::string> extra)
-      : socket_(std::move(socket)), cold_(std::move(cold)), extra_(std::move(extra)) {}
+  ZygoteSpawner(std::string socket, std::unique_ptr<Spawner> cold, std::vector<std::string> extra,
+                std::chrono::milliseconds timeout)
+      : socket_(std::move(socket)), cold_(std::move(cold)), extra_(std::move(extra)), timeout_(timeout) {}
 
   const char* name() const override { return "zygote"; }
 
-  common::Result<ProcessHandle> spawn(const SpawnRequest& req) override {
+  boost::asio::awaitable<common::Result<ProcessHandle>> spawn(const SpawnRequest& req) override {
     auto argv = zygote_argv(req);
-    if (argv.empty()) return cold_->spawn(req);
-    if (auto st = write_env_file(jail_env_file(req), req.env); !st) return st.error();
+    if (argv.empty()) co_return co_await cold_->spawn(req);
+    if (auto st = write_env_file(jail_env_file(req), req.env); !st) co_return st.error();
     SpawnRequest forked = req;
     forked.argv = std::move(argv);
-    auto out = zygote_spawn(socket_, jail_args(forked, extra_, 3), req.private_dir + "/kernel.log",
-                            jail_status_file(req), kRequestTimeout);
+    // Named: GCC 12 can destroy a temporary in a co_await operand twice.
+    const auto args = jail_args(forked, extra_, 3);
+    const std::string log = req.private_dir + "/kernel.log";
+    const std::string status = jail_status_file(req);
+    auto out = co_await zygote_spawn(socket_, args, log, status, timeout_);
     if (out.handle) {
       out.handle->forked = true;
       common::log_debug("kernel={} helper={} msg=\"kernel forked by the fork server\"", req.kernel_id, out.handle->pid);
-      return std::move(out.handle);
+      co_return std::move(out.handle);
     }
-    if (!out.may_fall_back) return std::move(out.handle);
+    if (!out.may_fall_back) co_return std::move(out.handle);
     common::log_info("kernel={} msg=\"fork server unavailable; cold start\" error=\"{}\"", req.kernel_id,
                      out.handle.error().message);
-    return cold_->spawn(req);
+    co_return co_await cold_->spawn(req);
   }
 
   // Either way the process is a cellgate-jail helper: same signals, same status file.
@@ -82,13 +84,14 @@ class ZygoteSpawner final : public Spawner {
   std::string socket_;
   std::unique_ptr<Spawner> cold_;
   std::vector<std::string> extra_;
+  std::chrono::milliseconds timeout_;
 };
 
 }  // namespace
 
 std::unique_ptr<Spawner> make_zygote_spawner(std::string socket_path, std::unique_ptr<Spawner> cold,
-                                             std::vector<std::string> extra_args) {
-  return std::make_unique<ZygoteSpawner>(std::move(socket_path), std::move(cold), std::move(extra_args));
+                                             std::vector<std::string> extra_args, std::chrono::milliseconds timeout) {
+  return std::make_unique<ZygoteSpawner>(std::move(socket_path), std::move(cold), std::move(extra_args), timeout);
 }
 
 }  // namespace cellgate::launcher

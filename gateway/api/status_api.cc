@@ -29,6 +29,7 @@ awaitable<http::Reply> StatusApi::status(Call& call) {
                            {"connections", conns}};
   if (user.admin) {
     if (auto pool = kernels_.pool_status(); !pool.is_null()) status["pool"] = std::move(pool);
+    status["starts"] = kernels_.starts_status();
     status["mcp"] = mcp_.status();
   }
   co_return reply(http::json_response(call.req, http::status::ok, status));

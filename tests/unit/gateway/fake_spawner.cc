@@ -4,11 +4,16 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <nlohmann/json.hpp>
 #include <zmq.hpp>
 
@@ -157,7 +162,20 @@ FakeSpawner::~FakeSpawner() {
   kernels_.clear();
 }
 
-common::Result<launcher::ProcessHandle> FakeSpawner::spawn(const launcher::SpawnRequest& request) {
+boost::asio::awaitable<common::Result<launcher::ProcessHandle>> FakeSpawner::spawn(const launcher::SpawnRequest& request) {
+  // Started at once, answered after the delay: as a fork server forks first and answers then.
+  auto proc = spawn_now(request);
+  if (long ms = delay_ms_; ms > 0) {
+    most_waiting_ = std::max(most_waiting_.load(), ++waiting_);
+    boost::asio::steady_timer t(co_await boost::asio::this_coro::executor, std::chrono::milliseconds(ms));
+    boost::system::error_code ec;
+    co_await t.async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+    --waiting_;
+  }
+  co_return proc;
+}
+
+common::Result<launcher::ProcessHandle> FakeSpawner::spawn_now(const launcher::SpawnRequest& request) {
   {
     std::lock_guard lock(mu_);
     requests_.push_back(request);

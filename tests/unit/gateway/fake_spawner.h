@@ -5,11 +5,14 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include <boost/asio/awaitable.hpp>
 
 #include "kernel-launcher/spawner.h"
 
@@ -24,7 +27,10 @@ class FakeSpawner : public launcher::Spawner {
   ~FakeSpawner() override;
 
   const char* name() const override { return "fake"; }
-  common::Result<launcher::ProcessHandle> spawn(const launcher::SpawnRequest& request) override;
+  // Spawns, then answers after the spawn delay (awaited on the caller's executor, as the fork server's
+  // answer is).
+  boost::asio::awaitable<common::Result<launcher::ProcessHandle>> spawn(const launcher::SpawnRequest& request) override;
+  common::Result<launcher::ProcessHandle> spawn_now(const launcher::SpawnRequest& request);
   void signal(const launcher::ProcessHandle& process, launcher::KernelSignal sig) override;
   std::string exit_reason(const launcher::ProcessHandle&, int) override { return ""; }
   common::Status freeze(const launcher::ProcessHandle& process, bool frozen, launcher::Freezer kind) override;
@@ -38,6 +44,11 @@ class FakeSpawner : public launcher::Spawner {
   int thawed() const { return thawed_; }  // freeze(false) calls
   // The next spawn fails (as a jail that cannot be set up).
   void fail_next_spawn() { fail_next_ = true; }
+  // Every spawn from now on takes this long to answer (a slow fork server); 0 = at once.
+  void delay_spawns(std::chrono::milliseconds delay) { delay_ms_ = delay.count(); }
+  // Spawns being awaited now, and the most at once so far.
+  int spawns_waiting() const { return waiting_; }
+  int most_spawns_waiting() const { return most_waiting_; }
   // Kills a kernel's process, as the OOM killer would: the gateway sees it die.
   void kill_kernel(const std::string& kernel_id);
   // Fake kernels whose thread still runs.
@@ -49,6 +60,8 @@ class FakeSpawner : public launcher::Spawner {
   std::vector<launcher::SpawnRequest> requests_;
   std::atomic<int> spawns_{0}, frozen_{0}, thawed_{0};
   std::atomic<bool> fail_next_{false};
+  std::atomic<long> delay_ms_{0};
+  std::atomic<int> waiting_{0}, most_waiting_{0};
 };
 
 // Writes <dir>/<name>/kernel.json for fake kernels (language python). A fake kernel answers

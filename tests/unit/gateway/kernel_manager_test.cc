@@ -3,8 +3,11 @@
 // pausing, seeds, the warm pool, the fork server's supervision and re-adoption after a restart.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
+#include <optional>
 
+#include <boost/asio/co_spawn.hpp>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -212,4 +215,71 @@ TEST_CASE("the fork server is restarted after it dies, and not after it is stopp
   CHECK(fs.pid() < 0);
   run_for(io, 300ms);
   CHECK(fs.pid() < 0);
+}
+
+TEST_CASE("a burst of starts runs at most max_starting spawns at once, each user's within theirs", "[kernel_manager]") {
+  ScratchDir dir;
+  FakeSpawner fake;
+  TestGateway t(dir, fake, [](gateway::Config& c) {
+    c.max_starting = 3;
+    c.max_starting_per_user = 2;
+    c.max_kernels_per_user = 3;  // the starts waiting for their turn count toward it
+  });
+  auto& km = t.gw->kernels();
+  fake.delay_spawns(150ms);  // a slow fork server: every spawn is awaited a while
+  std::vector<std::optional<common::Result<std::shared_ptr<gateway::KernelHub>>>> out(9);
+  const char* users[] = {"alice", "bob", "carol"};
+  for (size_t i = 0; i < out.size(); ++i) {
+    boost::asio::co_spawn(
+        t.io,
+        [&km, &out, i, u = user(users[i % 3])]() -> boost::asio::awaitable<void> {
+          KernelManager::StartOptions o;
+          auto r = co_await km.start(u, std::move(o));
+          out[i].emplace(std::move(r));
+        },
+        [](std::exception_ptr p) {
+          if (p) std::rethrow_exception(p);
+        });
+  }
+  REQUIRE(run_until(t.io, [&] { return std::all_of(out.begin(), out.end(), [](auto& r) { return r.has_value(); }); }));
+  for (auto& r : out) CHECK(r->has_value());
+  CHECK(fake.most_spawns_waiting() == 3);
+  CHECK(km.kernels().size() == 9);
+  CHECK(km.starts_status()["in_flight"] == 0);
+  // Three each, the quota: a fourth of alice's is refused, not queued.
+  auto fourth = run(t.io, km.start(user("alice"), {}));
+  REQUIRE(!fourth.has_value());
+  CHECK(fourth.error().code == common::Errc::kForbidden);
+}
+
+TEST_CASE("a kernel deleted while its spawn is awaited: the start fails and its process is killed", "[kernel_manager]") {
+  ScratchDir dir;
+  FakeSpawner fake;
+  TestGateway t(dir, fake);
+  auto& km = t.gw->kernels();
+  fake.delay_spawns(300ms);
+  std::optional<common::Result<std::shared_ptr<gateway::KernelHub>>> out;
+  boost::asio::co_spawn(
+      t.io,
+      [&]() -> boost::asio::awaitable<void> {
+        // Named: GCC 12 can destroy a temporary in a co_await operand twice.
+        const state::User alice = user("alice");
+        KernelManager::StartOptions o;
+        auto r = co_await km.start(alice, std::move(o));
+        out.emplace(std::move(r));
+      },
+      [](std::exception_ptr p) {
+        if (p) std::rethrow_exception(p);
+      });
+  REQUIRE(run_until(t.io, [&] { return fake.spawns_waiting() == 1 && km.kernels().size() == 1; }));
+  const std::string id = km.kernels().begin()->first;
+  run(t.io, km.remove(id, "alice"));
+  REQUIRE(run_until(t.io, [&] { return out.has_value(); }));
+  REQUIRE(!out->has_value());
+  CHECK(out->error().code == common::Errc::kUnavailable);
+  CHECK(out->error().message == "kernel failed to start: the kernel was stopped while it was starting");
+  CHECK(fake.spawns() == 1);
+  CHECK(run_until(t.io, [&] { return fake.running() == 0; }));
+  CHECK(km.kernels().empty());
+  CHECK(state::list_kernels(t.gw->db())->empty());
 }

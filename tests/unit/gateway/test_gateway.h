@@ -28,7 +28,9 @@ class SpawnerRef : public launcher::Spawner {
  public:
   explicit SpawnerRef(FakeSpawner& fake) : fake_(fake) {}
   const char* name() const override { return fake_.name(); }
-  common::Result<launcher::ProcessHandle> spawn(const launcher::SpawnRequest& r) override { return fake_.spawn(r); }
+  boost::asio::awaitable<common::Result<launcher::ProcessHandle>> spawn(const launcher::SpawnRequest& r) override {
+    co_return co_await fake_.spawn(r);
+  }
   void signal(const launcher::ProcessHandle& p, launcher::KernelSignal s) override { fake_.signal(p, s); }
   std::string exit_reason(const launcher::ProcessHandle& p, int status) override { return fake_.exit_reason(p, status); }
   common::Status freeze(const launcher::ProcessHandle& p, bool frozen, launcher::Freezer kind) override {
