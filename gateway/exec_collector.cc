@@ -105,10 +105,19 @@ void ExecCollector::add_output(const std::string& type, json& c) {
       evalue_ = out["evalue"];
     }
   } else if (type == "clear_output") {
-    // What a notebook would show: the cell's outputs so far are gone.
+    // What a notebook would show: the cell's outputs so far are gone. The budget is not given back:
+    // it bounds what the cell makes the gateway send and hold (a streaming client that does not read,
+    // a cell that prints and clears in a loop), not what is left in the end.
     outputs_ = json::array();
-    bytes_ = 0;
-    if (on_output_) on_output_({{"type", "clear_output"}});
+    out = {{"type", "clear_output"}};
+    constexpr size_t kClearBytes = 24;  // {"type":"clear_output"}
+    if (bytes_ + kClearBytes > limit_) {
+      truncated_ = true;
+      bytes_ = limit_;
+      return;
+    }
+    bytes_ += kClearBytes;
+    if (on_output_) on_output_(out);
     return;
   } else {
     return;  // execute_input, comm traffic: not outputs

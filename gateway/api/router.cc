@@ -270,6 +270,12 @@ void Router::refused(http::Refusal what) noexcept {
   }
 }
 
+bool Router::may_send_large_body(const http::Request& head, const http::Peer& peer) {
+  // The token alone (no route, no CORS): handle() checks everything again with the body.
+  http::Response refusal;
+  return gw_.auth().authenticate(head, peer, refusal).has_value();
+}
+
 awaitable<http::Upgrade> Router::upgrade(http::Request& req, http::Peer peer) {
   believe_forwarded_for(req, peer);
   http::Response refusal;

@@ -32,6 +32,8 @@ class Router : public http::Handler {
   boost::asio::awaitable<http::Upgrade> upgrade(http::Request& req, http::Peer peer) override;
   // Counted in cellgate_requests_refused_total (header_too_large, body_too_large, message_too_big).
   void refused(http::Refusal what) noexcept override;
+  // A body over 64 KiB is read only for a request whose token is valid.
+  bool may_send_large_body(const http::Request& head, const http::Peer& peer) override;
   // Where /mcp's tools call this gateway's REST API (plain HTTP on loopback), once it listens.
   void set_local_endpoint(const std::string& ip, int port);
   // The route table, in match order.

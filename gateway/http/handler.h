@@ -78,12 +78,22 @@ class Handler {
   virtual boost::asio::awaitable<Upgrade> upgrade(Request& req, Peer peer) = 0;
   // The transport refused something on this handler's listener (for counting; the answer is sent).
   virtual void refused(Refusal) noexcept {}
+  // Asked with a request's head, before its body is read, when the body may be larger than
+  // Limits::unauthenticated_body_bytes: false refuses it (401) unread. Default: any may send one.
+  virtual bool may_send_large_body(const Request& head, const Peer& peer) {
+    (void)head;
+    (void)peer;
+    return true;
+  }
 };
 
 // Bounds the session applies to every request before the handler sees it.
 struct Limits {
   uint64_t max_header_bytes = 64ull << 10;  // request line and headers (431)
   uint64_t max_body_bytes = 64ull << 20;    // body (413)
+  // A larger body (or a chunked one) is read only once the handler has accepted the head (its token):
+  // nobody without a token makes the gateway read and hold max_body_bytes.
+  uint64_t unauthenticated_body_bytes = 64ull << 10;
 };
 
 }  // namespace cellgate::http

@@ -14,6 +14,8 @@
 #include <type_traits>
 #include <variant>
 
+#include <fmt/core.h>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -37,7 +39,9 @@ using asio::ip::tcp;
 
 namespace {
 
-constexpr auto kReadTimeout = std::chrono::seconds(60);       // a request must arrive in full within this
+constexpr auto kIdleTimeout = std::chrono::seconds(60);       // a kept-alive connection's wait for its next request
+constexpr auto kHeaderTimeout = std::chrono::seconds(10);     // a request's first byte to its last header line
+constexpr auto kReadTimeout = std::chrono::seconds(60);       // a request's first byte to its last body byte
 constexpr auto kHandshakeTimeout = std::chrono::seconds(10);  // TCP accept to TLS established
 constexpr auto kTlsShutdownTimeout = std::chrono::seconds(2);
 constexpr auto kWriteTimeout = std::chrono::seconds(60);       // each piece of a response must leave within this
@@ -111,7 +115,11 @@ awaitable<bool> write_chunked_reply(Stream& stream, Response& head, ChunkSource&
     // Named, not a temporary in the co_await operand: GCC 12 can destroy such temporaries twice.
     auto chunk = make_chunk(asio::buffer(*piece));
     co_await asio::async_write(stream, chunk, asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) co_return false;
+    if (ec) {
+      if (ec == beast::error::timeout)
+        common::log_warn("msg=\"streaming client did not read for {} s; closing\"", kWriteTimeout.count());
+      co_return false;
+    }
   }
   lowest.expires_after(kWriteTimeout);
   auto last = make_chunk_last();
@@ -152,9 +160,42 @@ awaitable<void> serve_requests(Stream& stream, Handler& handler, Limits limits, 
     request_parser<string_body> parser;
     parser.header_limit(static_cast<uint32_t>(limits.max_header_bytes));
     parser.body_limit(limits.max_body_bytes);
-    lowest.expires_after(kReadTimeout);
-    co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
-    if (ec == error::end_of_stream || ec == beast::error::timeout || ec == asio::error::eof) break;
+    if (buffer.size() == 0) {
+      // Between requests a connection may idle; once a request's first byte is in, its header has
+      // kHeaderTimeout and the whole request kReadTimeout: a client trickling a header (slowloris)
+      // holds its connection for seconds, not minutes.
+      lowest.expires_after(kIdleTimeout);
+      const size_t n =
+          co_await stream.async_read_some(buffer.prepare(4096), asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) break;
+      buffer.commit(n);
+    }
+    const auto first_byte = std::chrono::steady_clock::now();
+    lowest.expires_after(kHeaderTimeout);
+    co_await http::async_read_header(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
+    if (!ec && !parser.is_done()) {
+      const auto length = parser.content_length();
+      const bool large = parser.chunked() || (length && *length > limits.unauthenticated_body_bytes);
+      if (large && !handler.may_send_large_body(parser.get(), Peer{peer_ip, lowest.socket().native_handle()})) {
+        Request bad{verb::post, "/", 11};
+        auto res = error_response(bad, common::Errc::kUnauthorized,
+                                  fmt::format("missing or invalid token: a request body over {} bytes is read only "
+                                              "with a valid token", limits.unauthenticated_body_bytes));
+        res.keep_alive(false);
+        lowest.expires_after(std::chrono::seconds(5));
+        co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
+        break;
+      }
+    }
+    if (!ec && !parser.is_done()) {
+      lowest.expires_at(first_byte + kReadTimeout);
+      co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
+    }
+    if (ec == beast::error::timeout) {
+      common::log_debug("ip={} msg=\"request not received in time; closing\"", peer_ip);
+      break;
+    }
+    if (ec == error::end_of_stream || ec == asio::error::eof) break;
     const bool bad_coding = !ec && unsupported_transfer_coding(parser.get());
     // RFC 9112 3.2: a server MUST answer 400 to an HTTP/1.1 request without exactly one Host field.
     const bool bad_host = !ec && parser.get().version() == 11 && parser.get().count(field::host) != 1;

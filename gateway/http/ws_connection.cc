@@ -19,11 +19,17 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace websocket = beast::websocket;
 
+namespace {
+// A write the client takes no byte of for this long drops it: a client that does not read holds its
+// queue (at most queue_bytes) for this long at most, even when the kernel sends nothing more.
+constexpr auto kWriteStall = std::chrono::seconds(30);
+}  // namespace
+
 template <class Stream>
 WsConnection<Stream>::WsConnection(Ws ws, std::shared_ptr<WsEndpoint> endpoint, std::string session_id,
                                    protocol::WsProtocol protocol, WsLimits limits)
     : WsSession(std::move(session_id)), ws_(std::move(ws)), endpoint_(std::move(endpoint)), protocol_(protocol),
-      limits_(limits) {}
+      limits_(limits), stall_(ws_.get_executor()) {}
 
 template <class Stream>
 asio::awaitable<boost::system::error_code> WsConnection<Stream>::run(Request req) {
@@ -176,8 +182,10 @@ void WsConnection<Stream>::do_write() {
     rest.consume(sent);
     writing_ = true;
     writing_count_ = headers_.size();
+    watch_stall();
     ws_.next_layer().async_write_some(rest, [self = shared()](const boost::system::error_code& ec, size_t) {
       self->writing_ = false;
+      self->stall_.cancel();
       if (ec) {
         self->closed_ = true;
         self->check_drained();
@@ -198,6 +206,21 @@ void WsConnection<Stream>::do_write() {
     self->writing_ = false;
     self->closed_ = true;
     self->check_drained();
+  });
+}
+
+template <class Stream>
+void WsConnection<Stream>::watch_stall() {
+  stall_.expires_after(kWriteStall);
+  stall_.async_wait([self = shared()](const boost::system::error_code& ec) {
+    if (ec || !self->writing_ || self->closed_) return;
+    common::log_warn("kernel={} session={} msg=\"client read nothing for {} s; closing\" queued_bytes={}",
+                     self->endpoint_->log_id(), self->session_id(), kWriteStall.count(), self->queued_bytes_);
+    // No close frame can reach a client that does not read: the socket goes, the pending write and the
+    // read loop end, and what was unsent waits in the session's replay buffer for a reconnect.
+    boost::system::error_code ignored;
+    beast::get_lowest_layer(self->ws_).socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+    beast::get_lowest_layer(self->ws_).cancel();
   });
 }
 

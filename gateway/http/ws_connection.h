@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/websocket.hpp>
 
 #include "gateway/http/coalescing_stream.h"
@@ -97,6 +98,7 @@ class WsConnection final : public WsSession {
   void check_drained();
   void schedule_write();  // at the end of this turn of the io loop: one write for all it delivered
   void do_write();
+  void watch_stall();         // a write pending kWriteStall without progress drops the client
   size_t build_batch();       // frames for the front of queue_ into buffers_; returns their bytes
   void written(size_t count);  // the first count messages of queue_ are on their way
   std::vector<OutgoingPtr> take_unsent();
@@ -119,6 +121,7 @@ class WsConnection final : public WsSession {
   boost::beast::websocket::close_reason close_reason_;
   size_t drain_level_ = 0;
   std::function<void()> on_drained_;
+  boost::asio::steady_timer stall_;  // the pending write's deadline (watch_stall)
 };
 
 }  // namespace cellgate::http
