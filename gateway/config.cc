@@ -203,6 +203,8 @@ const std::vector<Option>& options() {
        [](Config& c, const std::string& v) { c.max_kernels_per_user = static_cast<int>(parse_int("max-kernels-per-user", v, 0, 1 << 20)); }},
       {"max-connections-per-user", "N", false, "open WebSockets one user may hold; 0 = none (default 64; users may have their own)",
        [](Config& c, const std::string& v) { c.max_connections_per_user = static_cast<int>(parse_int("max-connections-per-user", v, 0, 1 << 20)); }},
+      {"max-sessions-per-user", "N", false, "sessions (/api/sessions) one user may hold; past it 429; 0 = none (default 256)",
+       [](Config& c, const std::string& v) { c.max_sessions_per_user = static_cast<int>(parse_int("max-sessions-per-user", v, 0, 1 << 20)); }},
       {"workspace-bytes", "SIZE", false, "default cap on a workspace's bytes (default 10G)",
        [](Config& c, const std::string& v) { c.workspace_bytes = parse_size("workspace-bytes", v); }},
       {"store-bytes", "SIZE", false,

@@ -59,6 +59,10 @@ McpHttpResult post(McpServer& server, const McpHttpHeaders& headers, std::string
     auto reply = server.handle(payload, *session, token);
     if (session->protocol_version.empty()) return json_answer(400, reply.value_or(json()));  // initialize refused
     new_id = server.sessions().add(session, token);
+    if (new_id.empty())
+      return refuse(429, RpcError::kInvalidRequest,
+                    "Resource Limit: the gateway holds its most MCP sessions (" +
+                        std::to_string(SessionTable::kMaxSessions) + "); retry after some end");
     McpHttpResult res = json_answer(200, reply.value_or(json()));
     res.headers.emplace_back("Mcp-Session-Id", new_id);
     return res;

@@ -29,11 +29,17 @@ std::string SessionTable::add(std::shared_ptr<McpSession> session, const std::st
   Entry entry{std::move(session), digest(token), now};
   std::lock_guard lock(mu_);
   expire(now);
-  if (entries_.size() >= kMaxSessions) {
-    auto oldest = entries_.begin();
-    for (auto it = entries_.begin(); it != entries_.end(); ++it)
-      if (it->second.last_used < oldest->second.last_used) oldest = it;
+  auto oldest = entries_.end();
+  size_t own = 0;
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if (it->second.token_digest != entry.token_digest) continue;
+    ++own;
+    if (oldest == entries_.end() || it->second.last_used < oldest->second.last_used) oldest = it;
+  }
+  if (own >= kMaxPerToken) {
     entries_.erase(oldest);
+  } else if (entries_.size() >= kMaxSessions) {
+    return "";
   }
   entries_.emplace(id, std::move(entry));
   return id;

@@ -60,9 +60,10 @@ awaitable<http::Upgrade> ChannelsApi::connect(Call& call) {
     if (options_.metrics) options_.metrics->request_refused(metrics::RefusedReason::kQuota);
     if (options_.events)
       options_.events->publish(events::EventType::kQuotaRefused, user.name, {{"limit", "max_connections"}, {"value", cap}});
-    co_return http::error_response(
-        call.req, Errc::kForbidden,
-        fmt::format("quota exceeded: max_connections ({}) open WebSockets for user {}", cap, user.name));
+    co_return http::json_response(
+        call.req, http::status::too_many_requests,
+        {{"reason", "Too Many Requests"},
+         {"message", fmt::format("Resource Limit: max_connections ({}) open WebSockets for user {}", cap, user.name)}});
   }
   auto lease = std::make_shared<OpenSocket>(open_, user.name);
   http::WsAccept accept{call.kernel, std::move(session_id), negotiate(call.req), options_.limits, std::move(lease)};

@@ -21,7 +21,7 @@ Handlers::Handlers(gateway::Gateway& gw)
       execute(gw.config().execute_output_bytes),
       tools(gw.offload(), gw.audit(),
             ToolsOptions{gw.config().execute_output_bytes, gw.config().spawner == "jail", gw.config().jail_helper}),
-      sessions(gw.db(), gw.kernels(), cluster, gw.config().base_url),
+      sessions(gw.db(), gw.kernels(), cluster, gw.config().base_url, gw.config().max_sessions_per_user),
       workspaces(gw.workspaces(), gw.db(), gw.offload(), gw.audit(), gw.kernels(), gw.config().base_url),
       snapshots(gw.workspaces(), gw.db(), gw.offload(), gw.audit(), gw.config().base_url,
                 workspace::data_tmp_dir(gw.config().data_dir), gw.events(), gw.metrics()),

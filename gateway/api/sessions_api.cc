@@ -119,7 +119,9 @@ awaitable<http::Reply> SessionsApi::create(Call& call) {
   if (!ref) co_return reply(http::error_response(req, ref.error()));
   auto sessions = visible_sessions(call.caller);
   if (!sessions) co_return reply(http::error_response(req, sessions.error()));
+  size_t own = 0;
   for (const auto& s : sessions.value()) {
+    if (s.owner == call.caller.user.name) ++own;
     if (s.path == rec.path && s.owner == call.caller.user.name) {
       // jupyter_server returns the existing session for the same path.
       http::Response res = http::json_response(req, http::status::created, model(call.caller, s));
@@ -127,6 +129,13 @@ awaitable<http::Reply> SessionsApi::create(Call& call) {
       co_return reply(std::move(res));
     }
   }
+  // Each row is the user's to pay for: past the cap, a new one is refused (the user's own are theirs to end).
+  if (max_per_user_ > 0 && own >= static_cast<size_t>(max_per_user_))
+    co_return reply(http::json_response(
+        req, http::status::too_many_requests,
+        {{"reason", "Too Many Requests"},
+         {"message", "Resource Limit: max_sessions_per_user (" + std::to_string(max_per_user_) + ") sessions for user " +
+                         call.caller.user.name + "; delete one first"}}));
   if (!ref->id.empty()) {
     if (!kernels_.find(ref->id, call.caller.user) && !cluster_.remote_model(ref->id, call.caller.user))
       co_return reply(http::error_response(req, Errc::kNotFound, "Kernel does not exist: " + ref->id));

@@ -21,8 +21,10 @@ class ClusterRouting;
 
 class SessionsApi {
  public:
-  SessionsApi(state::Database& db, gateway::KernelManager& kernels, ClusterRouting& cluster, std::string base_url)
-      : db_(db), kernels_(kernels), cluster_(cluster), base_url_(std::move(base_url)) {}
+  // max_per_user: session rows one user may hold (0 = no cap).
+  SessionsApi(state::Database& db, gateway::KernelManager& kernels, ClusterRouting& cluster, std::string base_url,
+              int max_per_user = 0)
+      : db_(db), kernels_(kernels), cluster_(cluster), base_url_(std::move(base_url)), max_per_user_(max_per_user) {}
   boost::asio::awaitable<http::Reply> list(Call& call);
   boost::asio::awaitable<http::Reply> create(Call& call);
   boost::asio::awaitable<http::Reply> get(Call& call);
@@ -42,6 +44,7 @@ class SessionsApi {
   gateway::KernelManager& kernels_;
   ClusterRouting& cluster_;
   std::string base_url_;
+  int max_per_user_ = 0;
 };
 
 }  // namespace cellgate::api

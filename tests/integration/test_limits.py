@@ -174,11 +174,11 @@ def test_open_websockets_per_user_are_capped(gw):
     try:
         opened += [KernelWS(t.url, tokens["bob"], kid) for _ in range(2)]  # the default cap, 2
         r = upgrade_refusal(t, tokens["bob"], kid)
-        assert r.status_code == 403, (r.status_code, r.text)
+        assert r.status_code == 429, (r.status_code, r.text)
         assert "max_connections (2)" in r.json()["message"], r.json()
         with pytest.raises(websocket.WebSocketBadStatusException) as exc:
             KernelWS(t.url, tokens["bob"], kid)
-        assert exc.value.status_code == 403
+        assert exc.value.status_code == 429
         # Closing one frees its slot.
         opened.pop().close()
         for _ in range(50):
@@ -205,7 +205,7 @@ def test_a_users_own_connection_limit_wins(gw):
     first = KernelWS(t.url, tokens["alice"], kid)
     try:
         r = upgrade_refusal(t, tokens["alice"], kid)
-        assert r.status_code == 403 and "max_connections (1)" in r.json()["message"], r.text
+        assert r.status_code == 429 and "max_connections (1)" in r.json()["message"], r.text
         # Another user's WebSocket counts against their own cap, not alice's.
         admin_ws = KernelWS(t.url, tokens["admin"], kid)
         admin_ws.close()
