@@ -131,6 +131,11 @@ asio::awaitable<json> run_execute(std::shared_ptr<KernelHub> hub, ExecRequest re
                                   std::function<void(const json&)> on_output) {
   auto& kernel = hub->kernel();
   const auto started = std::chrono::steady_clock::now();
+  // The owner's execution limit (--exec-timeout, or the user's own) holds on every path that runs
+  // code through here (/execute, tools/exec, MCP, notebook-http), whatever the request asks for.
+  if (const auto limit = static_cast<double>(hub->execute_limit().count());
+      limit > 0 && (request.timeout_s <= 0 || request.timeout_s > limit))
+    request.timeout_s = limit;
   auto result = [&](const std::string& status, const ExecCollector* c) {
     json r = {{"status", status},
               {"execution_count", c ? c->count_ : json()},

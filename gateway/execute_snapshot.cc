@@ -66,7 +66,8 @@ bool splice_snapshot_info(protocol::Message& reply, const std::string& info_text
 
 Snapshots::Snapshots(asio::io_context& io, workspace::WorkspaceManager& workspaces, state::Database& db, Offload& offload,
                      metrics::GatewayMetrics* metrics, events::EventLog* events)
-    : io_(io), workspaces_(workspaces), db_(db), offload_(offload), metrics_(metrics), events_(events) {}
+    : io_(io), workspaces_(workspaces), db_(db), offload_(offload), metrics_(metrics), events_(events),
+      walk_strand_(offload.executor()) {}
 
 void Snapshots::forget(const workspace::WorkspaceRef& ref) {
   if (auto ws = workspaces_.open(ref)) change_watch_.forget(ws->tree_path());
@@ -75,12 +76,15 @@ void Snapshots::forget(const workspace::WorkspaceRef& ref) {
 void Snapshots::after_execute(const std::shared_ptr<KernelHub>& hub, protocol::Message reply,
                               std::function<void(protocol::Message)> deliver) {
   workspace::WorkspaceRef ref{hub->owner, hub->workspace};
+  const std::string key = ref.owner + "/" + ref.name;
   // Most executes write no file: when inotify saw nothing since the last walk, the head snapshot is
   // still the tree, and the reply goes out without a walk or a trip through the thread pool. The head
   // id is read again only after inotify saw the workspace directory change (a snapshot or restore
-  // replaced the head file, in this process or another; the workspace was removed).
+  // replaced the head file, in this process or another; the workspace was removed). Not while a walk
+  // of the workspace runs or waits: this reply must not overtake the replies it answers.
   std::optional<std::string> head;
-  if (auto tree = workspaces_.tree_path(ref); tree && !change_watch_.maybe_changed(*tree, head)) {
+  auto tree = workspaces_.tree_path(ref);
+  if (tree && !walks_.count(key) && !change_watch_.maybe_changed(*tree, head)) {
     if (!head) {
       const uint64_t token = change_watch_.watch_head(*tree);
       if (auto ws = workspaces_.open(ref)) {
@@ -96,20 +100,29 @@ void Snapshots::after_execute(const std::shared_ptr<KernelHub>& hub, protocol::M
     deliver(std::move(reply));  // now, not posted: a turn of the io loop costs more than this whole path
     return;
   }
-  auto ws_config = workspaces_.config();
-  if (auto cfg = hub->workspace_config) ws_config = *cfg;
-  // One strand per kernel keeps its replies in order; different kernels snapshot in parallel.
-  if (!hub->snapshot_strand) hub->snapshot_strand = std::make_shared<asio::strand<asio::thread_pool::executor_type>>(offload_.executor());
-  asio::post(*hub->snapshot_strand, [this, ref, ws_config, reply = std::move(reply), deliver = std::move(deliver),
-                                     id = hub->kernel().id()]() mutable {
+  auto& walks = walks_[key];
+  walks.config = workspaces_.config();
+  if (auto cfg = hub->workspace_config) walks.config = *cfg;
+  walks.next.push_back(Waiter{hub->kernel().id(), std::move(reply), std::move(deliver)});
+  if (!walks.running) start_walk(ref);
+}
+
+void Snapshots::start_walk(const workspace::WorkspaceRef& ref) {
+  const std::string key = ref.owner + "/" + ref.name;
+  auto& walks = walks_[key];
+  walks.running = true;
+  auto batch = std::make_shared<std::vector<Waiter>>(std::move(walks.next));
+  walks.next.clear();
+  asio::post(walk_strand_, [this, ref, key, config = walks.config, batch]() mutable {
     json info;
     workspace::SnapshotResult taken;
+    const std::string& id = batch->front().kernel_id;
     auto ws = workspaces_.open(ref);
     if (!ws) {
       info = {{"error", ws.error().message}};
     } else {
       change_watch_.begin_walk(ws->tree_path());
-      workspace::Workspace w(workspaces_.store(), ws->dir(), ws_config);
+      workspace::Workspace w(workspaces_.store(), ws->dir(), config);
       const auto began = std::chrono::steady_clock::now();
       auto snap = w.snapshot({});
       if (snap && metrics_) metrics_->snapshot_taken(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
@@ -123,13 +136,13 @@ void Snapshots::after_execute(const std::shared_ptr<KernelHub>& hub, protocol::M
       }
       change_watch_.end_walk(ws->tree_path());
     }
-    attach_snapshot_info(reply, std::move(info));
+    // The snapshot is the first reply's; the later ones in the batch see the same tree.
     SnapshotOrigin origin{id, std::nullopt};
-    if (auto content = protocol::parse_untrusted_json(reply.content);
+    if (auto content = protocol::parse_untrusted_json(batch->front().reply.content);
         content.is_object() && content.contains("execution_count") && content["execution_count"].is_number_integer())
       origin.execution_count = content["execution_count"].get<int64_t>();
-    asio::post(io_, [this, ref, taken = std::move(taken), origin = std::move(origin), reply = std::move(reply),
-                     deliver = std::move(deliver)]() mutable {
+    for (auto& waiter : *batch) attach_snapshot_info(waiter.reply, info);
+    asio::post(io_, [this, ref, key, taken = std::move(taken), origin = std::move(origin), batch]() mutable {
       // The database is the io thread's; the index is written before the client hears of the snapshot.
       if (taken.created && events_)
         events_->publish(events::EventType::kSnapshot, ref.owner,
@@ -138,7 +151,15 @@ void Snapshots::after_execute(const std::shared_ptr<KernelHub>& hub, protocol::M
         if (auto st = index_snapshot(db_, ref, taken, workspace::SnapshotOptions{}, origin); !st)
           common::log_error("kernel={} msg=\"cannot index snapshot\" error=\"{}\"", origin.kernel_id, st.error().message);
       }
-      deliver(std::move(reply));
+      for (auto& waiter : *batch) waiter.deliver(std::move(waiter.reply));
+      auto it = walks_.find(key);
+      if (it == walks_.end()) return;
+      it->second.running = false;
+      if (it->second.next.empty()) {
+        walks_.erase(it);
+      } else {
+        start_walk(ref);
+      }
     });
   });
 }

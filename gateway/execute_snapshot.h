@@ -4,9 +4,14 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
 
 #include "events/event_log.h"
 #include "metrics/gateway_metrics.h"
@@ -23,7 +28,9 @@ namespace cellgate::gateway {
 class KernelHub;
 class Offload;
 
-// Io thread only; the walks run on the offload pool, one kernel's in order.
+// Io thread only. The walks run on the offload pool, one at a time (the pool's other thread stays free
+// for everyone's file requests). Each workspace has at most one walk running and one waiting: the
+// replies that arrive meanwhile join the waiting one, and are delivered in order once it is done.
 class Snapshots {
  public:
   Snapshots(boost::asio::io_context& io, workspace::WorkspaceManager& workspaces, state::Database& db,
@@ -36,6 +43,19 @@ class Snapshots {
   void forget(const workspace::WorkspaceRef& ref);
 
  private:
+  struct Waiter {
+    std::string kernel_id;
+    protocol::Message reply;
+    std::function<void(protocol::Message)> deliver;
+  };
+  struct WorkspaceWalks {
+    bool running = false;
+    workspace::WorkspaceConfig config;
+    std::vector<Waiter> next;  // the replies the next walk answers
+  };
+  // Starts the walk for what waits on ref's workspace (none may be running).
+  void start_walk(const workspace::WorkspaceRef& ref);
+
   boost::asio::io_context& io_;
   workspace::WorkspaceManager& workspaces_;
   state::Database& db_;
@@ -44,6 +64,8 @@ class Snapshots {
   events::EventLog* events_;          // a snapshot that was taken (null: not told)
   // Workspaces no execute has touched since their last walk are not walked again (see change_watch.h).
   workspace::ChangeWatch change_watch_;
+  std::map<std::string, WorkspaceWalks> walks_;  // owner/name → its walks; no entry while none waits
+  boost::asio::strand<boost::asio::thread_pool::executor_type> walk_strand_;
 };
 
 }  // namespace cellgate::gateway

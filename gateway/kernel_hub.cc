@@ -23,6 +23,7 @@ namespace {
 constexpr size_t kMaxPendingRequests = 8192;
 constexpr size_t kMaxOfflineSessions = 32;
 constexpr size_t kMaxSilentPending = 1024;
+constexpr size_t kMaxLimited = 1024;  // executions with a time limit, queued or running, per kernel
 
 const char* channel_name(Channel c) { return launcher::kChannelNames[static_cast<size_t>(c)]; }
 
@@ -115,8 +116,18 @@ void KernelHub::from_client(WsSession& session, const std::string& channel, prot
     if (header) {
       remember_request(header->msg_id, session.session_id());
       note_silent(*header, message);
-      if (execute_limit_.count() > 0 && header->msg_type == "execute_request" && limited_.size() < 1024)
+      // Only shell runs code (a control execute_request is refused by the kernel and never replied
+      // to, so it would stay in the table). A client that has kMaxLimited executions queued gets no
+      // more through: past the table, an execution would escape its time limit.
+      if (execute_limit_.count() > 0 && ch == Channel::kShell && header->msg_type == "execute_request") {
+        if (limited_.size() >= kMaxLimited) {
+          common::log_warn("kernel={} session={} msg=\"execute_request dropped: {} executions already queued\"",
+                           kernel_->id(), session.session_id(), kMaxLimited);
+          return;
+        }
         limited_.emplace(header->msg_id, message.header);
+      }
+      if (ch == Channel::kShell) note_execute(*header);
       if (header->msg_type == "execute_request") note_execute_sent(header->msg_id);
       msg_type = std::move(header->msg_type);
     }
@@ -151,6 +162,13 @@ void KernelHub::note_execute_sent(const std::string& msg_id) {
     execute_sent_.emplace(msg_id, std::chrono::steady_clock::now());
 }
 
+void KernelHub::note_execute(const protocol::HeaderFields& header) {
+  // Past the bound (a client with that many executes queued), replies go out without a snapshot; the
+  // next execute's snapshot sees what they changed.
+  if (header.msg_type == "execute_request" && sent_executes_.size() < kMaxSilentPending)
+    sent_executes_.insert(header.msg_id);
+}
+
 void KernelHub::note_silent(const protocol::HeaderFields& header, const protocol::Message& message) {
   // A silent execute leaves no trace in the notebook; its reply skips the after-execute snapshot (the
   // next ordinary execute's snapshot sees whatever it changed). Bounded: past the cap, replies snapshot.
@@ -164,6 +182,7 @@ bool KernelHub::send_watched(Channel channel, const protocol::Message& message, 
   std::string msg_type;
   if (auto header = protocol::peek_header(message.header)) {
     note_silent(*header, message);
+    if (channel == Channel::kShell) note_execute(*header);
     if (header->msg_type == "execute_request") note_execute_sent(header->msg_id);
     msg_type = std::move(header->msg_type);
   }
@@ -188,7 +207,7 @@ void KernelHub::on_kernel_message(Channel channel, protocol::Message&& message) 
   }
   std::string parent_id;
   bool is_execute_reply = false;
-  if (channel == Channel::kShell && (reply_hook_ || !limited_.empty() || !execute_sent_.empty())) {
+  if (channel == Channel::kShell && (reply_hook_ || !limited_.empty() || !execute_sent_.empty() || !sent_executes_.empty())) {
     auto header = protocol::peek_header(message.header);
     is_execute_reply = header && header->msg_type == "execute_reply";
   }
@@ -215,9 +234,12 @@ void KernelHub::on_kernel_message(Channel channel, protocol::Message&& message) 
       execute_sent_.erase(it);
     }
   }
-  if (is_execute_reply && !silent_.empty()) {
+  if (is_execute_reply) {
     if (parent_id.empty()) parent_id = protocol::peek_parent_msg_id(message.parent_header);
-    if (silent_.erase(parent_id)) is_execute_reply = false;  // delivered as it is, without a snapshot
+    // A reply to no execute the gateway sent (or a second reply to one) is the kernel's own doing:
+    // delivered as it is, without a snapshot. So is a silent execute's.
+    if (!sent_executes_.erase(parent_id)) is_execute_reply = false;
+    if (silent_.erase(parent_id)) is_execute_reply = false;
   }
   if (is_execute_reply && reply_hook_) {
     reply_hook_(std::move(message), [self = shared_from_this(), parent_id](protocol::Message reply) {
@@ -264,6 +286,10 @@ void KernelHub::on_kernel_state(KernelState state, const std::string& reason) {
   if (state == KernelState::kRestarting || state == KernelState::kDead) {  // no replies will come
     silent_.clear();
     execute_sent_.clear();
+    sent_executes_.clear();
+    limited_.clear();
+    for (auto& [id, timer] : limit_timers_) timer->cancel();
+    limit_timers_.clear();
   }
   auto watchers = watchers_;  // a watcher may unwatch itself from its callback
   for (auto& [id, w] : watchers)

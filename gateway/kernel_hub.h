@@ -66,12 +66,11 @@ class KernelHub : public launcher::KernelObserver,
   int requests_in_flight = 0;  // REST execute/tool calls running: never paused meanwhile (a tool's
                                // process runs in the jail's cgroup, unseen by the kernel's state)
   std::optional<workspace::WorkspaceConfig> workspace_config;  // the owner's caps
-  // Serialises this kernel's after-execute snapshots on the gateway's pool (set by the gateway).
-  std::shared_ptr<boost::asio::strand<boost::asio::thread_pool::executor_type>> snapshot_strand;
   // Tells every client (iopub stderr stream) something about the kernel, e.g. why it is going away.
   void notify_clients(const std::string& text) { notify_stderr("[cellgate] " + text + "\n", "{}"); }
-  // Runs on every execute_reply before anyone sees it; calls deliver (on the io thread) with the reply,
-  // possibly with metadata added (the workspace snapshot). Replies are delivered in order.
+  // Runs on the reply to each execute the gateway sent, before anyone sees it; calls deliver (on the
+  // io thread) with the reply, possibly with metadata added (the workspace snapshot). Replies are
+  // delivered in order.
   using ReplyHook = std::function<void(protocol::Message reply, std::function<void(protocol::Message)> deliver)>;
   void set_execute_reply_hook(ReplyHook hook) { reply_hook_ = std::move(hook); }
   // Where iopub traffic is counted (null: nowhere); set once, before the kernel starts.
@@ -85,6 +84,7 @@ class KernelHub : public launcher::KernelObserver,
   // A wall-clock limit per execution (0 = off): past it the cell is interrupted, and if the interrupt
   // does not take within a grace period the kernel is restarted. Clients are told on iopub.
   void set_execute_limit(std::chrono::seconds limit) { execute_limit_ = limit; }
+  std::chrono::seconds execute_limit() const { return execute_limit_; }
   const std::shared_ptr<launcher::Kernel>& kernel_ptr() const { return kernel_; }
   int connections() const { return static_cast<int>(sessions_.size()); }
 
@@ -118,6 +118,7 @@ class KernelHub : public launcher::KernelObserver,
   void dispatch(launcher::Channel channel, protocol::Message message, std::string parent_id);
   void remember_request(const std::string& msg_id, const std::string& session_id);
   void note_silent(const protocol::HeaderFields& header, const protocol::Message& message);
+  void note_execute(const protocol::HeaderFields& header);  // an execute_request the gateway sends on shell
   void on_execute_started(const std::string& msg_id);
   void notify_stderr(const std::string& text, const std::string& parent_header);
   static boost::asio::awaitable<void> enforce_limit(std::shared_ptr<KernelHub> self, std::string msg_id,
@@ -144,6 +145,9 @@ class KernelHub : public launcher::KernelObserver,
   metrics::GatewayMetrics* metrics_ = nullptr;
   std::unordered_map<std::string, std::string> limited_;  // execute msg_id → its header, until the reply
   std::unordered_set<std::string> silent_;                 // silent execute msg_ids, until the reply
+  // Executes the gateway sent (a client's, or its own), until the reply: only a reply to one of these
+  // triggers the after-execute snapshot, so a kernel cannot make the gateway walk its workspace at will.
+  std::unordered_set<std::string> sent_executes_;
   std::unordered_map<std::string, std::shared_ptr<boost::asio::steady_timer>> limit_timers_;
 };
 
