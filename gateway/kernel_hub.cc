@@ -23,7 +23,6 @@ namespace {
 constexpr size_t kMaxPendingRequests = 8192;
 constexpr size_t kMaxOfflineSessions = 32;
 constexpr size_t kMaxSilentPending = 1024;
-constexpr size_t kMaxLimited = 1024;  // executions with a time limit, queued or running, per kernel
 
 const char* channel_name(Channel c) { return launcher::kChannelNames[static_cast<size_t>(c)]; }
 
@@ -117,15 +116,17 @@ void KernelHub::from_client(WsSession& session, const std::string& channel, prot
       remember_request(header->msg_id, session.session_id());
       note_silent(*header, message);
       // Only shell runs code (a control execute_request is refused by the kernel and never replied
-      // to, so it would stay in the table). A client that has kMaxLimited executions queued gets no
-      // more through: past the table, an execution would escape its time limit.
+      // to, so it would stay in the table). An execute the clock cannot track (the client has
+      // kMaxTracked queued, or reuses a msg_id it has queued) is not sent: it would escape its limit.
       if (execute_limit_.count() > 0 && ch == Channel::kShell && header->msg_type == "execute_request") {
-        if (limited_.size() >= kMaxLimited) {
-          common::log_warn("kernel={} session={} msg=\"execute_request dropped: {} executions already queued\"",
-                           kernel_->id(), session.session_id(), kMaxLimited);
+        if (!clock_.sent(header->msg_id, /*limited=*/true)) {
+          common::log_warn("kernel={} session={} msg=\"execute_request dropped: {} executions already queued, or "
+                           "its msg_id is one of them\"",
+                           kernel_->id(), session.session_id(), ExecuteClock::kMaxTracked);
           return;
         }
         limited_.emplace(header->msg_id, message.header);
+        arm_clocks();
       }
       if (ch == Channel::kShell) note_execute(*header);
       if (header->msg_type == "execute_request") note_execute_sent(header->msg_id);
@@ -184,6 +185,10 @@ bool KernelHub::send_watched(Channel channel, const protocol::Message& message, 
     note_silent(*header, message);
     if (channel == Channel::kShell) note_execute(*header);
     if (header->msg_type == "execute_request") note_execute_sent(header->msg_id);
+    // The gateway's own executes hold the shell too: a limited execute behind one is not timed yet.
+    if (execute_limit_.count() > 0 && channel == Channel::kShell && header->msg_type == "execute_request" &&
+        clock_.sent(header->msg_id, /*limited=*/false))
+      arm_clocks();
     msg_type = std::move(header->msg_type);
   }
   watchers_[msg_id] = watcher;
@@ -197,6 +202,36 @@ bool KernelHub::send_watched(Channel channel, const protocol::Message& message, 
 void KernelHub::unwatch(const std::string& msg_id) {
   watchers_.erase(msg_id);
   hidden_.erase(msg_id);
+  if (clock_.tracking(msg_id)) {  // the gateway stopped waiting for it: it holds no later clock back
+    clock_.forget(msg_id);
+    arm_clocks();
+  }
+}
+
+void KernelHub::arm_clocks() {
+  for (const auto& id : clock_.take_ended()) {
+    if (auto t = limit_timers_.find(id); t != limit_timers_.end()) {
+      t->second->cancel();
+      limit_timers_.erase(t);
+    }
+    limited_.erase(id);
+  }
+  for (const auto& id : clock_.take_started()) on_execute_started(id);
+}
+
+void KernelHub::track_execution(Channel channel, const protocol::Message& message, bool is_execute_reply,
+                                std::string& parent_id) {
+  if (channel != Channel::kIopub && !is_execute_reply) return;
+  if (parent_id.empty()) parent_id = protocol::peek_parent_msg_id(message.parent_header);
+  if (!clock_.tracking(parent_id)) return;
+  if (is_execute_reply) {
+    clock_.replied(parent_id);
+  } else if (auto header = protocol::peek_header(message.header); header && header->msg_type == "status") {
+    const std::string state = protocol::peek_string_member(message.content, "execution_state");
+    if (state == "busy") clock_.busy(parent_id);
+    else if (state == "idle") clock_.idle(parent_id);
+  }
+  arm_clocks();
 }
 
 void KernelHub::on_kernel_message(Channel channel, protocol::Message&& message) {
@@ -207,26 +242,11 @@ void KernelHub::on_kernel_message(Channel channel, protocol::Message&& message) 
   }
   std::string parent_id;
   bool is_execute_reply = false;
-  if (channel == Channel::kShell && (reply_hook_ || !limited_.empty() || !execute_sent_.empty() || !sent_executes_.empty())) {
+  if (channel == Channel::kShell && (reply_hook_ || !clock_.empty() || !execute_sent_.empty() || !sent_executes_.empty())) {
     auto header = protocol::peek_header(message.header);
     is_execute_reply = header && header->msg_type == "execute_reply";
   }
-  if (!limited_.empty()) {
-    parent_id = protocol::peek_parent_msg_id(message.parent_header);
-    auto it = limited_.find(parent_id);
-    if (it != limited_.end()) {
-      if (channel == Channel::kIopub && !limit_timers_.count(parent_id)) {
-        auto header = protocol::peek_header(message.header);
-        if (header && header->msg_type == "status") on_execute_started(parent_id);  // the clock runs from here
-      } else if (is_execute_reply) {
-        if (auto t = limit_timers_.find(parent_id); t != limit_timers_.end()) {
-          t->second->cancel();
-          limit_timers_.erase(t);
-        }
-        limited_.erase(it);
-      }
-    }
-  }
+  if (!clock_.empty()) track_execution(channel, message, is_execute_reply, parent_id);
   if (is_execute_reply && !execute_sent_.empty()) {
     if (parent_id.empty()) parent_id = protocol::peek_parent_msg_id(message.parent_header);
     if (auto it = execute_sent_.find(parent_id); it != execute_sent_.end()) {
@@ -287,6 +307,7 @@ void KernelHub::on_kernel_state(KernelState state, const std::string& reason) {
     silent_.clear();
     execute_sent_.clear();
     sent_executes_.clear();
+    clock_.clear();
     limited_.clear();
     for (auto& [id, timer] : limit_timers_) timer->cancel();
     limit_timers_.clear();

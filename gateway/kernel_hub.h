@@ -20,6 +20,7 @@
 #include <optional>
 
 #include "metrics/gateway_metrics.h"
+#include "gateway/execute_clock.h"
 #include "gateway/http/outgoing.h"
 #include "gateway/http/ws_connection.h"
 #include "kernel-launcher/kernel.h"
@@ -120,6 +121,9 @@ class KernelHub : public launcher::KernelObserver,
   void note_silent(const protocol::HeaderFields& header, const protocol::Message& message);
   void note_execute(const protocol::HeaderFields& header);  // an execute_request the gateway sends on shell
   void on_execute_started(const std::string& msg_id);
+  void arm_clocks();  // arms the timers of executions the clock started, disarms those that ended
+  void track_execution(launcher::Channel channel, const protocol::Message& message, bool is_execute_reply,
+                       std::string& parent_id);
   void notify_stderr(const std::string& text, const std::string& parent_header);
   static boost::asio::awaitable<void> enforce_limit(std::shared_ptr<KernelHub> self, std::string msg_id,
                                                    std::string parent_header);
@@ -143,7 +147,8 @@ class KernelHub : public launcher::KernelObserver,
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> execute_sent_;
   void note_execute_sent(const std::string& msg_id);
   metrics::GatewayMetrics* metrics_ = nullptr;
-  std::unordered_map<std::string, std::string> limited_;  // execute msg_id → its header, until the reply
+  ExecuteClock clock_;  // which execution the limit times, by the gateway's count (only with a limit)
+  std::unordered_map<std::string, std::string> limited_;  // execute msg_id → its header, until it ends
   std::unordered_set<std::string> silent_;                 // silent execute msg_ids, until the reply
   // Executes the gateway sent (a client's, or its own), until the reply: only a reply to one of these
   // triggers the after-execute snapshot, so a kernel cannot make the gateway walk its workspace at will.
