@@ -65,6 +65,20 @@ bool parse_bool(const std::string& name, const std::string& v) {
   throw ConfigError(fmt::format("--{}: expected true or false, got '{}'", name, v));
 }
 
+// The kernel caps of a gateway started with none given (load_config; a Config built in code has none):
+// no user can start kernels until the host falls over. An idle ipykernel holds about 60 MiB, so at
+// 128 MiB a kernel the global cap leaves room for what they do; each kernel is also held by its own
+// memory limit. Per user, more than a notebook user keeps open, few enough that one user cannot take
+// the whole gateway.
+constexpr int kAutoMaxKernels = -1;
+constexpr int kDefaultMaxKernelsPerUser = 32;
+
+int auto_max_kernels() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  const uint64_t memory = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+  return static_cast<int>(std::clamp<uint64_t>(memory / (128ull << 20), 16, 1 << 20));
+}
+
 const std::vector<Option>& options() {
   static const std::vector<Option> kOptions = {
       {"ip", "ADDR", false, "address to listen on (default 127.0.0.1)", [](Config& c, const std::string& v) { c.ip = v; }},
@@ -146,8 +160,11 @@ const std::vector<Option>& options() {
          if (end == v.c_str() || *end || !(n > 0 && n <= 1024)) throw ConfigError("--kernel-cpus: expected a number of cores, got '" + v + "'");
          c.limits.cpus = n;
        }},
-      {"max-kernels", "N", false, "kernels this gateway runs at most; 0 = unlimited",
-       [](Config& c, const std::string& v) { c.max_kernels = static_cast<int>(parse_int("max-kernels", v, 0, 1 << 20)); }},
+      {"max-kernels", "N|auto", false,
+       "kernels this gateway runs at most; 0 = unlimited; auto (the default) = the host's memory / 128M, at least 16",
+       [](Config& c, const std::string& v) {
+         c.max_kernels = v == "auto" ? kAutoMaxKernels : static_cast<int>(parse_int("max-kernels", v, 0, 1 << 20));
+       }},
       {"kernel-start-timeout", "SECONDS", false,
        "deadline for a kernel to answer kernel_info, and for a start to get its turn (default 60)",
        [](Config& c, const std::string& v) { c.kernel_start_timeout_s = static_cast<int>(parse_int("kernel-start-timeout", v, 1, 3600)); }},
@@ -199,7 +216,7 @@ const std::vector<Option>& options() {
        [](Config& c, const std::string& v) { c.execute_output_bytes = parse_size("execute-output-limit", v); }},
       {"execute-limit", "SECONDS", false, "wall-clock limit per execution: interrupt, then restart (default 0 = off)",
        [](Config& c, const std::string& v) { c.execute_limit_s = static_cast<int>(parse_int("execute-limit", v, 0, 86400 * 7)); }},
-      {"max-kernels-per-user", "N", false, "default per-user kernel quota; 0 = none (users may have their own)",
+      {"max-kernels-per-user", "N", false, "default per-user kernel quota (default 32); 0 = none (users may have their own)",
        [](Config& c, const std::string& v) { c.max_kernels_per_user = static_cast<int>(parse_int("max-kernels-per-user", v, 0, 1 << 20)); }},
       {"max-connections-per-user", "N", false, "open WebSockets one user may hold; 0 = none (default 64; users may have their own)",
        [](Config& c, const std::string& v) { c.max_connections_per_user = static_cast<int>(parse_int("max-connections-per-user", v, 0, 1 << 20)); }},
@@ -431,6 +448,7 @@ std::string read_token_file(const std::string& path, bool also_token) {
 }
 
 void finish(Config& c) {
+  if (c.max_kernels == kAutoMaxKernels) c.max_kernels = auto_max_kernels();
   if (c.base_url.empty() || c.base_url.front() != '/') c.base_url = "/" + c.base_url;
   if (c.base_url.back() != '/') c.base_url += '/';
   if (!c.token_file.empty()) c.token = read_token_file(c.token_file, !c.token.empty());
@@ -496,6 +514,8 @@ std::string config_help() {
 
 Config load_config(int argc, char** argv) {
   Config c;
+  c.max_kernels = kAutoMaxKernels;
+  c.max_kernels_per_user = kDefaultMaxKernelsPerUser;
   std::string config_file;
   if (const char* f = std::getenv("CELLGATE_CONFIG")) config_file = f;
   std::vector<std::pair<const Option*, std::string>> flags;

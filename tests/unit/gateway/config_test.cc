@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 
@@ -164,4 +167,19 @@ TEST_CASE("cluster options: only together, with PostgreSQL and the three PEM fil
   CHECK(c.node_lease_s == 10);
   auto named = load(with({"--cluster-listen", "0.0.0.0:9443"}));
   CHECK_FALSE(named.node_id.empty());  // the host name
+}
+
+TEST_CASE("kernel caps: a served gateway has them unless told otherwise", "[gateway]") {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  const int from_memory = std::max(16, static_cast<int>(static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / (128ull << 20)));
+  auto c = load({});
+  CHECK(c.max_kernels == from_memory);
+  CHECK(c.max_kernels_per_user == 32);
+  c = load({"--max-kernels", "0", "--max-kernels-per-user", "0"});
+  CHECK(c.max_kernels == 0);
+  CHECK(c.max_kernels_per_user == 0);
+  c = load({"--max-kernels", "7"});
+  CHECK(c.max_kernels == 7);
+  CHECK(load({"--max-kernels", "auto"}).max_kernels == from_memory);
+  CHECK_THROWS_AS(load({"--max-kernels", "lots"}), ConfigError);
 }
