@@ -89,13 +89,18 @@ class SqliteCursor final : public Cursor {
 
 Result<std::unique_ptr<SqliteBackend>> SqliteBackend::open(const std::string& path) {
   // Pre-create the file 0600: the token hashes are nobody else's business. SQLite gives the -wal and
-  // -shm files the database file's permissions (os_unix.c findCreateFileMode).
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) {
+  // -shm files the database file's permissions (os_unix.c findCreateFileMode). Only when it is absent:
+  // close(2) drops every fcntl(2) lock this process holds on the file, whatever fd took it, and so an
+  // open-and-close here took the SHARED lock of another connection of this process (the journal's
+  // beside the io thread's). The next process to close its last connection then found the file
+  // unlocked, checkpointed and deleted the WAL under the gateway, whose later commits went to the
+  // unlinked WAL: seen by no other process and gone at the next start (sqlite.org/howtocorrupt.html 2.2).
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 && errno != EEXIST) {
     int err = errno;
     return make_error(Errc::kInternal, fmt::format("{}: cannot open: {}", path, std::strerror(err)), err);
   }
-  ::close(fd);
+  if (fd >= 0) ::close(fd);  // new: no connection has it open, so it holds no lock to lose
   sqlite3* raw = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, nullptr);
   // Owns raw even when the open failed (sqlite3_open_v2 still allocates it).

@@ -2,8 +2,11 @@
 // database_test: opening, pragmas, migrations, concurrent opens and corrupt files.
 #include "state/database.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <thread>
@@ -61,7 +64,43 @@ void make_old_database(const std::string& path, int version) {
   sqlite3_close(raw);
 }
 
+// Whether another process sees a lock on path (fcntl(2) F_GETLK reports only other processes' locks).
+bool locked_for_others(const std::string& path) {
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    struct flock fl {};
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    if (fd < 0 || ::fcntl(fd, F_GETLK, &fl) != 0) ::_exit(2);
+    ::_exit(fl.l_type == F_UNLCK ? 1 : 0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) != 2);
+  return WEXITSTATUS(status) == 0;
+}
+
 }  // namespace
+
+// In WAL mode a connection holds a SHARED lock on the file while it is open: a process closing its last
+// connection checkpoints and deletes the WAL only when it can lock the file exclusively. A second
+// connection of the same process (the journal's writer beside the io thread's) must not drop the
+// first one's lock: close(2) of any fd on the file drops all of the process's locks on it.
+TEST_CASE("a second connection leaves the first one's lock on the file", "[state]") {
+  TempDir dir;
+  auto a = Database::open(dir.path());
+  REQUIRE(a);
+  const std::string path = dir.file(Database::kFileName);
+  REQUIRE(locked_for_others(path));
+  auto b = Database::open(dir.path());
+  REQUIRE(b);
+  CHECK(locked_for_others(path));
+  REQUIRE(a->exec("CREATE TABLE t (x INTEGER)"));
+  CHECK(locked_for_others(path));
+}
 
 TEST_CASE("a fresh data dir gets a migrated database with the pragmas set", "[state]") {
   TempDir tmp;
