@@ -56,7 +56,9 @@ constexpr const char* kLimitsHelp =
     "  --max-connections N           open WebSockets at once\n"
     "  --network POLICY              the most network the user's kernels may have: a policy as JSON, or\n"
     "                                @FILE (README \"Network policy\"); none = no network\n"
-    "  --store-bytes SIZE            what all the user's snapshots may hold in the snapshot store\n";
+    "  --store-bytes SIZE            what all the user's snapshots may hold in the snapshot store\n"
+    "  --journal-bytes SIZE          what the user's execution journals may hold (all kernels)\n"
+    "  --journal-days N              days journal entries are kept\n";
 
 struct Args {
   std::vector<std::string> positional;
@@ -163,7 +165,8 @@ Args parse_args(int argc, char** argv, bool with_admin, bool with_limits, bool a
     }
     static const std::vector<std::string> kLimitFlags = {"--max-kernels", "--memory", "--cpus", "--pids",
                                                          "--workspace-bytes", "--workspace-files", "--exec-timeout",
-                                                         "--max-connections", "--network", "--store-bytes"};
+                                                         "--max-connections", "--network", "--store-bytes",
+                                                         "--journal-bytes", "--journal-days"};
     if (!with_limits || std::find(kLimitFlags.begin(), kLimitFlags.end(), name) == kLimitFlags.end())
       throw UsageError("unknown option " + name + " (see --help)");
     std::string v = take();
@@ -179,6 +182,8 @@ Args parse_args(int argc, char** argv, bool with_admin, bool with_limits, bool a
     else if (name == "--max-connections") dst.max_connections = clear ? 0 : parse_int(name, v, 0, 1 << 20);
     else if (name == "--network") dst.network = clear ? std::string() : parse_network(v);
     else if (name == "--store-bytes") dst.store_bytes = clear ? 0 : static_cast<int64_t>(parse_size(name, v));
+    else if (name == "--journal-bytes") dst.journal_bytes = clear ? 0 : static_cast<int64_t>(parse_size(name, v));
+    else if (name == "--journal-days") dst.journal_days = clear ? 0 : parse_int(name, v, 0, 100 * 365);
     else dst.exec_timeout_s = clear ? 0 : parse_int(name, v, 1, 365 * 86400);
   }
   if (a.data_dir.empty()) {
@@ -246,6 +251,8 @@ nlohmann::json limits_json(const UserLimits& l) {
   put("max_connections", l.max_connections);
   put("store_bytes", l.store_bytes);
   j["network"] = l.network ? nlohmann::json::parse(*l.network, nullptr, false) : nlohmann::json(nullptr);
+  put("journal_bytes", l.journal_bytes);
+  put("journal_days", l.journal_days);
   return j;
 }
 
@@ -296,15 +303,16 @@ int cmd_list(int argc, char** argv) {
   if (!db) return rc;
   auto list = UserStore(*db).list_users();
   if (!list) return fail(list.error());
-  constexpr const char* kRow = "{:<24} {:<5} {:>11} {:>7} {:>5} {:>7} {:>9} {:>9} {:>12} {:>9} {:>11}  {:<20}  {}\n";
+  constexpr const char* kRow =
+      "{:<24} {:<5} {:>11} {:>7} {:>5} {:>7} {:>9} {:>9} {:>12} {:>9} {:>11} {:>10} {:>9}  {:<20}  {}\n";
   fmt::print(kRow, "NAME", "ADMIN", "MAX-KERNELS", "MEMORY", "CPUS", "PIDS", "WS-BYTES", "WS-FILES", "EXEC-TIMEOUT",
-             "MAX-CONNS", "STORE-BYTES", "CREATED", "NETWORK");
+             "MAX-CONNS", "STORE-BYTES", "JRNL-BYTES", "JRNL-DAYS", "CREATED", "NETWORK");
   for (const auto& u : list.value()) {
     const auto& l = u.limits;
     fmt::print(kRow, u.name, u.admin ? "yes" : "no", format_opt(l.max_kernels), format_size(l.memory_bytes),
                format_opt(l.cpus), format_opt(l.pids), format_size(l.workspace_bytes), format_opt(l.workspace_files),
-               format_opt(l.exec_timeout_s), format_opt(l.max_connections), format_size(l.store_bytes), u.created,
-               l.network ? *l.network : "-");
+               format_opt(l.exec_timeout_s), format_opt(l.max_connections), format_size(l.store_bytes),
+               format_size(l.journal_bytes), format_opt(l.journal_days), u.created, l.network ? *l.network : "-");
   }
   return 0;
 }
@@ -366,6 +374,8 @@ int cmd_set_limits(int argc, char** argv) {
   merge(l.max_connections, a.limits.max_connections, a.clear.max_connections);
   merge(l.network, a.limits.network, a.clear.network);
   merge(l.store_bytes, a.limits.store_bytes, a.clear.store_bytes);
+  merge(l.journal_bytes, a.limits.journal_bytes, a.clear.journal_bytes);
+  merge(l.journal_days, a.limits.journal_days, a.clear.journal_days);
   if (auto s = users.set_limits(name, l); !s) return fail(s.error());
   audit(*db, a, "user.set_limits", name, {{"limits", limits_json(l)}});
   std::fprintf(stderr, "cellgate user: updated the limits of '%s'\n", name.c_str());

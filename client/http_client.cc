@@ -144,6 +144,7 @@ http::request<http::string_body> make_request(const BaseUrl& url, http::verb met
   const bool v6 = url.host.find(':') != std::string::npos;
   req.set(http::field::host, (v6 ? "[" + url.host + "]" : url.host) + ":" + url.port);
   req.set(http::field::user_agent, "cellgate-mcp");
+  req.set("X-Cellgate-Client", "mcp");  // the journal's label for what this client runs
   req.set(http::field::accept, "application/json");
   if (!token.empty()) req.set(http::field::authorization, "token " + token);
   req.keep_alive(false);

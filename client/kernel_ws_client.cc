@@ -78,6 +78,7 @@ common::Result<std::unique_ptr<KernelWsClient>> KernelWsClient::connect(const Ba
   if (ec) return impl->fail("connect", ec);
   impl->ws.set_option(websocket::stream_base::decorator([token](websocket::request_type& req) {
     req.set(beast::http::field::user_agent, "cellgate-run");
+    req.set("X-Cellgate-Client", "cellgate-run");  // the journal's label for what this client runs
     if (!token.empty()) req.set(beast::http::field::authorization, "token " + token);
   }));
   impl->ws.read_message_max(kMaxMessageBytes);

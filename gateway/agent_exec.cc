@@ -44,12 +44,14 @@ asio::awaitable<void> wait_out_abort(std::shared_ptr<KernelHub> hub) {
   }
 }
 
-// Runs code with silent=True and waits (bounded) for its reply.
-asio::awaitable<void> silent_exec(const std::shared_ptr<KernelHub>& hub, const std::string& code) {
+// Runs code with silent=True and waits (bounded) for its reply; the journal says the gateway ran it
+// for user.
+asio::awaitable<void> silent_exec(const std::shared_ptr<KernelHub>& hub, const std::string& code, std::string user) {
   std::string msg_id;
   auto msg = make_execute_request(code, /*silent=*/true, /*store_history=*/false, msg_id);
   auto c = std::make_shared<ExecCollector>(co_await asio::this_coro::executor, 1 << 16, nullptr);
-  if (hub->send_watched(Channel::kShell, msg, msg_id, c))
+  if (hub->send_watched(Channel::kShell, msg, msg_id, c,
+                        {.origin = journal::Origin{std::move(user), journal::client::kGateway, ""}}))
     co_await c->wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(10));
   hub->unwatch(msg_id);
 }
@@ -158,13 +160,13 @@ asio::awaitable<json> run_execute(std::shared_ptr<KernelHub> hub, ExecRequest re
                                 py_string(env.dump()) +
                                 ")\n__cg_saved = {k: __cg_os.environ.get(k) for k in __cg_env}\n"
                                 "__cg_os.environ.update(__cg_env)\n";
-    co_await silent_exec(hub, set_env);
+    co_await silent_exec(hub, set_env, request.origin.user);
   }
   const std::string& code = request.code;
   std::string msg_id;
   auto msg = make_execute_request(code, /*silent=*/false, request.store_history, msg_id, request.stop_on_error);
   auto collector = std::make_shared<ExecCollector>(co_await asio::this_coro::executor, request.output_limit, on_output);
-  if (!hub->send_watched(Channel::kShell, msg, msg_id, collector)) {
+  if (!hub->send_watched(Channel::kShell, msg, msg_id, collector, {.origin = request.origin})) {
     hub->unwatch(msg_id);
     json r = result("dead", nullptr);
     r["reason"] = "kernel channels are closed (" + std::string(launcher::to_string(kernel.state())) + ")";
@@ -198,7 +200,7 @@ asio::awaitable<json> run_execute(std::shared_ptr<KernelHub> hub, ExecRequest re
     const std::string restore_env = "for __cg_k, __cg_v in __cg_saved.items():\n"
                                     "    if __cg_v is None: __cg_os.environ.pop(__cg_k, None)\n"
                                     "    else: __cg_os.environ[__cg_k] = __cg_v\n";
-    co_await silent_exec(hub, restore_env);
+    co_await silent_exec(hub, restore_env, request.origin.user);
   }
   json r = result(status, collector.get());
   if (status == "timeout") r["message"] = "execution timed out after " + std::to_string(request.timeout_s) + " s; the cell was interrupted";

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/result.h"
+#include "journal/entry.h"
 
 namespace cellgate::gateway {
 
@@ -24,6 +25,7 @@ struct ExecRequest {
   size_t output_limit = 1 << 20;            // bytes of outputs kept; the rest is cut and marked
   bool store_history = true;                // false: the kernel keeps no In/Out entry (notebook-http)
   bool stop_on_error = true;                // false: an error does not make the kernel abort what comes next
+  journal::Origin origin{"", journal::client::kExecute, ""};  // who the journal says ran it
 };
 
 // Parses and validates the JSON body {"code", "timeout"?, "env"?}. kBadRequest on anything malformed.

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/random.h"
+#include "journal/journal.h"
 
 namespace cellgate::gateway {
 namespace {
@@ -348,6 +349,25 @@ const std::vector<Option>& options() {
        [](Config& c, const std::string& v) { c.cluster_ca = v; }},
       {"node-lease", "SECONDS", false, "a node that has not renewed its row this long is lost (default 10)",
        [](Config& c, const std::string& v) { c.node_lease_s = static_cast<int>(parse_int("node-lease", v, 3, 3600)); }},
+      {"journal", "on|off", false, "keep an execution journal per kernel in the state database (default on)",
+       [](Config& c, const std::string& v) {
+         if (v == "on" || v == "true") c.journal = true;
+         else if (v == "off" || v == "false") c.journal = false;
+         else throw ConfigError("--journal: expected on or off, got '" + v + "'");
+       }},
+      {"journal-bytes", "SIZE", false,
+       "what one user's journals may hold, all their kernels together; oldest entries go first; 0 = no bound "
+       "(default 256M; users may have their own)",
+       [](Config& c, const std::string& v) { c.journal_bytes = parse_size("journal-bytes", v); }},
+      {"journal-days", "N", false, "days journal entries are kept; 0 = no bound (default 30; users may have their own)",
+       [](Config& c, const std::string& v) { c.journal_days = static_cast<int>(parse_int("journal-days", v, 0, 100 * 365)); }},
+      {"journal-entry-bytes", "SIZE", false,
+       "code and outputs kept per journal entry; past it outputs are counted, not kept (default 1M)",
+       [](Config& c, const std::string& v) {
+         c.journal_entry_bytes = parse_size("journal-entry-bytes", v);
+         if (c.journal_entry_bytes < 4096 || c.journal_entry_bytes > (64ull << 20))
+           throw ConfigError("--journal-entry-bytes: expected 4K to 64M, got '" + v + "'");
+       }},
       {"log-level", "LEVEL", false, "debug, info, warn or error (default info)",
        [](Config& c, const std::string& v) { c.log_level = v; }},
   };
@@ -571,6 +591,17 @@ Config load_config(int argc, char** argv) {
   }
   finish(c);
   return c;
+}
+
+journal::JournalConfig journal_config(const Config& c) {
+  journal::JournalConfig j;
+  j.enabled = c.journal;
+  j.bounds.entry_bytes = c.journal_entry_bytes;
+  // Two entries' worth at once: a kernel runs one execution at a time; its queue is code only.
+  j.bounds.kernel_open_bytes = 2 * c.journal_entry_bytes + (1 << 20);
+  j.writer.retention.bytes = static_cast<int64_t>(std::min<uint64_t>(c.journal_bytes, INT64_MAX));
+  j.writer.retention.days = c.journal_days;
+  return j;
 }
 
 }  // namespace cellgate::gateway

@@ -11,6 +11,10 @@
 #include "common/config_error.h"
 #include "kernel-launcher/spawner.h"
 
+namespace cellgate::journal {
+struct JournalConfig;
+}
+
 namespace cellgate::gateway {
 
 using common::ConfigError;
@@ -115,6 +119,11 @@ struct Config {
   std::string cluster_ca;
   int node_lease_s = 10;                      // a node not renewed this long is lost
   bool clustered() const { return !cluster_listen.empty(); }
+  // The execution journal (README "The journal").
+  bool journal = true;
+  uint64_t journal_bytes = 256ull << 20;      // per user, all their kernels' journals together
+  int journal_days = 30;
+  uint64_t journal_entry_bytes = 1ull << 20;  // code and outputs kept per entry
 };
 
 // Parses argv (after the subcommand), env (CELLGATE_*) and the --config file. Precedence: flags, then env,
@@ -123,5 +132,8 @@ Config load_config(int argc, char** argv);
 
 // The --help text: every option, its env var and its default.
 std::string config_help();
+
+// The journal's part of the config.
+journal::JournalConfig journal_config(const Config& config);
 
 }  // namespace cellgate::gateway

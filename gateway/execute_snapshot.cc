@@ -74,7 +74,7 @@ void Snapshots::forget(const workspace::WorkspaceRef& ref) {
 }
 
 void Snapshots::after_execute(const std::shared_ptr<KernelHub>& hub, protocol::Message reply,
-                              std::function<void(protocol::Message)> deliver) {
+                              std::function<void(protocol::Message, std::string)> deliver) {
   workspace::WorkspaceRef ref{hub->owner, hub->workspace};
   const std::string key = ref.owner + "/" + ref.name;
   // Most executes write no file: when inotify saw nothing since the last walk, the head snapshot is
@@ -97,7 +97,7 @@ void Snapshots::after_execute(const std::shared_ptr<KernelHub>& hub, protocol::M
     // What a walk would find: the head ("" while the tree was never saved), nothing added or changed.
     auto text = unchanged_snapshot_text(ref.name, *head);
     if (!splice_snapshot_info(reply, text)) attach_snapshot_info(reply, json::parse(text));
-    deliver(std::move(reply));  // now, not posted: a turn of the io loop costs more than this whole path
+    deliver(std::move(reply), *head);  // now, not posted: a turn of the io loop costs more than this whole path
     return;
   }
   auto& walks = walks_[key];
@@ -151,7 +151,7 @@ void Snapshots::start_walk(const workspace::WorkspaceRef& ref) {
         if (auto st = index_snapshot(db_, ref, taken, workspace::SnapshotOptions{}, origin); !st)
           common::log_error("kernel={} msg=\"cannot index snapshot\" error=\"{}\"", origin.kernel_id, st.error().message);
       }
-      for (auto& waiter : *batch) waiter.deliver(std::move(waiter.reply));
+      for (auto& waiter : *batch) waiter.deliver(std::move(waiter.reply), taken.id);
       auto it = walks_.find(key);
       if (it == walks_.end()) return;
       it->second.running = false;
@@ -160,6 +160,45 @@ void Snapshots::start_walk(const workspace::WorkspaceRef& ref) {
       } else {
         start_walk(ref);
       }
+    });
+  });
+}
+
+void Snapshots::baseline(const std::shared_ptr<KernelHub>& hub, std::function<void(std::string, std::string)> done) {
+  workspace::WorkspaceRef ref{hub->owner, hub->workspace};
+  auto ws_config = workspaces_.config();
+  if (auto cfg = hub->workspace_config) ws_config = *cfg;
+  const std::string id = hub->kernel().id();
+  // On the walks' strand: one walk at a time, after-execute snapshots and baselines alike.
+  asio::post(walk_strand_, [this, ref, ws_config, id, done = std::move(done)]() mutable {
+    workspace::SnapshotResult taken;
+    workspace::SnapshotOptions options;
+    options.automatic = false;
+    options.label = "journal " + id;
+    options.only_if_changed = false;  // its own manifest, deleted with the journal whatever else happens
+    std::string error;
+    auto ws = workspaces_.open(ref);
+    if (!ws) {
+      error = ws.error().message;
+    } else {
+      change_watch_.begin_walk(ws->tree_path());
+      workspace::Workspace w(workspaces_.store(), ws->dir(), ws_config);
+      auto snap = w.snapshot(options);
+      if (!snap) {
+        change_watch_.invalidate(ws->tree_path());
+        error = "snapshot failed: " + snap.error().message;
+      } else {
+        taken = snap.value();
+      }
+      change_watch_.end_walk(ws->tree_path());
+    }
+    asio::post(io_, [this, ref, id, options, taken = std::move(taken), error = std::move(error),
+                     done = std::move(done)]() mutable {
+      if (taken.created)
+        if (auto st = index_snapshot(db_, ref, taken, options, SnapshotOrigin{id, std::nullopt}); !st)
+          common::log_error("kernel={} msg=\"cannot index snapshot\" error=\"{}\"", id, st.error().message);
+      if (!error.empty()) common::log_warn("kernel={} msg=\"no journal baseline\" error=\"{}\"", id, error);
+      done(taken.id, error);
     });
   });
 }

@@ -36,9 +36,14 @@ class Snapshots {
   Snapshots(boost::asio::io_context& io, workspace::WorkspaceManager& workspaces, state::Database& db,
             Offload& offload, metrics::GatewayMetrics* metrics = nullptr, events::EventLog* events = nullptr);
   // KernelHub's execute-reply hook: snapshots the kernel's workspace if anything changed (most cells
-  // write no file: inotify says so, and the walk is skipped), then calls deliver with the reply.
+  // write no file: inotify says so, and the walk is skipped), then calls deliver with the reply and the
+  // snapshot ("" when it failed).
   void after_execute(const std::shared_ptr<KernelHub>& hub, protocol::Message reply,
-                     std::function<void(protocol::Message)> deliver);
+                     std::function<void(protocol::Message, std::string)> deliver);
+  // The snapshot a kernel's journal starts from: labelled (snapshot retention keeps it; the journal's
+  // retention deletes it), in the kernel's order of snapshots. done runs on the io thread with its id,
+  // or "" and why it could not be taken.
+  void baseline(const std::shared_ptr<KernelHub>& hub, std::function<void(std::string, std::string)> done);
   // No kernel uses the workspace any more: stop watching it (inotify watches are a host-wide budget).
   void forget(const workspace::WorkspaceRef& ref);
 
@@ -46,7 +51,7 @@ class Snapshots {
   struct Waiter {
     std::string kernel_id;
     protocol::Message reply;
-    std::function<void(protocol::Message)> deliver;
+    std::function<void(protocol::Message, std::string)> deliver;
   };
   struct WorkspaceWalks {
     bool running = false;

@@ -15,6 +15,7 @@
 #include "gateway/offload.h"
 #include "gateway/runtime_dirs.h"
 #include "gateway/snapshot_index.h"
+#include "journal/journal.h"
 #include "kernel-launcher/spawner.h"
 #include "state/audit_log.h"
 #include "state/database.h"
@@ -89,9 +90,23 @@ void Gateway::finish_setup(std::unique_ptr<launcher::Spawner> spawner) {
     common::log_info("msg=\"snapshot index reconciled with the store\" rebuilt={} dropped={}", reconciled->rebuilt,
                      reconciled->dropped);
   offload_ = std::make_unique<Offload>(2);
+  // The journal writes from a thread of its own, on a connection of its own (the io thread's is the io
+  // thread's alone).
+  journal_ = std::make_unique<journal::Journal>(
+      io_, *db_, journal_config(config_),
+      [spec = config_.database, dir = config_.data_dir] {
+        state::DatabaseOptions options;
+        options.connect_wait = std::chrono::seconds(30);
+        return state::Database::connect(spec, dir, options);
+      },
+      *workspaces_, config_.data_dir);
+  if (auto st = journal_->start(); !st)
+    throw ConfigError("cannot open the journal's database connection: " + st.error().message);
   snapshots_ = std::make_unique<Snapshots>(io_, *workspaces_, *db_, *offload_, &metrics_, &events_);
   kernels_ = std::make_unique<KernelManager>(
-      io_, config_, KernelManager::Services{*db_, *users_, *workspaces_, *offload_, *audit_, snapshots_.get(), &metrics_, &events_},
+      io_, config_,
+      KernelManager::Services{*db_, *users_, *workspaces_, *offload_, *audit_, snapshots_.get(), &metrics_, &events_,
+                              journal_.get()},
       std::move(spawner));
   if (config_.clustered()) {
     MembershipOptions mo{config_.node_id, config_.cluster_advertise, CELLGATE_VERSION,
@@ -115,6 +130,7 @@ void Gateway::finish_setup(std::unique_ptr<launcher::Spawner> spawner) {
 Gateway::~Gateway() {
   // Blocking work in flight uses the services below: it ends before they go.
   if (offload_) offload_->join();
+  if (journal_) journal_->stop();
   // Ended without stop() (a start-up failure after the constructor): with no kernel, no mount stays.
   release_volume_if_unused();
 }
@@ -128,6 +144,7 @@ boost::asio::awaitable<void> Gateway::start() {
 boost::asio::awaitable<void> Gateway::stop() {
   if (membership_) membership_->stop();
   co_await kernels_->stop();
+  journal_->stop();
   // Kernels that live on keep using the workspace volume: it stays mounted for them and the next start.
   release_volume_if_unused();
 }

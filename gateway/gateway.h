@@ -28,6 +28,9 @@ class UserStore;
 namespace cellgate::workspace {
 class WorkspaceManager;
 }
+namespace cellgate::journal {
+class Journal;
+}
 
 namespace cellgate::gateway {
 
@@ -69,6 +72,7 @@ class Gateway {
   NodeMembership* membership() { return membership_.get(); }
   // In a cluster: the client of the other nodes' internal listeners; else null.
   http::PeerClient* peers() { return peers_.get(); }
+  journal::Journal& journal() { return *journal_; }
 
  private:
   // The constructor once the workspaces are open: the snapshot index and the services.
@@ -89,6 +93,7 @@ class Gateway {
   std::unique_ptr<Audit> audit_;
   std::unique_ptr<workspace::WorkspaceManager> workspaces_;
   std::unique_ptr<Offload> offload_;
+  std::unique_ptr<journal::Journal> journal_;  // before the kernels, whose recorders write into it
   std::unique_ptr<Snapshots> snapshots_;
   std::unique_ptr<KernelManager> kernels_;
   std::unique_ptr<NodeMembership> membership_;

@@ -13,6 +13,7 @@
 
 #include "common/log.h"
 #include "common/random.h"
+#include "journal/recorder.h"
 
 namespace cellgate::gateway {
 
@@ -23,6 +24,7 @@ namespace {
 constexpr size_t kMaxPendingRequests = 8192;
 constexpr size_t kMaxOfflineSessions = 32;
 constexpr size_t kMaxSilentPending = 1024;
+constexpr size_t kMaxHeld = 1024;  // shell messages waiting for a journal's baseline snapshot
 
 const char* channel_name(Channel c) { return launcher::kChannelNames[static_cast<size_t>(c)]; }
 
@@ -109,7 +111,7 @@ void KernelHub::remember_request(const std::string& msg_id, const std::string& s
 void KernelHub::from_client(WsSession& session, const std::string& channel, protocol::Message&& message) {
   Channel ch;
   if (!channel_from_name(channel, ch)) return;
-  std::string msg_type;
+  std::string msg_type, msg_id;
   if (ch != Channel::kStdin) {
     auto header = protocol::peek_header(message.header);
     if (header) {
@@ -131,11 +133,60 @@ void KernelHub::from_client(WsSession& session, const std::string& channel, prot
       if (ch == Channel::kShell) note_execute(*header);
       if (header->msg_type == "execute_request") note_execute_sent(header->msg_id);
       msg_type = std::move(header->msg_type);
+      msg_id = std::move(header->msg_id);
     }
   }
-  if (!kernel_->send(ch, message, msg_type))
+  journal::Origin origin{session.user(), session.client().empty() ? journal::client::kWebSocket : session.client(),
+                         session.session_id()};
+  if (must_hold(ch, msg_type)) {
+    hold(Held{ch, std::move(message), std::move(msg_type), std::move(msg_id), std::move(origin), false, false});
+    return;
+  }
+  if (!forward(ch, message, msg_type, msg_id, origin, false))
     common::log_debug("kernel={} msg=\"client message not sent: kernel channels closed, or 256 MiB unread\"",
                       kernel_->id());
+}
+
+bool KernelHub::forward(Channel channel, const protocol::Message& message, const std::string& msg_type,
+                        const std::string& msg_id, const journal::Origin& origin, bool now, bool hidden) {
+  // Recorded as it goes to the kernel: the journal's order is the kernel's.
+  if (journal_ && channel == Channel::kShell && msg_type == "execute_request") journal_->on_request(message, msg_id, origin, hidden);
+  return now ? kernel_->send_now(channel, message) : kernel_->send(channel, message, msg_type);
+}
+
+bool KernelHub::must_hold(Channel channel, const std::string& msg_type) const {
+  if (!journal_ || channel != Channel::kShell) return false;
+  // Once one message waits, every shell message after it does, so that the kernel sees them in order.
+  return !held_.empty() || (msg_type == "execute_request" && journal_->needs_baseline());
+}
+
+void KernelHub::hold(Held held) {
+  if (held_.size() >= kMaxHeld) {
+    common::log_warn("kernel={} msg=\"shell message dropped: too many wait for the journal's baseline snapshot\"",
+                     kernel_->id());
+    return;
+  }
+  held_.push_back(std::move(held));
+  if (baseline_running_) return;
+  baseline_running_ = true;
+  auto done = [weak = weak_from_this()](std::string snapshot, std::string note) {
+    auto self = weak.lock();
+    if (!self) return;
+    self->baseline_running_ = false;
+    if (self->journal_) self->journal_->set_baseline(snapshot, note);
+    self->release_held();
+  };
+  if (take_baseline_) take_baseline_(std::move(done));
+  else done("", "the workspace is not snapshotted");
+}
+
+void KernelHub::release_held() {
+  auto held = std::move(held_);
+  held_.clear();
+  for (auto& h : held) {
+    if (!forward(h.channel, h.message, h.msg_type, h.msg_id, h.origin, h.now, h.hidden))
+      common::log_debug("kernel={} msg=\"held message not sent: kernel channels closed\"", kernel_->id());
+  }
 }
 
 void KernelHub::deliver_to_session(const std::string& session_id, const OutgoingPtr& m) {
@@ -196,7 +247,12 @@ bool KernelHub::send_watched(Channel channel, const protocol::Message& message, 
     hidden_.insert(msg_id);  // bounded like watchers_: each is one gateway request awaiting its reply
     if (msg_type == "execute_request" && silent_.size() < kMaxSilentPending) silent_.insert(msg_id);
   }
-  return how.now ? kernel_->send_now(channel, message) : kernel_->send(channel, message, msg_type);
+  if (must_hold(channel, msg_type)) {
+    if (held_.size() >= kMaxHeld) return false;
+    hold(Held{channel, message, msg_type, msg_id, how.origin, how.now, how.hidden});
+    return true;
+  }
+  return forward(channel, message, msg_type, msg_id, how.origin, how.now, how.hidden);
 }
 
 void KernelHub::unwatch(const std::string& msg_id) {
@@ -262,15 +318,20 @@ void KernelHub::on_kernel_message(Channel channel, protocol::Message&& message) 
     if (silent_.erase(parent_id)) is_execute_reply = false;
   }
   if (is_execute_reply && reply_hook_) {
-    reply_hook_(std::move(message), [self = shared_from_this(), parent_id](protocol::Message reply) {
-      self->dispatch(Channel::kShell, std::move(reply), parent_id);
+    reply_hook_(std::move(message), [self = shared_from_this(), parent_id](protocol::Message reply, std::string snapshot) {
+      self->dispatch(Channel::kShell, std::move(reply), parent_id, &snapshot);
     });
     return;
   }
   dispatch(channel, std::move(message), std::move(parent_id));
 }
 
-void KernelHub::dispatch(Channel channel, protocol::Message message, std::string parent_id) {
+void KernelHub::dispatch(Channel channel, protocol::Message message, std::string parent_id, const std::string* snapshot) {
+  if (journal_ && journal_->watching()) {
+    // Only paid while an execution is open: the journal follows the messages whose parent it sent.
+    if (parent_id.empty()) parent_id = protocol::peek_parent_msg_id(message.parent_header);
+    journal_->on_message(channel == Channel::kIopub, parent_id, message, snapshot);
+  }
   if (!watchers_.empty()) {
     // Only paid while an agent request is in flight: find the request this message answers.
     if (parent_id.empty()) parent_id = protocol::peek_parent_msg_id(message.parent_header);
@@ -311,6 +372,11 @@ void KernelHub::on_kernel_state(KernelState state, const std::string& reason) {
     limited_.clear();
     for (auto& [id, timer] : limit_timers_) timer->cancel();
     limit_timers_.clear();
+  }
+  if (journal_) {
+    if (state == KernelState::kRestarting) journal_->on_restart(reason);
+    else if (state == KernelState::kDead && reason == "shutdown") journal_->on_shutdown();
+    else if (state == KernelState::kDead) journal_->on_died(reason);
   }
   auto watchers = watchers_;  // a watcher may unwatch itself from its callback
   for (auto& [id, w] : watchers)

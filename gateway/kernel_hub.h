@@ -23,8 +23,13 @@
 #include "gateway/execute_clock.h"
 #include "gateway/http/outgoing.h"
 #include "gateway/http/ws_connection.h"
+#include "journal/entry.h"
 #include "kernel-launcher/kernel.h"
 #include "workspace/workspace.h"
+
+namespace cellgate::journal {
+class KernelJournal;
+}
 
 namespace cellgate::gateway {
 
@@ -44,7 +49,8 @@ class RequestWatcher {
 struct Watch {
   bool now = false;     // bypass the hold of a starting kernel (seed notebooks run while it is still starting)
   bool hidden = false;  // the gateway's own cell: its iopub goes to the watcher alone (clients see no trace
-                        // of it) and its execute_reply takes no snapshot
+                        // of it), its execute_reply takes no snapshot, and the journal marks it silent
+  journal::Origin origin{"", journal::client::kGateway, ""};  // who the journal says sent it
 };
 
 // Io thread only. iopub goes to every connection; shell, control and stdin replies go to the connection
@@ -70,9 +76,10 @@ class KernelHub : public launcher::KernelObserver,
   // Tells every client (iopub stderr stream) something about the kernel, e.g. why it is going away.
   void notify_clients(const std::string& text) { notify_stderr("[cellgate] " + text + "\n", "{}"); }
   // Runs on the reply to each execute the gateway sent, before anyone sees it; calls deliver (on the
-  // io thread) with the reply, possibly with metadata added (the workspace snapshot). Replies are
-  // delivered in order.
-  using ReplyHook = std::function<void(protocol::Message reply, std::function<void(protocol::Message)> deliver)>;
+  // io thread) with the reply, possibly with metadata added, and the workspace snapshot it names.
+  // Replies are delivered in order.
+  using Deliver = std::function<void(protocol::Message reply, std::string snapshot)>;
+  using ReplyHook = std::function<void(protocol::Message reply, Deliver deliver)>;
   void set_execute_reply_hook(ReplyHook hook) { reply_hook_ = std::move(hook); }
   // Where iopub traffic is counted (null: nowhere); set once, before the kernel starts.
   void set_metrics(metrics::GatewayMetrics* metrics) { metrics_ = metrics; }
@@ -80,6 +87,15 @@ class KernelHub : public launcher::KernelObserver,
   enum class Lifecycle { kPaused, kResumed, kAutoRestart, kDied };
   using LifecycleHook = std::function<void(Lifecycle what, const std::string& reason)>;
   void set_lifecycle_hook(LifecycleHook hook) { lifecycle_hook_ = std::move(hook); }
+
+  // The kernel's execution journal (null: none). Every execute_request sent to the kernel, by a client
+  // or by the gateway, is recorded once, here.
+  void set_journal(std::shared_ptr<journal::KernelJournal> journal) { journal_ = std::move(journal); }
+  const std::shared_ptr<journal::KernelJournal>& journal() const { return journal_; }
+  // Takes the snapshot a journal's first entry starts from, then calls done on the io thread with its
+  // id, or "" and why there is none. Set by the kernel manager; null: the workspace is not snapshotted.
+  using BaselineTaker = std::function<void(std::function<void(std::string snapshot, std::string note)> done)>;
+  void set_baseline_taker(BaselineTaker taker) { take_baseline_ = std::move(taker); }
 
   launcher::Kernel& kernel() { return *kernel_; }
   // A wall-clock limit per execution (0 = off): past it the cell is interrupted, and if the interrupt
@@ -97,6 +113,7 @@ class KernelHub : public launcher::KernelObserver,
   void from_client(WsSession& session, const std::string& channel, protocol::Message&& message) override;
   const std::string& log_id() const override { return kernel_->id(); }
   // Sends a gateway-originated request; messages whose parent is its msg_id go to watcher until unwatch().
+  // origin in how: who the journal says sent it.
   bool send_watched(launcher::Channel channel, const protocol::Message& message, const std::string& msg_id,
                     std::shared_ptr<RequestWatcher> watcher, Watch how = {});
   void unwatch(const std::string& msg_id);
@@ -113,10 +130,27 @@ class KernelHub : public launcher::KernelObserver,
     size_t bytes = 0;
     size_t dropped = 0;
   };
+  // A shell message held while the journal's baseline snapshot is taken.
+  struct Held {
+    launcher::Channel channel;
+    protocol::Message message;
+    std::string msg_type, msg_id;
+    journal::Origin origin;
+    bool now;
+    bool hidden;
+  };
+  // Sends a shell or control message on, through the journal; false when the kernel would not take it.
+  bool forward(launcher::Channel channel, const protocol::Message& message, const std::string& msg_type,
+               const std::string& msg_id, const journal::Origin& origin, bool now, bool hidden = false);
+  // The journal's first execute waits for a snapshot of the workspace: shell messages queue meanwhile.
+  bool must_hold(launcher::Channel channel, const std::string& msg_type) const;
+  void hold(Held held);
+  void release_held();
   void deliver_to_session(const std::string& session_id, const OutgoingPtr& m);
   void buffer(Replay& r, const OutgoingPtr& m);
   void broadcast(const OutgoingPtr& m);
-  void dispatch(launcher::Channel channel, protocol::Message message, std::string parent_id);
+  void dispatch(launcher::Channel channel, protocol::Message message, std::string parent_id,
+                const std::string* snapshot = nullptr);
   void remember_request(const std::string& msg_id, const std::string& session_id);
   void note_silent(const protocol::HeaderFields& header, const protocol::Message& message);
   void note_execute(const protocol::HeaderFields& header);  // an execute_request the gateway sends on shell
@@ -154,6 +188,10 @@ class KernelHub : public launcher::KernelObserver,
   // triggers the after-execute snapshot, so a kernel cannot make the gateway walk its workspace at will.
   std::unordered_set<std::string> sent_executes_;
   std::unordered_map<std::string, std::shared_ptr<boost::asio::steady_timer>> limit_timers_;
+  std::shared_ptr<journal::KernelJournal> journal_;
+  BaselineTaker take_baseline_;
+  std::deque<Held> held_;
+  bool baseline_running_ = false;
 };
 
 }  // namespace cellgate::gateway

@@ -27,6 +27,7 @@
 #include "gateway/start_gate.h"
 #include "gateway/warm_pool.h"
 #include "kernel-launcher/egress_env.h"
+#include "journal/journal.h"
 #include "kernel-launcher/kernel_env.h"
 #include "kernel-launcher/spawn_util.h"
 #include "state/database.h"
@@ -217,8 +218,11 @@ std::shared_ptr<KernelHub> KernelManager::make_hub(launcher::KernelOptions optio
   hub->set_execute_limit(std::chrono::seconds(execute_limit_for(config_, user)));
   if (Snapshots* snapshots = services_.snapshots) {
     std::weak_ptr<KernelHub> weak = hub;
-    hub->set_execute_reply_hook([snapshots, weak](protocol::Message reply, std::function<void(protocol::Message)> deliver) {
+    hub->set_execute_reply_hook([snapshots, weak](protocol::Message reply, KernelHub::Deliver deliver) {
       if (auto h = weak.lock()) snapshots->after_execute(h, std::move(reply), std::move(deliver));
+    });
+    hub->set_baseline_taker([snapshots, weak](std::function<void(std::string, std::string)> done) {
+      if (auto h = weak.lock()) snapshots->baseline(h, std::move(done));
     });
   }
   if (listed) kernels_[kernel->id()] = hub;
@@ -319,6 +323,7 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
       }
       kernels_[kernel.id()] = claimed;
       counted.done();
+      if (options.journal) open_journal(*claimed, options.snapshots);
       audit(user.name, "start", kernel.id(), {{"kernelspec", name}, {"workspace", ws_name}, {"pool", true}});
       common::log_info("kernel={} name={} owner={} msg=\"pooled kernel claimed\"", kernel.id(), name, user.name);
       if (services_.metrics) services_.metrics->kernel_started(metrics::StartPath::kWarmPool, seconds_since());
@@ -331,7 +336,11 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
   hub->ephemeral = options.ephemeral;
   hub->network = network_json;
   hub->workspace_config = workspace_config_for(workspaces.config(), user);
-  if (!options.snapshots) hub->set_execute_reply_hook(nullptr);
+  if (!options.snapshots) {
+    hub->set_execute_reply_hook(nullptr);
+    hub->set_baseline_taker(nullptr);
+  }
+  if (options.journal) open_journal(*hub, options.snapshots);
   auto& kernel = hub->kernel();
   if (seed && !seed->cells.empty()) {
     // On every launch of this kernel (restarts too), before it is declared ready.
@@ -360,6 +369,7 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
     kernels_.erase(id);
     co_await kernel.shutdown();  // the process is gone already; this removes its runtime dirs
     if (networked) (void)egress_->ask({{"op", "remove"}, {"kernel", id}});
+    if (hub->journal()) services_.journal->closed(*hub->journal());
     forget_workspace_if_unused(*hub);
     (void)state::delete_kernel(services_.db, id);
     if (options.ephemeral) {
@@ -426,6 +436,7 @@ awaitable<void> KernelManager::remove(std::string id, std::string who) {
     if (auto r = egress_->ask({{"op", "remove"}, {"kernel", id}}); !r)
       common::log_warn("kernel={} msg=\"egress proxy: remove failed\" error=\"{}\"", id, r.error().message);
   }
+  if (hub->journal()) services_.journal->closed(*hub->journal());
   forget_workspace_if_unused(*hub);
   if (hub->ephemeral) {
     workspace::WorkspaceRef ref{hub->owner, hub->workspace};
@@ -612,6 +623,10 @@ awaitable<void> KernelManager::adopt() {
     proc.is_child = false;
     proc.status_file = rec.jail_status_file;
     if (pid > 0 && is_our_process(pid, rec.id, kernel.options().private_dir)) proc.pidfd = launcher::open_pidfd(pid);
+    // Kernels nobody owns (the pool's, notebook-http's) are shut down below; theirs goes on too.
+    if (services_.journal && rec.owner != kPoolOwner)
+      hub->set_journal(services_.journal->resume(rec.id, rec.owner, rec.kernelspec, rec.workspace,
+                                                 services_.snapshots != nullptr, static_cast<bool>(proc.pidfd), ""));
     if (!proc.pidfd) {
       std::string why = status_reason(rec.jail_status_file);
       kernel.mark_dead("the kernel died while the gateway was down" + (why.empty() ? "" : ": " + why), proc);
@@ -686,6 +701,13 @@ std::shared_ptr<KernelHub> KernelManager::make_pool_kernel(const std::string& na
     return nullptr;
   }
   return make_hub(pool_plan(config_, read_budget_, common::random_uuid(), spec->second), "", "", nullptr, false);
+}
+
+void KernelManager::open_journal(KernelHub& hub, bool snapshots) {
+  if (!services_.journal) return;
+  auto& k = hub.kernel();
+  hub.set_journal(services_.journal->open(k.id(), hub.owner, k.options().spec.name, hub.workspace,
+                                          snapshots && services_.snapshots != nullptr));
 }
 
 void KernelManager::record_pool_kernel(const KernelHub& hub) {

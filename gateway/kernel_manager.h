@@ -31,6 +31,9 @@ class Database;
 namespace cellgate::workspace {
 class WorkspaceManager;
 }
+namespace cellgate::journal {
+class Journal;
+}
 
 namespace cellgate::gateway {
 
@@ -65,6 +68,7 @@ class KernelManager {
     Snapshots* snapshots;  // after-execute snapshots; null = none (tests)
     metrics::GatewayMetrics* metrics = nullptr;  // where starts, restarts and refusals are counted
     events::EventLog* events = nullptr;          // where kernel events are told (GET /api/events)
+    journal::Journal* journal = nullptr;  // execution journals; null = none
   };
   // spawner null: the config's (plain; or jail, behind the fork server when it is on). Throws
   // ConfigError for a configuration it cannot run (a missing jail helper, a bad --pool or seed).
@@ -84,6 +88,7 @@ class KernelManager {
     std::shared_ptr<SeedFailure> seed_failure;      // filled when the seed fails, if set
     std::optional<nlohmann::json> network;          // a network policy asked for (kernel_network.h)
     std::string placed_id;  // in a cluster: the row placement wrote for this node ("placing"); its id
+    bool journal = true;                            // keep an execution journal (reproductions keep none)
   };
   // A kernel for user: claimed from the warm pool when one fits, else started cold (and seeded). At
   // most --max-starting starts run at once (--max-starting-per-user of one user's); the rest wait in
@@ -142,6 +147,8 @@ class KernelManager {
   // A claimed pool kernel's row becomes rec (one transaction).
   // placed_id: the row placement wrote becomes it instead.
   common::Status record_claimed(const std::string& id, const state::KernelRecord& rec, const std::string& placed_id);
+  // Starts the kernel's journal (when journals are kept).
+  void open_journal(KernelHub& hub, bool snapshots);
   // Stops watching a deleted kernel's workspace unless another kernel uses it.
   void forget_workspace_if_unused(const KernelHub& gone);
   void audit(const std::string& user, const std::string& action, const std::string& id, nlohmann::json detail,

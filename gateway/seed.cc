@@ -94,7 +94,8 @@ asio::awaitable<common::Status> run_seed(std::weak_ptr<KernelHub> weak, std::sha
       return make_error(code, fmt::format("seed notebook {}: cell {} failed: {}{}{}", seed->label, cell.index + 1, ename,
                                           evalue.empty() ? "" : ": ", evalue));
     };
-    if (!hub->send_watched(launcher::Channel::kShell, msg, msg_id, collector, {.now = true, .hidden = true}))
+    if (!hub->send_watched(launcher::Channel::kShell, msg, msg_id, collector,
+                           {.now = true, .hidden = true, .origin = journal::Origin{"", journal::client::kSeed, ""}}))
       co_return fail(Errc::kInternal, "KernelDied", "the kernel's channels are closed");
     // While starting, a kernel's death is not a state change: watch the process as well.
     while (!collector->done() && std::chrono::steady_clock::now() < deadline && hub->kernel().process().pid > 0)

@@ -46,6 +46,7 @@ awaitable<json> run_step(std::shared_ptr<KernelHub> hub, std::string code, std::
   // still aborts (stop_on_error_timeout) and fail as "aborted" for an error that was not its own.
   r.stop_on_error = false;
   r.timeout_s = std::max(0.001, std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count());
+  r.origin = journal::Origin{"", journal::client::kNotebookHttp, ""};
   co_return co_await gateway::run_execute(hub, std::move(r));
 }
 

@@ -261,6 +261,87 @@ ALTER TABLE users ADD COLUMN store_bytes INTEGER;
        R"sql(
 ALTER TABLE users ADD COLUMN store_bytes BIGINT;
 )sql"},
+      // The execution journal (journal/): one journal per kernel, outliving it until retention drops it
+      // (no foreign key to kernels), and its entries: executions and the kernel's restarts. Bytes and age
+      // bound each owner's entries (users' journal_bytes, journal_days override the gateway's defaults).
+      {8, R"sql(
+ALTER TABLE users ADD COLUMN journal_bytes INTEGER;
+ALTER TABLE users ADD COLUMN journal_days INTEGER;
+CREATE TABLE journals (
+  kernel_id  TEXT PRIMARY KEY NOT NULL,
+  owner      TEXT NOT NULL,
+  kernelspec TEXT NOT NULL,
+  workspace  TEXT NOT NULL,
+  created    TEXT NOT NULL,
+  deleted    TEXT NOT NULL DEFAULT '',
+  baseline   TEXT NOT NULL DEFAULT '',
+  note       TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX journals_by_owner ON journals(owner);
+CREATE TABLE journal_entries (
+  kernel_id       TEXT NOT NULL REFERENCES journals(kernel_id) ON DELETE CASCADE,
+  seq             INTEGER NOT NULL,
+  owner           TEXT NOT NULL,
+  kind            TEXT NOT NULL,
+  msg_id          TEXT NOT NULL DEFAULT '',
+  run_by          TEXT NOT NULL DEFAULT '',
+  client          TEXT NOT NULL DEFAULT '',
+  session         TEXT NOT NULL DEFAULT '',
+  silent          INTEGER NOT NULL DEFAULT 0,
+  code            TEXT NOT NULL DEFAULT '',
+  started         TEXT NOT NULL,
+  ended           TEXT NOT NULL DEFAULT '',
+  status          TEXT NOT NULL,
+  execution_count INTEGER,
+  outputs         TEXT NOT NULL DEFAULT '[]',
+  snapshot_before TEXT NOT NULL DEFAULT '',
+  snapshot_after  TEXT NOT NULL DEFAULT '',
+  bytes           INTEGER NOT NULL DEFAULT 0,
+  blobs           TEXT NOT NULL DEFAULT '',
+  detail          TEXT NOT NULL DEFAULT '{}',
+  PRIMARY KEY (kernel_id, seq)
+);
+CREATE INDEX journal_entries_by_owner ON journal_entries(owner, started);
+)sql",
+       R"sql(
+ALTER TABLE users ADD COLUMN journal_bytes BIGINT;
+ALTER TABLE users ADD COLUMN journal_days BIGINT;
+CREATE TABLE journals (
+  kernel_id  TEXT COLLATE "C" PRIMARY KEY NOT NULL,
+  owner      TEXT COLLATE "C" NOT NULL,
+  kernelspec TEXT COLLATE "C" NOT NULL,
+  workspace  TEXT COLLATE "C" NOT NULL,
+  created    TEXT COLLATE "C" NOT NULL,
+  deleted    TEXT COLLATE "C" NOT NULL DEFAULT '',
+  baseline   TEXT COLLATE "C" NOT NULL DEFAULT '',
+  note       TEXT COLLATE "C" NOT NULL DEFAULT ''
+);
+CREATE INDEX journals_by_owner ON journals(owner);
+CREATE TABLE journal_entries (
+  kernel_id       TEXT COLLATE "C" NOT NULL REFERENCES journals(kernel_id) ON DELETE CASCADE,
+  seq             BIGINT NOT NULL,
+  owner           TEXT COLLATE "C" NOT NULL,
+  kind            TEXT COLLATE "C" NOT NULL,
+  msg_id          TEXT COLLATE "C" NOT NULL DEFAULT '',
+  run_by          TEXT COLLATE "C" NOT NULL DEFAULT '',
+  client          TEXT COLLATE "C" NOT NULL DEFAULT '',
+  session         TEXT COLLATE "C" NOT NULL DEFAULT '',
+  silent          INTEGER NOT NULL DEFAULT 0,
+  code            TEXT COLLATE "C" NOT NULL DEFAULT '',
+  started         TEXT COLLATE "C" NOT NULL,
+  ended           TEXT COLLATE "C" NOT NULL DEFAULT '',
+  status          TEXT COLLATE "C" NOT NULL,
+  execution_count BIGINT,
+  outputs         TEXT COLLATE "C" NOT NULL DEFAULT '[]',
+  snapshot_before TEXT COLLATE "C" NOT NULL DEFAULT '',
+  snapshot_after  TEXT COLLATE "C" NOT NULL DEFAULT '',
+  bytes           BIGINT NOT NULL DEFAULT 0,
+  blobs           TEXT COLLATE "C" NOT NULL DEFAULT '',
+  detail          TEXT COLLATE "C" NOT NULL DEFAULT '{}',
+  PRIMARY KEY (kernel_id, seq)
+);
+CREATE INDEX journal_entries_by_owner ON journal_entries(owner, started);
+)sql"},
   };
   return kMigrations;
 }

@@ -22,8 +22,8 @@ constexpr size_t kTokenBytes = 32;  // 256 bits
 constexpr size_t kMaxTokenChars = 4096;  // anything longer is not one of ours; don't hash megabytes
 constexpr const char* kUserColumns =
     "name, admin, max_kernels, memory_bytes, cpus, pids, workspace_bytes, workspace_files, exec_timeout_s, created, "
-    "max_connections, network, store_bytes";
-constexpr int kTokenHashColumn = 13;  // after kUserColumns, in authenticate()
+    "max_connections, network, store_bytes, journal_bytes, journal_days";
+constexpr int kTokenHashColumn = 15;  // after kUserColumns, in authenticate()
 
 User read_user(const Statement& st) {
   User u;
@@ -40,6 +40,8 @@ User read_user(const Statement& st) {
   u.limits.max_connections = st.column_opt_int(10);
   if (!st.column_is_null(11)) u.limits.network = st.column_text(11);
   u.limits.store_bytes = st.column_opt_int(12);
+  u.limits.journal_bytes = st.column_opt_int(13);
+  u.limits.journal_days = st.column_opt_int(14);
   return u;
 }
 
@@ -90,7 +92,8 @@ Status validate_limits(const UserLimits& l) {
                           std::pair{&l.workspace_files, "workspace files"},
                           std::pair{&l.exec_timeout_s, "exec timeout"},
                           std::pair{&l.max_connections, "max connections"},
-                          std::pair{&l.store_bytes, "store bytes"}})
+                          std::pair{&l.store_bytes, "store bytes"}, std::pair{&l.journal_bytes, "journal bytes"},
+                          std::pair{&l.journal_days, "journal days"}})
     if (auto s = non_negative(*v, field); !s) return s;
   // Zero would read as "no limit" further down (launcher::Limits uses 0 for unset), so it is refused here.
   for (auto [v, field] : {std::pair{&l.memory_bytes, "memory"}, std::pair{&l.pids, "pids"},
@@ -109,12 +112,13 @@ Result<std::string> UserStore::add_user(const std::string& name, bool admin, con
   if (auto s = validate_limits(limits); !s) return s.error();
   std::string token = common::random_hex(kTokenBytes);
   auto st = db_.prepare(std::string("INSERT INTO users (") + kUserColumns +
-                        ", token_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                        ", token_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!st) return st.error();
   st->bind(1, name).bind(2, admin).bind(3, limits.max_kernels).bind(4, limits.memory_bytes).bind(5, limits.cpus);
   st->bind(6, limits.pids).bind(7, limits.workspace_bytes).bind(8, limits.workspace_files);
   st->bind(9, limits.exec_timeout_s).bind(10, common::iso8601_now()).bind(11, limits.max_connections);
-  st->bind(12, limits.network).bind(13, limits.store_bytes).bind(14, hash_token(token));
+  st->bind(12, limits.network).bind(13, limits.store_bytes).bind(14, limits.journal_bytes);
+  st->bind(15, limits.journal_days).bind(16, hash_token(token));
   if (auto s = st->run(); !s) {
     if (s.error().code == Errc::kConflict) return make_error(Errc::kConflict, "user '" + name + "' already exists");
     return s.error();
@@ -142,11 +146,13 @@ Status UserStore::set_limits(const std::string& name, const UserLimits& limits) 
   if (auto s = validate_limits(limits); !s) return s;
   auto st = db_.prepare(
       "UPDATE users SET max_kernels = ?, memory_bytes = ?, cpus = ?, pids = ?, workspace_bytes = ?, "
-      "workspace_files = ?, exec_timeout_s = ?, max_connections = ?, network = ?, store_bytes = ? WHERE name = ?");
+      "workspace_files = ?, exec_timeout_s = ?, max_connections = ?, network = ?, store_bytes = ?, "
+      "journal_bytes = ?, journal_days = ? WHERE name = ?");
   if (!st) return st.error();
   st->bind(1, limits.max_kernels).bind(2, limits.memory_bytes).bind(3, limits.cpus).bind(4, limits.pids);
   st->bind(5, limits.workspace_bytes).bind(6, limits.workspace_files).bind(7, limits.exec_timeout_s);
-  st->bind(8, limits.max_connections).bind(9, limits.network).bind(10, limits.store_bytes).bind(11, name);
+  st->bind(8, limits.max_connections).bind(9, limits.network).bind(10, limits.store_bytes);
+  st->bind(11, limits.journal_bytes).bind(12, limits.journal_days).bind(13, name);
   if (auto s = st->run(); !s) return s;
   return expect_change(db_, name);
 }

@@ -27,6 +27,8 @@ struct UserLimits {
   // caller validates; nullopt = what the kernelspec gives.
   std::optional<std::string> network;
   std::optional<int64_t> store_bytes;     // what all the user's snapshots may hold in the store
+  std::optional<int64_t> journal_bytes;   // what the user's execution journals may hold, all kernels together
+  std::optional<int64_t> journal_days;    // how long journal entries are kept
   bool operator==(const UserLimits&) const = default;
 };
 

@@ -12,6 +12,7 @@
 #include "workspace/io_util.h"
 #include "workspace/layout.h"
 #include "workspace/manifest.h"
+#include "workspace/pins.h"
 
 namespace cellgate::workspace {
 
@@ -37,6 +38,10 @@ common::Result<GcResult> collect_garbage(ObjectStore& store, const std::string& 
       if (e.type == EntryType::kFile) live.insert(e.hash);
     }
   }
+  // Objects held outside snapshots: a journal's large outputs, published artifacts.
+  auto pinned = Pins(data_dir).all();
+  if (!pinned) return make_error(Errc::kInternal, "gc aborted: " + pinned.error().message);
+  live.merge(*pinned);
   GcResult result;
   std::vector<std::pair<std::string, uint64_t>> dead;
   uint64_t seen = 0;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// gc: removes objects no snapshot of any workspace references.
+// gc: removes objects no snapshot of any workspace references and no pin (pins.h) holds.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +19,7 @@ struct GcResult {
 };
 
 // Holds the store lock exclusively (snapshots and restores wait). Refuses to delete anything
-// (kInternal) if any manifest cannot be read or parsed. Thread-safe. progress, if set, hears each
+// (kInternal) if any manifest or pin cannot be read or parsed. Thread-safe. progress, if set, hears each
 // manifest read ("manifests"), each object looked at ("objects") and each removed ("removing").
 common::Result<GcResult> collect_garbage(ObjectStore& store, const std::string& data_dir,
                                          const common::ProgressFn& progress = {});

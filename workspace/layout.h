@@ -11,7 +11,8 @@
 namespace cellgate::workspace {
 
 // <data>/store (objects), <data>/workspaces/<owner>/<name>/{tree,snapshots,head,index,lock},
-// <data>/tmp (staging for new and deleted workspaces; same filesystem, so renames are atomic).
+// <data>/tmp (staging for new and deleted workspaces; same filesystem, so renames are atomic),
+// <data>/pins (objects held outside snapshots, pins.h).
 std::string store_dir(const std::string& data_dir);
 std::string workspaces_dir(const std::string& data_dir);
 std::string data_tmp_dir(const std::string& data_dir);

@@ -7,6 +7,7 @@
 #include "common/random.h"
 #include "gateway/api/cluster_routing.h"
 #include "gateway/kernel_hub.h"
+#include "journal/entry.h"
 
 namespace cellgate::api {
 
@@ -66,7 +67,9 @@ awaitable<http::Upgrade> ChannelsApi::connect(Call& call) {
          {"message", fmt::format("Resource Limit: max_connections ({}) open WebSockets for user {}", cap, user.name)}});
   }
   auto lease = std::make_shared<OpenSocket>(open_, user.name);
-  http::WsAccept accept{call.kernel, std::move(session_id), negotiate(call.req), options_.limits, std::move(lease)};
+  std::string_view said(call.req["X-Cellgate-Client"].data(), call.req["X-Cellgate-Client"].size());
+  http::WsAccept accept{call.kernel,      std::move(session_id), negotiate(call.req), options_.limits,
+                        std::move(lease), user.name,             journal::claimed_client(said, journal::client::kWebSocket)};
   // Another node's kernel: the same socket, relayed there (the user's open sockets are counted here).
   if (call.remote) co_return co_await cluster_.relay(call, std::move(accept));
   co_return accept;

@@ -13,6 +13,7 @@
 #include "gateway/agent_exec.h"
 #include "gateway/api/kernels_api.h"
 #include "gateway/kernel_hub.h"
+#include "journal/entry.h"
 
 namespace cellgate::api {
 
@@ -24,6 +25,11 @@ using nlohmann::json;
 namespace {
 
 constexpr auto kDump = [](const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); };
+
+std::string_view client_header(const http::Request& req) {
+  auto v = req["X-Cellgate-Client"];
+  return std::string_view(v.data(), v.size());
+}
 
 bool wants_ndjson(const http::Request& req) {
   return std::string_view(req[http::field::accept].data(), req[http::field::accept].size())
@@ -74,6 +80,7 @@ awaitable<http::Reply> ExecuteApi::execute(Call& call) {
   wake(*hub);
   auto exec = gateway::parse_exec_request(call.req.body(), output_limit_);
   if (!exec) co_return reply(http::error_response(call.req, exec.error()));
+  exec->origin = journal::Origin{call.caller.user.name, journal::claimed_client(client_header(call.req), journal::client::kExecute), ""};
   if (!wants_ndjson(call.req)) {
     if (!exec->env.empty() && hub->kernel().options().spec.language != "python")
       co_return reply(http::error_response(call.req, Errc::kBadRequest, "env is supported for python kernels only"));

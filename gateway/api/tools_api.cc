@@ -10,6 +10,7 @@
 #include "common/random.h"
 #include "common/utf8.h"
 #include "gateway/agent_exec.h"
+#include "journal/entry.h"
 #include "gateway/api/kernels_api.h"
 #include "gateway/api/unified_diff.h"
 #include "gateway/audit.h"
@@ -211,6 +212,8 @@ awaitable<http::Reply> ToolsApi::exec_tool(const ToolCall& tc) {
   const auto& [req, hub, body, path, user] = tc;
   auto exec = gateway::parse_exec_request(req.body(), options_.output_limit);
   if (!exec) co_return reply(http::error_response(req, exec.error()));
+  auto said = req["X-Cellgate-Client"];
+  exec->origin = journal::Origin{tc.user, journal::claimed_client(std::string_view(said.data(), said.size()), journal::client::kTools), ""};
   json result = co_await gateway::run_execute(hub, std::move(exec.value()));
   co_return reply(http::json_response(req, http::status::ok, result));
 }

@@ -59,6 +59,8 @@ struct WsAccept {
   protocol::WsProtocol protocol = protocol::WsProtocol::kLegacy;
   WsLimits limits{};
   std::shared_ptr<void> lease;  // held until the connection ends (a count of the user's open sockets)
+  std::string user{};           // who the handler authenticated (WsSession::user)
+  std::string client{};         // the client's name for itself, a label (WsSession::client)
 };
 // A refusal is an ordinary response (written, then the connection is closed).
 using Upgrade = std::variant<Response, WsAccept>;

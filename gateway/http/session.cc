@@ -145,6 +145,7 @@ awaitable<void> serve_upgrade(Stream stream, Request req, Handler& handler, Peer
                                                            std::move(accepted.endpoint),
                                                            std::move(accepted.session_id), accepted.protocol,
                                                            accepted.limits);
+  connection->identify(std::move(accepted.user), std::move(accepted.client));
   const boost::system::error_code ended = co_await connection->run(std::move(req));
   if (ended == boost::beast::websocket::error::message_too_big) handler.refused(Refusal::kMessageTooBig);
   // accepted.lease goes now, when the connection's read loop has ended.

@@ -48,9 +48,17 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   // ended (posted at once if either is so already). A later call replaces an earlier call's fn.
   virtual void when_drained(size_t level, std::function<void()> fn) = 0;
   const std::string& session_id() const { return session_id_; }
+  // Who opened the connection, as the handler authenticated them, and the client it said it is.
+  void identify(std::string user, std::string client) {
+    user_ = std::move(user);
+    client_ = std::move(client);
+  }
+  const std::string& user() const { return user_; }
+  const std::string& client() const { return client_; }
 
  private:
   std::string session_id_;
+  std::string user_, client_;
 };
 
 // What a WebSocket connection serves (a kernel's fan-out, KernelHub). Io thread only.

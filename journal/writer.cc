@@ -1,0 +1,368 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// writer: the journal's own thread and database connection, writing in batches.
+#include "journal/writer.h"
+
+#include <map>
+
+#include <fmt/core.h>
+
+#include "common/log.h"
+#include "common/time_format.h"
+#include "protocol/json_text.h"
+#include "workspace/object_store.h"
+#include "workspace/pins.h"
+#include "workspace/workspace_manager.h"
+
+namespace cellgate::journal {
+
+using common::Errc;
+
+namespace {
+
+constexpr uint64_t kEventOverhead = 256;  // what an event costs the queue beyond its entry's bytes
+constexpr size_t kCutCode = 4 << 10;      // code kept of an entry cut because the queue was full
+constexpr auto kMaxBackoff = std::chrono::seconds(5);
+
+std::string iso(int64_t ns) {
+  if (ns <= 0) return "";
+  return common::iso8601(common::SystemTime(std::chrono::duration_cast<common::SystemTime::duration>(
+      std::chrono::nanoseconds(ns))));
+}
+
+std::string key_of(const std::string& kernel_id, int64_t seq) { return kernel_id + "/" + std::to_string(seq); }
+
+// Cuts s to at most n bytes without splitting a UTF-8 sequence.
+void cut_utf8(std::string& s, size_t n) {
+  if (s.size() <= n) return;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  s.resize(n);
+}
+
+// detail: what the columns do not say, only when there is something to say.
+std::string detail_text(const Entry& e) {
+  std::string out = "{";
+  auto field = [&](const char* key) {
+    if (out.size() > 1) out += ',';
+    out += '"';
+    out += key;
+    out += "\":";
+  };
+  if (e.requested_ns && e.started_ns && e.started_ns - e.requested_ns > 1'000'000) {
+    field("requested");
+    protocol::detail::append_json_string(out, iso(e.requested_ns));
+  }
+  if (e.code_bytes > e.code.size()) {
+    field("code_bytes");
+    out += std::to_string(e.code_bytes);
+  }
+  if (e.dropped_outputs) {
+    field("dropped_outputs");
+    out += std::to_string(e.dropped_outputs);
+    field("dropped_bytes");
+    out += std::to_string(e.dropped_bytes);
+  }
+  if (!e.reason.empty()) {
+    field("reason");
+    protocol::detail::append_json_string(out, e.reason);
+  }
+  return out + "}";
+}
+
+}  // namespace
+
+struct Writer::Op {
+  Event::Type type;
+  state::JournalRow journal;
+  state::JournalEntryRow row;
+  std::function<void(common::Status)> done;
+};
+
+Writer::Writer(WriterOptions options, Connect connect, workspace::WorkspaceManager& workspaces, std::string data_dir)
+    : options_(options), connect_(std::move(connect)), workspaces_(workspaces), data_dir_(std::move(data_dir)) {}
+
+Writer::~Writer() { stop(); }
+
+common::Status Writer::start() {
+  auto db = connect_();
+  if (!db) return db.error();
+  db_.emplace(std::move(db.value()));
+  retention_ = std::make_unique<Retention>(*db_, workspaces_, data_dir_, options_.retention);
+  thread_ = std::thread([this] { run(); });
+  return common::ok();
+}
+
+void Writer::stop(std::chrono::milliseconds grace) {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard lk(mu_);
+    stopping_ = true;
+    stop_deadline_ = std::chrono::steady_clock::now() + grace;
+  }
+  cv_.notify_one();
+  thread_.join();
+}
+
+uint64_t Writer::cut() const {
+  std::lock_guard lk(mu_);
+  return cut_;
+}
+
+void Writer::post(Event event) {
+  uint64_t bytes = kEventOverhead + event.entry.held_bytes();
+  bool wake;
+  {
+    std::lock_guard lk(mu_);
+    if (queued_bytes_ + pending_bytes_ + bytes > options_.queue_bytes) {
+      // The database cannot keep up: keep the queue's bound, never the io thread waiting. A begin is
+      // dropped (its end inserts the entry); an end keeps its key facts and the start of its code.
+      if (event.type == Event::Type::kBegin) return;
+      if (event.type == Event::Type::kEnd) {
+        Entry& e = event.entry;
+        e.dropped_outputs += e.outputs.size();
+        e.dropped_bytes += e.output_bytes;
+        e.outputs.clear();
+        e.output_bytes = 0;
+        cut_utf8(e.code, kCutCode);
+        e.reason = "cut: the journal's writer was behind (the database was slow or away)";
+        ++cut_;
+        bytes = kEventOverhead + e.held_bytes();
+      }
+    }
+    if (event.type == Event::Type::kSync || event.type == Event::Type::kDrop) sync_wanted_ = true;
+    queue_.push_back(std::move(event));
+    queued_bytes_ += bytes;
+    wake = queue_.size() == 1 || sync_wanted_;
+  }
+  if (wake) cv_.notify_one();
+}
+
+std::vector<Writer::Op> Writer::prepare(std::vector<Event>& events) {
+  // Outputs above the inline bound become objects: staged under the store's shared lock (gc waits),
+  // named in the journal's pin, then committed (syncfs) in one go for the whole batch.
+  std::map<const Output*, std::string> stored;
+  std::string lost;
+  {
+    std::optional<workspace::FileLock> lock;
+    std::optional<workspace::ObjectBatch> batch;
+    std::map<std::pair<std::string, std::string>, std::vector<std::string>> pinned;  // (owner, kernel) → hashes
+    for (const auto& ev : events) {
+      if (ev.type != Event::Type::kEnd) continue;
+      for (const auto& o : ev.entry.outputs) {
+        if (o.content.size() <= options_.inline_output_bytes || !lost.empty()) continue;
+        if (!batch) {
+          auto l = workspaces_.store().lock(workspace::FileLock::Mode::kShared);
+          if (!l) {
+            lost = l.error().message;
+            continue;
+          }
+          lock.emplace(std::move(l.value()));
+          batch.emplace(workspaces_.store());
+        }
+        auto hash = batch->put_bytes(o.content);
+        if (!hash) {
+          lost = hash.error().message;
+          continue;
+        }
+        stored[&o] = hash.value();
+        pinned[{ev.entry.owner, ev.entry.kernel_id}].push_back(hash.value());
+      }
+    }
+    workspace::Pins pins(data_dir_);
+    for (const auto& [who, hashes] : pinned) {
+      if (!lost.empty()) break;
+      if (auto st = pins.add("journal", who.first, who.second, hashes); !st) lost = st.error().message;
+    }
+    if (batch && lost.empty())
+      if (auto st = batch->commit(); !st) lost = st.error().message;
+    if (!lost.empty()) stored.clear();
+  }
+
+  std::vector<Op> ops;
+  ops.reserve(events.size());
+  for (auto& ev : events) {
+    Op op{ev.type, std::move(ev.journal), {}, std::move(ev.done)};
+    if (ev.type == Event::Type::kBegin || ev.type == Event::Type::kEnd) {
+      Entry& e = ev.entry;
+      state::JournalEntryRow& r = op.row;
+      r.kernel_id = e.kernel_id;
+      r.seq = e.seq;
+      r.owner = e.owner;
+      r.kind = to_string(e.kind);
+      r.msg_id = e.msg_id;
+      r.run_by = e.origin.user;
+      r.client = e.origin.client;
+      r.session = e.origin.session;
+      r.silent = e.silent;
+      r.code = std::move(e.code);
+      r.started = iso(e.started_ns ? e.started_ns : e.requested_ns);
+      r.ended = iso(e.ended_ns);
+      r.status = e.status;
+      r.execution_count = e.execution_count;
+      r.snapshot_before = e.snapshot_before;
+      r.snapshot_after = e.snapshot_after;
+      int64_t blob_bytes = 0;
+      std::string outputs = "[";
+      for (const auto& o : e.outputs) {
+        if (outputs.size() > 1) outputs += ',';
+        outputs += "{\"msg_type\":";
+        protocol::detail::append_json_string(outputs, o.msg_type);
+        if (o.content.size() <= options_.inline_output_bytes) {
+          outputs += ",\"content\":";
+          outputs += o.content;
+        } else if (auto it = stored.find(&o); it != stored.end()) {
+          outputs += fmt::format(",\"content_sha256\":\"{}\",\"content_bytes\":{}", it->second, o.content.size());
+          if (!r.blobs.empty()) r.blobs += ' ';
+          r.blobs += it->second;
+          blob_bytes += static_cast<int64_t>(o.content.size());
+        } else {
+          outputs += ",\"lost\":";
+          protocol::detail::append_json_string(outputs, "not stored: " + lost);
+        }
+        outputs += '}';
+      }
+      r.outputs = outputs + "]";
+      r.detail = detail_text(e);
+      r.bytes = static_cast<int64_t>(kEventOverhead + r.code.size() + r.outputs.size() + r.detail.size()) + blob_bytes;
+    }
+    ops.push_back(std::move(op));
+  }
+  return ops;
+}
+
+common::Status Writer::apply(std::vector<Op>& ops) {
+  auto tx = state::Transaction::begin(*db_);
+  if (!tx) return tx.error();
+  auto stmts = state::EntryStatements::prepare(*db_);
+  if (!stmts) return stmts.error();
+  std::unordered_map<std::string, int64_t> running;  // committed into running_bytes_ after commit
+  for (auto& op : ops) {
+    const std::string& kid = op.journal.kernel_id;
+    common::Status st = common::ok();
+    switch (op.type) {
+      case Event::Type::kOpen:
+        st = state::insert_journal(*db_, op.journal);
+        if (!st && st.error().code == Errc::kConflict) st = common::ok();  // resumed after a restart
+        break;
+      case Event::Type::kBegin: {
+        const std::string key = key_of(op.row.kernel_id, op.row.seq);
+        st = stmts->insert(op.row);
+        if (st) running[key] = op.row.bytes;
+        break;
+      }
+      case Event::Type::kEnd: {
+        const std::string key = key_of(op.row.kernel_id, op.row.seq);
+        bool was_running = running.count(key) || running_bytes_.count(key);
+        st = was_running ? stmts->finish(op.row) : stmts->insert(op.row);
+        break;
+      }
+      case Event::Type::kBaseline:
+        st = state::set_journal_baseline(*db_, kid, op.journal.baseline, op.journal.note);
+        break;
+      case Event::Type::kDeleted:
+        st = state::set_journal_deleted(*db_, kid, op.journal.deleted);
+        break;
+      case Event::Type::kEndRunning:
+        if (auto n = state::end_running_entries(*db_, kid, op.journal.note, op.journal.deleted); !n) st = n.error();
+        break;
+      case Event::Type::kDrop:
+      case Event::Type::kSync:
+        break;  // after the commit
+    }
+    // A journal that is gone (dropped by its owner) or an entry the kernel's journal lost: not worth
+    // the batch. Anything else (the database away) fails it, to be retried.
+    if (!st && st.error().code != Errc::kConflict && st.error().code != Errc::kNotFound &&
+        st.error().code != Errc::kBadRequest)
+      return st;
+    if (!st)
+      common::log_warn("kernel={} msg=\"journal write skipped\" error=\"{}\"", kid.empty() ? op.row.kernel_id : kid,
+                       st.error().message);
+  }
+  if (auto st = tx->commit(); !st) return st;
+  running_bytes_.merge(running);
+  return common::ok();
+}
+
+void Writer::after_commit(std::vector<Op>& ops) {
+  for (auto& op : ops) {
+    if (op.type == Event::Type::kBegin) {
+      retention_->charge(op.row.owner, op.row.bytes);
+    } else if (op.type == Event::Type::kEnd) {
+      int64_t delta = op.row.bytes;
+      if (auto it = running_bytes_.find(key_of(op.row.kernel_id, op.row.seq)); it != running_bytes_.end()) {
+        delta -= it->second;
+        running_bytes_.erase(it);
+      }
+      retention_->charge(op.row.owner, delta);
+    } else if (op.type == Event::Type::kDrop) {
+      common::Status st = common::ok();
+      auto row = state::get_journal(*db_, op.journal.kernel_id);
+      if (row) st = retention_->drop(row.value());
+      else if (row.error().code != Errc::kNotFound) st = row.error();
+      // A live kernel's journal is cleared, not removed: it goes on recording into it.
+      if (st && row && op.journal.deleted.empty()) st = state::insert_journal(*db_, op.journal);
+      if (op.done) op.done(st);
+    } else if (op.type == Event::Type::kSync) {
+      if (op.done) op.done(common::ok());
+    }
+  }
+  retention_->enforce(std::chrono::steady_clock::now());
+}
+
+void Writer::run() {
+  std::vector<Op> pending;  // prepared, not committed yet (the database was away)
+  auto wait = options_.interval;
+  for (;;) {
+    std::vector<Event> events;
+    bool stopping;
+    {
+      std::unique_lock lk(mu_);
+      if (pending.empty()) cv_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
+      // Gather a batch: one transaction for everything an interval brings.
+      if (!stopping_ && !sync_wanted_)
+        cv_.wait_for(lk, wait, [&] { return stopping_ || sync_wanted_ || queued_bytes_ > options_.queue_bytes / 4; });
+      events.swap(queue_);
+      queued_bytes_ = 0;
+      sync_wanted_ = false;
+      stopping = stopping_;
+    }
+    auto ops = prepare(events);
+    for (auto& op : ops) pending.push_back(std::move(op));
+    if (pending.empty()) {
+      if (stopping) return;
+      continue;
+    }
+    auto st = apply(pending);
+    if (st) {
+      after_commit(pending);
+      pending.clear();
+      wait = options_.interval;
+    } else {
+      common::log_warn("msg=\"journal batch not written; retrying\" entries={} error=\"{}\"", pending.size(),
+                       st.error().message);
+      // Whoever waits for a sync reads what the database has now; the entries stay queued.
+      std::vector<Op> keep;
+      for (auto& op : pending) {
+        if (op.type == Event::Type::kSync) {
+          if (op.done) op.done(st);
+        } else {
+          keep.push_back(std::move(op));
+        }
+      }
+      pending = std::move(keep);
+      wait = std::min<std::chrono::milliseconds>(wait * 2, kMaxBackoff);
+      if (stopping && std::chrono::steady_clock::now() > stop_deadline_) {
+        common::log_error("msg=\"journal entries lost at shutdown: the database is away\" entries={}", pending.size());
+        for (auto& op : pending)
+          if (op.done) op.done(st);
+        return;
+      }
+    }
+    uint64_t held = 0;
+    for (const auto& op : pending) held += kEventOverhead + op.row.code.size() + op.row.outputs.size();
+    std::lock_guard lk(mu_);
+    pending_bytes_ = held;
+    if (stopping && queue_.empty() && pending.empty()) return;
+  }
+}
+
+}  // namespace cellgate::journal

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// writer: the journal's own thread and database connection. Entries arrive on a bounded queue and are
+// written in batches, one transaction per batch, so that neither an execute nor the io thread waits on
+// the database; large outputs go to the object store first, held by a pin per journal.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "common/result.h"
+#include "journal/entry.h"
+#include "journal/retention.h"
+#include "state/database.h"
+#include "state/journal_records.h"
+
+namespace cellgate::workspace {
+class WorkspaceManager;
+}
+
+namespace cellgate::journal {
+
+// One thing for the writer to do, in the order posted.
+struct Event {
+  enum class Type {
+    kOpen,        // journal: a new journal (an existing one is left as it is)
+    kBegin,       // entry: running (inserted so that a crash leaves a trace of it)
+    kEnd,         // entry: done (inserted, or the running row finished)
+    kBaseline,    // journal.kernel_id, .baseline, .note
+    kDeleted,     // journal.kernel_id, .deleted: the kernel is gone
+    kEndRunning,  // journal.kernel_id: rows a crashed gateway left running become .note, ended .deleted
+    kDrop,        // journal.kernel_id: the owner deletes the journal (done hears how it went)
+    kSync,        // done runs once everything posted before is committed (or could not be)
+  };
+  Type type;
+  Entry entry{};
+  state::JournalRow journal{};
+  std::function<void(common::Status)> done{};  // runs on the writer thread
+};
+
+struct WriterOptions {
+  std::chrono::milliseconds interval{100};  // what a batch gathers; a crash loses at most this much
+  uint64_t queue_bytes = 64ull << 20;       // past it, entries are cut to their code (never blocks)
+  uint64_t inline_output_bytes = 4 << 10;   // larger outputs become store objects
+  RetentionDefaults retention{};
+};
+
+class Writer {
+ public:
+  using Connect = std::function<common::Result<state::Database>()>;
+  Writer(WriterOptions options, Connect connect, workspace::WorkspaceManager& workspaces, std::string data_dir);
+  ~Writer();
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  // Connects (a config error when it cannot) and starts the thread.
+  common::Status start();
+  // Writes what is queued (retrying a database that is away for up to `grace`), then joins.
+  void stop(std::chrono::milliseconds grace = std::chrono::seconds(5));
+  // Any thread. Never waits for the database, only for the queue's mutex.
+  void post(Event event);
+  // Entries cut since start because the queue was full (the database could not keep up).
+  uint64_t cut() const;
+
+ private:
+  struct Op;  // an event made ready for the database (rows built, blobs stored)
+  void run();
+  std::vector<Op> prepare(std::vector<Event>& events);
+  common::Status apply(std::vector<Op>& ops);
+  void after_commit(std::vector<Op>& ops);
+
+  WriterOptions options_;
+  Connect connect_;
+  workspace::WorkspaceManager& workspaces_;
+  std::string data_dir_;
+  std::optional<state::Database> db_;
+  std::unique_ptr<Retention> retention_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Event> queue_;
+  uint64_t queued_bytes_ = 0;
+  uint64_t pending_bytes_ = 0;  // of entries written to no database yet (it was away)
+  bool sync_wanted_ = false;
+  bool stopping_ = false;
+  uint64_t cut_ = 0;
+  std::chrono::steady_clock::time_point stop_deadline_{};
+  std::thread thread_;
+
+  // Writer thread only.
+  std::unordered_map<std::string, int64_t> running_bytes_;  // "kernel/seq" inserted as running → its bytes
+};
+
+}  // namespace cellgate::journal
