@@ -220,12 +220,49 @@ json list_snapshots(client::RestApi& b, const std::string& token, Args& a) {
   });
 }
 
+// One journal entry as a reader skims it: who ran what, how it ended, and the start of its outputs.
+std::string journal_entry_text(const json& e) {
+  constexpr size_t kOutputChars = 2000;
+  std::string text = fmt::format("\n[{}] {} {} by {} via {} at {}", field(e, "seq"), field(e, "kind"),
+                                 field(e, "status"), field(e, "user"), field(e, "client"), field(e, "started"));
+  if (e.value("kind", "") != "execute") return text + (e.contains("reason") ? ": " + field(e, "reason") : "");
+  if (e.value("silent", false)) text += " (silent)";
+  text += "\n" + field(e, "code");
+  std::string out;
+  for (const auto& o : e.value("outputs", json::array())) {
+    if (o.contains("text")) out += field(o, "text");
+    else if (o.value("output_type", "") == "error") out += field(o, "ename") + ": " + field(o, "evalue") + "\n";
+    else if (o.contains("data") && o["data"].contains("text/plain")) out += field(o["data"], "text/plain") + "\n";
+  }
+  if (out.size() > kOutputChars) out = out.substr(0, kOutputChars) + "... (cut)\n";
+  if (!out.empty()) text += "\n--- output ---\n" + out;
+  return text;
+}
+
+json journal(client::RestApi& b, const std::string& token, Args& a) {
+  std::string id = a.required_string("kernel_id");
+  auto since = a.count("since");
+  if (!a.error().empty()) return nullptr;
+  std::string path = kernel_path(id, "/journal") + "?limit=100&since=" + std::to_string(since.value_or(0));
+  return rest(b, token, {"GET", path, nullptr, kShortCall}, [](const json& j) {
+    if (!j.is_object() || !j.contains("entries")) return text_result(dump_text(j));
+    std::string text = fmt::format("Journal of kernel {} (owner {}, kernelspec {}{}): {} entr{}.", field(j, "kernel_id"),
+                                   field(j, "owner"), field(j, "kernelspec"),
+                                   j.value("deleted", "").empty() ? "" : ", deleted", j["entries"].size(),
+                                   j["entries"].size() == 1 ? "y" : "ies");
+    for (const auto& e : j["entries"]) text += journal_entry_text(e);
+    if (j.contains("next") && !j["next"].is_null())
+      text += fmt::format("\nMore entries follow: call journal again with since={}.", j["next"].dump());
+    return text_result(text);
+  });
+}
+
 const std::map<std::string, Call>& dispatch() {
   static const std::map<std::string, Call> table = {
       {"list_kernels", list_kernels}, {"start_kernel", start_kernel}, {"execute", execute},
       {"read", read},                 {"write", write},               {"edit", edit},
       {"process", process},           {"snapshot", snapshot},         {"restore", restore},
-      {"list_snapshots", list_snapshots}};
+      {"list_snapshots", list_snapshots}, {"journal", journal}};
   return table;
 }
 

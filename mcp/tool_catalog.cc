@@ -104,6 +104,13 @@ json build_catalog() {
   tools.push_back(tool("list_snapshots", "List snapshots",
                        "List a workspace's snapshots (id, label, time), to pick one for restore.",
                        {{"workspace", str("Workspace name.")}}, {"workspace"}, true, false, true));
+  tools.push_back(tool("journal", "Read a kernel's journal",
+                       "What ran on a kernel, in order: each execution's code, who ran it and how (websocket, "
+                       "execute, mcp, ...), its status and outputs, and the kernel's restarts. Works for kernels "
+                       "that were deleted too, until the journal's retention drops them. 100 entries per call.",
+                       {{"kernel_id", str("Id of the kernel (running or deleted).")},
+                        {"since", integer("Return only entries after this seq. Default 0.")}},
+                       {"kernel_id"}, true, false, true));
   return tools;
 }
 

@@ -6,6 +6,7 @@
 #include "gateway/api/cluster_routing.h"
 #include "gateway/api/events_api.h"
 #include "gateway/api/execute_api.h"
+#include "gateway/api/journal_api.h"
 #include "gateway/api/kernels_api.h"
 #include "gateway/api/health_api.h"
 #include "gateway/api/kernelspecs_api.h"
@@ -44,6 +45,7 @@ struct Handlers {
   PagesApi pages;
   HealthApi health;
   MetricsApi metrics;
+  JournalApi journal;
 };
 
 }  // namespace cellgate::api

@@ -13,6 +13,7 @@
 #include "gateway/gateway.h"
 #include "gateway/kernel_manager.h"
 #include "gateway/offload.h"
+#include "journal/journal.h"
 #include "state/kernel_records.h"
 
 namespace cellgate::api {
@@ -192,6 +193,15 @@ awaitable<std::optional<http::Response>> Router::resolve(Call& call) {
                            gateway::workspace_config_for(workspaces.config(), user));
     call.workspace_ref = std::move(ref);
   }
+  if (auto it = call.params.find("journal"); it != call.params.end()) {
+    // What is recorded so far is committed first: a journal reads the same through any gateway.
+    co_await gw_.journal().sync();
+    auto row = state::get_journal(gw_.db(), it->second);
+    if (!row && row.error().code != Errc::kNotFound) co_return http::error_response(call.req, row.error());
+    if (!row || (row->owner != user.name && !user.admin))
+      co_return http::error_response(call.req, Errc::kNotFound, "Journal does not exist: " + it->second);
+    call.journal = std::move(row.value());
+  }
   co_return std::nullopt;
 }
 
@@ -240,7 +250,7 @@ awaitable<http::Reply> Router::handle(http::Request req, http::Peer peer) {
           gw_.metrics().request_refused(metrics::RefusedReason::kForbidden);
           reply.res = http::error_response(req, Errc::kForbidden, "only an admin may do this");
         } else {
-          Call call{req, std::move(*caller), std::move(m.params), {}, {}, {}, {}, {}};
+          Call call{req, std::move(*caller), std::move(m.params), {}, {}, {}, {}, {}, {}};
           if (auto refused = co_await resolve(call)) {
             reply.res = std::move(*refused);
           } else if (call.remote && std::holds_alternative<RestHandler>(m.route->handler)) {
@@ -300,7 +310,7 @@ awaitable<http::Upgrade> Router::upgrade(http::Request& req, http::Peer peer) {
       co_return http::error_response(req, Errc::kForbidden, "only an admin may do this");
     }
     caller->peer = peer;
-    Call call{req, std::move(*caller), std::move(m.params), {}, {}, {}, {}, {}};
+    Call call{req, std::move(*caller), std::move(m.params), {}, {}, {}, {}, {}, {}};
     if (auto refused = co_await resolve(call)) co_return std::move(*refused);
     co_return co_await (*ws)(call);
   } catch (const std::exception& e) {

@@ -28,7 +28,8 @@ Handlers::Handlers(gateway::Gateway& gw)
       events(gw.events(), gw.io()),
       users(gw),
       health(gw),
-      metrics(gw, mcp) {}
+      metrics(gw, mcp),
+      journal(gw.journal(), gw.db(), gw.kernels(), gw.workspaces(), gw.offload()) {}
 
 std::vector<Route> make_routes(Handlers& h) {
   using V = http::verb;
@@ -84,6 +85,11 @@ std::vector<Route> make_routes(Handlers& h) {
       {V::post, "/api/workspaces/{workspace}/snapshots/{snapshot}/restore", kOwner, on(h.snapshots, &SnapshotsApi::restore)},
       {V::get, "/api/workspaces/{workspace}/snapshots/{snapshot}/archive", kOwner, on(h.snapshots, &SnapshotsApi::archive)},
       {V::get, "/api/workspaces/{workspace}/diff", kOwner, on(h.snapshots, &SnapshotsApi::diff)},
+      {V::get, "/api/journals", kUser, on(h.journal, &JournalApi::list)},
+      {V::get, "/api/kernels/{journal}/journal", kOwner, on(h.journal, &JournalApi::get)},
+      {V::get, "/api/kernels/{journal}/journal.ipynb", kOwner, on(h.journal, &JournalApi::notebook)},
+      {V::delete_, "/api/kernels/{journal}/journal", kOwner, on(h.journal, &JournalApi::remove)},
+      {V::post, "/api/kernels/{journal}/journal/reproduce", kOwner, on(h.journal, &JournalApi::reproduce)},
       {V::post, "/mcp", kUser, on(h.mcp, &McpApi::call)},
       {V::get, "/mcp", kUser, on(h.mcp, &McpApi::call)},
       {V::delete_, "/mcp", kUser, on(h.mcp, &McpApi::call)},

@@ -64,6 +64,7 @@ class Walk {
     auto hub = run(t_.io, t_.gw->kernels().start(alice_, {}));
     REQUIRE(hub.has_value());
     mine_["kernel"] = hub.value()->kernel().id();
+    mine_["journal"] = mine_["kernel"];  // a kernel's journal is named by the kernel's id
     mine_["session"] = "5e551011-0000-4000-8000-000000000001";
     REQUIRE(state::insert_session(t_.gw->db(), {mine_["session"], "alice", "a.ipynb", "a", "notebook", mine_["kernel"]}));
     auto ws = t_.gw->workspaces().create({"alice", "alice-ws"});
@@ -81,6 +82,7 @@ class Walk {
     never_["kernel"] = "00000000-0000-4000-8000-00000000dead";
     never_["session"] = "00000000-0000-4000-8000-00000000beef";
     never_["workspace"] = "never-existed";
+    never_["journal"] = never_["kernel"];
   }
 
   const std::vector<api::Route>& routes() const { return router_->routes(); }
