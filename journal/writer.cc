@@ -193,6 +193,7 @@ std::vector<Writer::Op> Writer::prepare(std::vector<Event>& events) {
       r.client = e.origin.client;
       r.session = e.origin.session;
       r.silent = e.silent;
+      r.detail = detail_text(e);  // before the code moves: it compares the code kept with code_bytes
       r.code = std::move(e.code);
       r.started = iso(e.started_ns ? e.started_ns : e.requested_ns);
       r.ended = iso(e.ended_ns);
@@ -221,7 +222,6 @@ std::vector<Writer::Op> Writer::prepare(std::vector<Event>& events) {
         outputs += '}';
       }
       r.outputs = outputs + "]";
-      r.detail = detail_text(e);
       r.bytes = static_cast<int64_t>(kEventOverhead + r.code.size() + r.outputs.size() + r.detail.size()) + blob_bytes;
     }
     ops.push_back(std::move(op));

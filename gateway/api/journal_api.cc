@@ -136,8 +136,10 @@ awaitable<http::Reply> JournalApi::notebook(Call& call) {
 
 awaitable<http::Reply> JournalApi::remove(Call& call) {
   const state::JournalRow row = *call.journal;
-  auto live = kernels_.find(row.kernel_id, call.caller.user);
-  auto st = co_await journal_.drop(row, live ? live->journal() : nullptr);
+  // Named, not a temporary in the co_await operand: GCC 12 may destroy such a temporary twice.
+  std::shared_ptr<journal::KernelJournal> recorder;
+  if (auto live = kernels_.find(row.kernel_id, call.caller.user)) recorder = live->journal();
+  auto st = co_await journal_.drop(row, recorder);
   if (!st) co_return reply(http::error_response(call.req, st.error()));
   co_return reply(http::empty_response(call.req));
 }
@@ -153,9 +155,11 @@ awaitable<http::Reply> JournalApi::reproduce(Call& call) {
     std::string who;
     ~Done() { set.erase(who); }
   } done{reproducing_, who};
-  auto result = co_await gateway::reproduce(
-      gateway::ReproduceServices{kernels_, workspaces_, offload_, db_, store_reader(workspaces_.store())},
-      call.caller.user, *call.journal, request.value());
+  // Named arguments, not temporaries in the co_await operand (GCC 12 may destroy those twice).
+  gateway::ReproduceServices services{kernels_, workspaces_, offload_, db_, store_reader(workspaces_.store())};
+  state::User caller = call.caller.user;
+  state::JournalRow journal = *call.journal;
+  auto result = co_await gateway::reproduce(services, caller, journal, request.value());
   if (!result) co_return reply(http::error_response(call.req, result.error()));
   co_return reply(http::json_response(call.req, http::status::ok, result.value()));
 }

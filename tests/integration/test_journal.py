@@ -184,8 +184,9 @@ def test_large_outputs_go_to_the_store(gw):
     alice.execute(kid, "print('y' * 100000)")
     ex = executions(alice.journal(kid))
     assert stdout(ex[-1]) == "y" * 100000 + "\n"
-    (outputs, blobs), = t.db_query("SELECT outputs, blobs FROM journal_entries WHERE kernel_id = ? AND kind = 'execute'",
-                                   kid)
+    rows = t.db_query("SELECT kind, outputs, blobs FROM journal_entries WHERE kernel_id = ?", kid)
+    assert [r[0] for r in rows] == ["execute"], rows
+    (_, outputs, blobs), = rows
     assert "y" * 1000 not in outputs and len(outputs) < 4000, outputs[:200]
     hashes = [o["content_sha256"] for o in json.loads(outputs) if "content_sha256" in o]
     assert hashes and " ".join(hashes) == blobs, (outputs, blobs)
