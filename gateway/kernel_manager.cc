@@ -215,6 +215,11 @@ std::shared_ptr<KernelHub> KernelManager::make_hub(launcher::KernelOptions optio
   hub->workspace = workspace;
   hub->pause_after_s = pause_after;
   kernel->set_observer(hub.get());
+  // Each launch's process goes to the kernel's row: a gateway killed after a restart re-adopts the
+  // kernel by this pid (before, the row kept the first process's, and the kernel was found dead).
+  kernel->set_spawned_hook([&db = services_.db, id = kernel->id()](const launcher::ProcessHandle& p) {
+    (void)state::set_kernel_helper(db, id, p.pid, p.status_file);
+  });
   hub->set_execute_limit(std::chrono::seconds(execute_limit_for(config_, user)));
   if (Snapshots* snapshots = services_.snapshots) {
     std::weak_ptr<KernelHub> weak = hub;

@@ -149,6 +149,7 @@ awaitable<common::Status> Kernel::launch() {
   process_ = std::move(proc.value());
   paused_ = false;
   common::log_info("kernel={} pid={} spawner={} msg=\"kernel spawned\"", id(), process_.pid, spawner_.name());
+  if (spawned_hook_) spawned_hook_(process_);
   watch_process();
   auto ready = co_await wait_ready();
   if (!ready) {

@@ -66,6 +66,10 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   // send_now(). A failure fails the launch: the process is stopped and the state becomes kDead.
   using ReadyHook = std::function<boost::asio::awaitable<common::Status>()>;
   void set_ready_hook(ReadyHook hook) { ready_hook_ = std::move(hook); }
+  // Runs after every spawn (start, restart, auto-restart) with the new process: what a restarted gateway
+  // re-adopts the kernel by must name this process, not the one a restart replaced.
+  using SpawnedHook = std::function<void(const ProcessHandle& process)>;
+  void set_spawned_hook(SpawnedHook hook) { spawned_hook_ = std::move(hook); }
   boost::asio::any_io_executor executor() { return io_.get_executor(); }
 
   // Spawns the process, connects the channels and waits for kernel_info_reply plus one iopub message.
@@ -162,6 +166,7 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   std::chrono::steady_clock::time_point launched_at_;
   std::shared_ptr<boost::asio::steady_timer> ready_signal_;
   ReadyHook ready_hook_;
+  SpawnedHook spawned_hook_;
   static constexpr size_t kMaxHeld = 1024;
   // ipykernel takes 1-3 ms from a request to its reply here even for `1+1`: a 2 ms hold mostly ended
   // first and cost a wake of its own (3.1 -> 2.2 wakes per execute at 10 ms). A cell's outputs of
