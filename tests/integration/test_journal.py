@@ -364,3 +364,16 @@ def test_reproduce_names_the_cell_that_uses_random_without_a_seed(gw):
         r = alice.api("POST", "api/kernels/%s/journal/reproduce" % kid, json=body)
         assert r.status_code == 400 and r.json()["message"], (body, r.text)
     assert users["bob"].api("POST", "api/kernels/%s/journal/reproduce" % kid, json={}).status_code == 404
+
+
+def test_a_user_cannot_list_another_users_journals_by_asking(gw):
+    t, users = gw
+    alice, bob = users["alice"], users["bob"]
+    kid = alice.start_kernel()
+    alice.execute(kid, "print('mine')")
+    for params in ({"owner": "alice"}, {"owner": ""}, {"owner": "*"}):
+        r = bob.api("GET", "api/journals", params=params)
+        assert r.status_code == 200 and kid not in [j["kernel_id"] for j in r.json()], (params, r.text)
+    # The admin's view of alice names her kernel; bob's own list stays his.
+    assert kid in [j["kernel_id"] for j in users["teacher"].api("GET", "api/journals", params={"owner": "alice"}).json()]
+    assert all(j["owner"] == "bob" for j in bob.api("GET", "api/journals").json())
