@@ -8,7 +8,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-const EXPECTED_TOOLS = ['edit', 'execute', 'list_kernels', 'list_snapshots', 'process', 'read', 'restore',
+const EXPECTED_TOOLS = ['edit', 'execute', 'journal', 'list_kernels', 'list_snapshots', 'process', 'read', 'restore',
                         'snapshot', 'start_kernel', 'write'];
 
 function text(result) {
@@ -49,6 +49,10 @@ async function checkFileTools(client) {
   assert.equal(text(seen).split('[workspace')[0], 'one\nTWO\n3\n');
   const made = await call(client, 'execute', { kernel_id: k, code: "open('made.txt', 'w').write('x')" });
   assert.match(text(made), /\[workspace mcp-e2e added: [^\]]*\bmade\.txt\b[^\]]*\(snapshot \S+\)\]/);
+  // The kernel's journal through MCP: what ran, by whom, by which path.
+  const journal = text(await call(client, 'journal', { kernel_id: k }));
+  assert.match(journal, /via mcp/);
+  assert.ok(journal.includes("open('made.txt', 'w').write('x')"), journal);
   const proc = await call(client, 'process',
                           { kernel_id: k, command: 'sh', args: ['-c', 'cat notes/a.txt; cat >&2; exit 3'], stdin: 'err' });
   assert.equal(proc.isError, false);
