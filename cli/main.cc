@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// cellgate: the executable: one subcommand per entry point (serve, run, user, mcp, fsck, gc).
+// cellgate: the executable: one subcommand per entry point (serve, run, user, mcp, fsck, gc, restore,
+// reproduce).
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <string>
 
 #include "cli/mcp.h"
+#include "cli/reproduce.h"
 #include "cli/restore.h"
 #include "cli/run.h"
 #include "cli/serve.h"
@@ -24,7 +26,8 @@ constexpr const char* kUsage =
     "  mcp      an MCP server over stdio for a running gateway: cellgate mcp --url URL --token T\n"
     "  fsck     verify every snapshot object and manifest: cellgate fsck [--data-dir DIR]\n"
     "  gc       remove snapshot objects no snapshot references: cellgate gc [--data-dir DIR]\n"
-    "  restore  put a workspace back to a snapshot: cellgate restore [--data-dir DIR] [--owner U] WS SNAPSHOT\n";
+    "  restore  put a workspace back to a snapshot: cellgate restore [--data-dir DIR] [--owner U] WS SNAPSHOT\n"
+    "  reproduce  re-run a kernel's journal on a running gateway and compare: cellgate reproduce KERNEL_ID (--help)\n";
 
 }  // namespace
 
@@ -42,6 +45,7 @@ int main(int argc, char** argv) {
     if (command == "fsck") return cellgate::cli::fsck_main(cellgate::cli::data_dir_arg(argc - 2, argv + 2), std::cout);
     if (command == "gc") return cellgate::cli::gc_main(cellgate::cli::data_dir_arg(argc - 2, argv + 2));
     if (command == "restore") return cellgate::cli::restore_main(argc - 2, argv + 2);
+    if (command == "reproduce") return cellgate::cli::reproduce_main(argc - 2, argv + 2);
   } catch (const cellgate::common::ConfigError& e) {
     std::fprintf(stderr, "cellgate: %s\n", e.what());
     return 2;

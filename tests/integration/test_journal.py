@@ -366,6 +366,38 @@ def test_reproduce_names_the_cell_that_uses_random_without_a_seed(gw):
     assert users["bob"].api("POST", "api/kernels/%s/journal/reproduce" % kid, json={}).status_code == 404
 
 
+def reproduce_cli(t, token, *args):
+    """`cellgate reproduce` against the running gateway, as a user would run it."""
+    env = dict(os.environ, CELLGATE_URL=t.url, CELLGATE_TOKEN=token)
+    return subprocess.run([t.binary, "reproduce", *args], capture_output=True, text=True, timeout=300, env=env)
+
+
+def test_cellgate_reproduce_names_the_divergence_and_exits_1(gw):
+    t, users = gw
+    alice, bob = users["alice"], users["bob"]
+    kid = alice.start_kernel()
+    alice.execute(kid, "print('fixed', 6 * 7)")
+    alice.execute(kid, "import random\nprint(random.random())")
+    seqs = [e["seq"] for e in executions(alice.journal(kid))]
+    out = reproduce_cli(t, alice.token, kid)
+    assert out.returncode == 1, (out.stdout, out.stderr)
+    assert "[%d] match" % seqs[0] in out.stdout and "[%d] DIVERGED" % seqs[1] in out.stdout, out.stdout
+    assert "first divergence: entry %d" % seqs[1] in out.stdout and "random.random()" in out.stdout, out.stdout
+    # Up to the cell that matches: exit 0; --json is the gateway's answer.
+    out = reproduce_cli(t, alice.token, kid, "--upto", str(seqs[0]), "--json")
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    rep = json.loads(out.stdout)
+    assert rep["first_divergence"] is None and rep["matched"] == 1, rep
+    # Another user's token: the 404 of a journal that never existed, one line, exit 2.
+    out = reproduce_cli(t, bob.token, kid)
+    assert out.returncode == 2 and "404" in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert out.stdout == ""
+    # Bad arguments: one line each, exit 2, nothing run.
+    for args in ([], [kid, "--upto", "0"], [kid, "--upto", "x"], [kid, "--nope", "1"], [kid, kid]):
+        out = reproduce_cli(t, alice.token, *args)
+        assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, (args, out.stderr)
+
+
 def test_a_user_cannot_list_another_users_journals_by_asking(gw):
     t, users = gw
     alice, bob = users["alice"], users["bob"]
