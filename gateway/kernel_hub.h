@@ -69,6 +69,9 @@ class KernelHub : public launcher::KernelObserver,
   // Its network policy, canonical (egress/policy.h policy_json); mode none unless it has one.
   nlohmann::json network = {{"mode", "none"}};
   bool has_network() const { return network.value("mode", "none") != "none"; }
+  // Its jail has a proxy endpoint (it started with a network policy): the proxy knows it even while
+  // its policy is none, and only such a kernel's policy can be changed while it runs.
+  bool egress_endpoint = false;
   int pause_after_s = 0;    // freeze the kernel after this long idle; 0 = never
   int requests_in_flight = 0;  // REST execute/tool calls running: never paused meanwhile (a tool's
                                // process runs in the jail's cgroup, unseen by the kernel's state)

@@ -340,6 +340,7 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
   counted.done();  // listed: kernels_ counts it now
   hub->ephemeral = options.ephemeral;
   hub->network = network_json;
+  hub->egress_endpoint = networked;
   hub->workspace_config = workspace_config_for(workspaces.config(), user);
   if (!options.snapshots) {
     hub->set_execute_reply_hook(nullptr);
@@ -436,7 +437,7 @@ awaitable<void> KernelManager::remove(std::string id, std::string who) {
   hub->close_all("kernel deleted");
   sample_cpu(*hub);  // its cgroup goes with it
   co_await hub->kernel().shutdown();
-  if (hub->has_network() && egress_) {
+  if (hub->egress_endpoint && egress_) {
     // Its endpoint closed with the jail's init; the policy and its counters go now.
     if (auto r = egress_->ask({{"op", "remove"}, {"kernel", id}}); !r)
       common::log_warn("kernel={} msg=\"egress proxy: remove failed\" error=\"{}\"", id, r.error().message);
@@ -528,7 +529,7 @@ json KernelManager::model(const KernelHub& hub) const {
 
 common::Result<json> KernelManager::egress(const KernelHub& hub, size_t recent) const {
   const std::string id = const_cast<KernelHub&>(hub).kernel().id();
-  if (!hub.has_network()) return json{{"kernel", id}, {"policy", hub.network}, {"recent", json::array()}};
+  if (!hub.egress_endpoint) return json{{"kernel", id}, {"policy", hub.network}, {"recent", json::array()}};
   if (!egress_) return make_error(Errc::kUnavailable, "the egress proxy is off");
   auto stats = egress_->ask({{"op", "stats"}, {"kernel", id}, {"recent", recent}});
   if (!stats) return make_error(Errc::kUnavailable, "egress proxy: " + stats.error().message);
@@ -563,7 +564,7 @@ void KernelManager::route_through_egress(launcher::KernelOptions& ko) const {
 void KernelManager::resync_egress() {
   if (!egress_) return;
   for (const auto& [id, hub] : kernels_) {
-    if (!hub->has_network()) continue;
+    if (!hub->egress_endpoint) continue;
     auto& kernel = hub->kernel();
     auto set = egress_->ask({{"op", "set"}, {"kernel", id}, {"user", hub->owner}, {"policy", hub->network}});
     if (!set) {
@@ -616,10 +617,14 @@ awaitable<void> KernelManager::adopt() {
     auto user = services_.users.get_user(rec.owner);
     auto plan = adoption_plan(config_, read_budget_, rec, specs);
     auto network = json::parse(rec.network.empty() ? std::string("{}") : rec.network, nullptr, false);
-    const bool networked = network.is_object() && network.value("mode", "none") != "none";
-    if (networked && egress_) route_through_egress(plan);  // its restarts go through the proxy too
+    // A row with a policy, even one changed to none since, is a jail with a proxy endpoint.
+    const bool endpoint = !rec.network.empty() && network.is_object() && egress_;
+    if (endpoint) route_through_egress(plan);  // its restarts go through the proxy too
     auto hub = make_hub(std::move(plan), rec.owner, rec.workspace, user ? &user.value() : nullptr);
-    if (networked) hub->network = network;
+    if (endpoint) {
+      hub->network = network;
+      hub->egress_endpoint = true;
+    }
     if (user) hub->workspace_config = workspace_config_for(services_.workspaces.config(), user.value());
     auto& kernel = hub->kernel();
     pid_t pid = static_cast<pid_t>(rec.helper_pid);

@@ -110,6 +110,11 @@ class KernelManager {
   // The egress proxy's record of the kernel: policy, limits, counters and its last `recent` audit
   // lines (GET /api/kernels/{id}/egress). A kernel without network: its policy and nothing else.
   common::Result<nlohmann::json> egress(const KernelHub& hub, size_t recent) const;
+  // PATCH /api/kernels/{id} {"network": ...}: the running kernel's policy replaced, judged as at start
+  // against what its owner may have (kernel_network.h); the proxy cuts the connections the old policy
+  // allowed. kConflict for a kernel started without network (its jail has no proxy endpoint);
+  // kBadRequest / kForbidden as at start; kUnavailable when the proxy does not answer.
+  common::Result<nlohmann::json> set_network(KernelHub& hub, const nlohmann::json& requested, const std::string& who);
   // {spec: {size, ready, starting}}; null without a warm pool.
   nlohmann::json pool_status() const;
   // Where kernel events are counted (null in tests that give none).

@@ -62,6 +62,13 @@ Status set_kernel_state(Database& db, const std::string& id, const std::string& 
   return change_one(db, *st, "no such kernel " + id);
 }
 
+Status set_kernel_network(Database& db, const std::string& id, const std::string& network) {
+  auto st = db.prepare("UPDATE kernels SET network = ? WHERE id = ?");
+  if (!st) return st.error();
+  st->bind(1, network).bind(2, id);
+  return change_one(db, *st, "no such kernel " + id);
+}
+
 Status set_kernel_dead(Database& db, const std::string& id, const std::string& reason) {
   auto st = db.prepare("UPDATE kernels SET state = 'dead', reason = ? WHERE id = ? AND state <> 'dead'");
   if (!st) return st.error();

@@ -53,6 +53,8 @@ common::Status confirm_placed_kernel(Database& db, const std::string& placed_id,
 common::Status set_kernel_helper(Database& db, const std::string& id, int64_t helper_pid,
                                  const std::string& jail_status_file);
 common::Status delete_kernel(Database& db, const std::string& id);
+// A running kernel's network policy replaced (canonical JSON; "" = none and no proxy endpoint).
+common::Status set_kernel_network(Database& db, const std::string& id, const std::string& network);
 
 common::Status insert_session(Database& db, const SessionRow& s);
 common::Result<SessionRow> get_session(Database& db, const std::string& id);

@@ -101,6 +101,21 @@ awaitable<http::Reply> KernelsApi::egress(Call& call) {
   co_return reply(http::json_response(call.req, http::status::ok, stats.value()));
 }
 
+awaitable<http::Reply> KernelsApi::patch(Call& call) {
+  auto body = parse_object_body(call.req);
+  if (!body) co_return reply(http::error_response(call.req, body.error()));
+  for (const auto& [key, value] : body->items()) {
+    if (key != "network")
+      co_return reply(http::error_response(call.req, Errc::kBadRequest, "only network may be changed on a running kernel, not " + key.substr(0, 64)));
+  }
+  auto network = body->find("network");
+  if (network == body->end() || network->is_null())
+    co_return reply(http::error_response(call.req, Errc::kBadRequest, "network is missing"));
+  auto model = kernels_.set_network(*call.kernel, *network, call.caller.user.name);
+  if (!model) co_return reply(http::error_response(call.req, model.error()));
+  co_return reply(http::json_response(call.req, http::status::ok, model.value()));
+}
+
 awaitable<http::Reply> KernelsApi::remove(Call& call) {
   std::string id = call.kernel->kernel().id();
   co_await kernels_.remove(id, call.caller.user.name);

@@ -29,6 +29,9 @@ class KernelsApi {
   // GET /api/kernels/{id}/egress[?recent=N]: policy, limits, counters and the last N (default 100,
   // at most 256) audit lines of its connections, from the egress proxy.
   boost::asio::awaitable<http::Reply> egress(Call& call);
+  // PATCH /api/kernels/{id} {"network": {...}|"none"}: the running kernel's network policy replaced,
+  // within what its owner may have; 200 with the model.
+  boost::asio::awaitable<http::Reply> patch(Call& call);
   // Freezes an idle kernel (the cgroup freezer, as --pause-after does) / thaws it; 200 with the model.
   boost::asio::awaitable<http::Reply> pause(Call& call);
   boost::asio::awaitable<http::Reply> resume(Call& call);

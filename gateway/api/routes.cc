@@ -57,6 +57,7 @@ std::vector<Route> make_routes(Handlers& h) {
       {V::post, "/api/kernels/{kernel}/interrupt", kOwner, on(h.kernels, &KernelsApi::interrupt)},
       {V::post, "/api/kernels/{kernel}/restart", kOwner, on(h.kernels, &KernelsApi::restart)},
       {V::get, "/api/kernels/{kernel}/egress", kOwner, on(h.kernels, &KernelsApi::egress)},
+      {V::patch, "/api/kernels/{kernel}", kOwner, on(h.kernels, &KernelsApi::patch)},
       {V::post, "/api/kernels/{kernel}/pause", kOwner, on(h.kernels, &KernelsApi::pause)},
       {V::post, "/api/kernels/{kernel}/resume", kOwner, on(h.kernels, &KernelsApi::resume)},
       {V::get, "/api/kernels/{kernel}/channels", kOwner, on(h.channels, &ChannelsApi::connect)},

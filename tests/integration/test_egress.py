@@ -404,6 +404,74 @@ def test_gateway_restart_keeps_kernels_networked(gw, site):
     assert r.status_code == 200 and r.json()["counters"]["connections"] >= spent + 1, r.text
 
 
+def test_change_a_running_kernels_policy(gw, site):
+    """PATCH /api/kernels/{id} {"network"}: the running kernel's policy replaced within what its owner
+    may have, at once, kept across a gateway restart; a kernel started without network cannot get one."""
+    t, u = gw
+    k = u["alice"].start(name="py-net")
+    kid = k["id"]
+    assert fetch(u["alice"], kid, "http://web.test:%d/a" % site)[0] == 200
+    narrower = {"mode": "allowlist", "allow": [rule("api.test", site)]}
+    r = u["alice"].api("PATCH", "api/kernels/" + kid, json={"network": narrower})
+    assert r.status_code == 200, r.text
+    assert [a["host"] for a in r.json()["network"]["allow"]] == ["api.test"]
+    assert u["alice"].api("GET", "api/kernels/" + kid).json()["network"] == r.json()["network"]
+    status, body = fetch(u["alice"], kid, "http://web.test:%d/b" % site)
+    assert status == 403 and "web.test is not in the allowlist" in body, body
+    # The operator's header rule still covers api.test: the narrowed rule inherits its header.
+    status, body = fetch(u["alice"], kid, "http://api.test:%d/c" % site)
+    assert status == 200 and json.loads(body)["authorization"] == "Bearer " + SECRET, body
+    assert u["alice"].api("GET", "api/kernels/%s/egress" % kid).json()["policy"]["allow"][0]["host"] == "api.test"
+
+    # Past what alice may have (the kernelspec's policy), malformed, or not alice's to change.
+    for network, status, field in [({"mode": "allowlist", "allow": [rule("other.test", site)]}, 403, "network.allow[0]"),
+                                   ({"mode": "sometimes"}, 400, "network.mode"), ("web.test", 400, "network")]:
+        r = u["alice"].api("PATCH", "api/kernels/" + kid, json={"network": network})
+        assert r.status_code == status and field in r.json()["message"], r.text
+    for body in [{"name": "python3"}, {}, [1]]:
+        r = u["alice"].api("PATCH", "api/kernels/" + kid, json=body)
+        assert r.status_code == 400 and set(r.json()) >= {"reason", "message"}, r.text
+    r = u["alice"].api("PATCH", "api/kernels/" + kid, data=b"{not json", headers={"Content-Type": "application/json"})
+    assert r.status_code == 400, r.text
+    assert u["bob"].api("PATCH", "api/kernels/" + kid, json={"network": narrower}).status_code == 404
+    assert fetch(u["alice"], kid, "http://api.test:%d/d" % site)[0] == 200  # unchanged by the refusals
+
+    # Off, and on again: the jail keeps its endpoint while the policy is none.
+    r = u["alice"].api("PATCH", "api/kernels/" + kid, json={"network": {"mode": "none"}})
+    assert r.status_code == 200 and r.json()["network"]["mode"] == "none", r.text
+    status, body = fetch(u["alice"], kid, "http://api.test:%d/e" % site)
+    assert status == 403 and "network access is off" in body, body
+    r = u["alice"].api("PATCH", "api/kernels/" + kid, json={"network": {"mode": "allowlist", "allow": [rule("web.test", site)]}})
+    assert r.status_code == 200, r.text
+    assert fetch(u["alice"], kid, "http://web.test:%d/f" % site)[0] == 200
+
+    # A restarted gateway gives its new proxy the changed policy, not the one the kernel started with.
+    t.kill_gateway()
+    t.start()
+    deadline = time.monotonic() + 60
+    while (r := u["alice"].api("GET", "api/kernels/" + kid)).status_code == 404 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert r.status_code == 200 and [a["host"] for a in r.json()["network"]["allow"]] == ["web.test"], r.text
+    assert fetch(u["alice"], kid, "http://web.test:%d/g" % site)[0] == 200
+    assert fetch(u["alice"], kid, "http://api.test:%d/h" % site)[0] == 403
+
+    # Started without network: the jail has loopback only, fixed when it was made.
+    plain = u["alice"].start(name="cgtest")
+    web = {"mode": "allowlist", "allow": [rule("web.test", site)]}
+    r = u["alice"].api("PATCH", "api/kernels/" + plain["id"], json={"network": web})
+    assert r.status_code == 403 and "may not have network access" in r.json()["message"], r.text
+    t.cli("user", "set-limits", "alice", "--network", json.dumps(web))
+    try:
+        r = u["alice"].api("PATCH", "api/kernels/" + plain["id"], json={"network": web})
+        assert r.status_code == 409 and "started without network" in r.json()["message"], r.text
+    finally:
+        t.cli("user", "set-limits", "alice", "--network", "default")
+    r = u["alice"].api("PATCH", "api/kernels/" + plain["id"], json={"network": {"mode": "none"}})
+    assert r.status_code == 200 and r.json()["network"]["mode"] == "none", r.text
+    for kernel in (kid, plain["id"]):
+        assert u["alice"].api("DELETE", "api/kernels/" + kernel).status_code == 204
+
+
 def test_bad_kernelspec_policy_stops_serve():
     t = targets_mod.jail_target()
     write_spec(t.kernels_dir, "badnet", {"mode": "allowlist", "allow": [{"host": "web.test", "ports": ["http"]}]})
