@@ -117,11 +117,17 @@ void Gateway::finish_setup(std::unique_ptr<launcher::Spawner> spawner) {
       l.max_kernels = config_.max_kernels;
       return l;
     };
-    auto lost = [this] { asio::co_spawn(io_, kernels_->end_dead_kernels("node lost"), asio::detached); };
+    auto lost = [this] {
+      asio::co_spawn(io_, [this]() -> asio::awaitable<void> {
+        co_await kernels_->end_dead_kernels("node lost");
+        membership_->fence()->resume();  // what remains here was never declared dead
+      }, asio::detached);
+    };
     peers_ = std::make_unique<http::PeerClient>(
         http::make_cluster_client_context(config_.cluster_cert, config_.cluster_key, config_.cluster_ca),
         std::chrono::seconds(config_.kernel_start_timeout_s) / 10 + std::chrono::seconds(1));
     membership_ = std::make_unique<NodeMembership>(io_, *db_, std::move(mo), load, lost);
+    kernels_->set_fence(membership_->fence());
     // Before re-adoption: a node id held by a live node elsewhere is a configuration error.
     if (auto joined = membership_->join(); !joined) throw ConfigError("cannot join the cluster: " + joined.error().message);
   }

@@ -109,6 +109,10 @@ void KernelHub::remember_request(const std::string& msg_id, const std::string& s
 }
 
 void KernelHub::from_client(WsSession& session, const std::string& channel, protocol::Message&& message) {
+  if (fence && !fence->holds()) {
+    session.close("this node cannot renew its cluster lease; reconnect", 1001);
+    return;
+  }
   Channel ch;
   if (!channel_from_name(channel, ch)) return;
   std::string msg_type, msg_id;
@@ -391,14 +395,22 @@ void KernelHub::on_kernel_state(KernelState state, const std::string& reason) {
   if (lifecycle_hook_ && (state == KernelState::kRestarting || state == KernelState::kDead) && !reason.empty() &&
       reason != "shutdown")
     lifecycle_hook_(state == KernelState::kDead ? Lifecycle::kDied : Lifecycle::kAutoRestart, reason);
-  nlohmann::json content = {{"execution_state", es}};
+  for (auto& m : kernel_state_notice(synth_session_, es, reason)) broadcast(m);
+}
+
+std::vector<OutgoingPtr> kernel_state_notice(const std::string& session, const char* execution_state,
+                                             const std::string& reason) {
+  std::vector<OutgoingPtr> out;
+  nlohmann::json content = {{"execution_state", execution_state}};
   if (!reason.empty()) content["reason"] = reason;
-  broadcast(std::make_shared<http::Outgoing>("iopub", protocol::make_message("status", synth_session_, content.dump())));
-  if ((state == KernelState::kDead || state == KernelState::kRestarting) && !reason.empty() && reason != "shutdown") {
+  out.push_back(std::make_shared<http::Outgoing>("iopub", protocol::make_message("status", session, content.dump())));
+  const std::string es = execution_state;
+  if ((es == "dead" || es == "restarting") && !reason.empty() && reason != "shutdown") {
     // Tell the person, not just the client library: a cell whose kernel died shows why.
     nlohmann::json err = {{"ename", "KernelDied"}, {"evalue", reason}, {"traceback", {"Kernel died: " + reason}}};
-    broadcast(std::make_shared<http::Outgoing>("iopub", protocol::make_message("error", synth_session_, err.dump())));
+    out.push_back(std::make_shared<http::Outgoing>("iopub", protocol::make_message("error", session, err.dump())));
   }
+  return out;
 }
 
 void KernelHub::on_kernel_paused(bool paused) {

@@ -23,6 +23,7 @@
 #include "gateway/execute_clock.h"
 #include "gateway/http/outgoing.h"
 #include "gateway/http/ws_connection.h"
+#include "gateway/lease_fence.h"
 #include "journal/entry.h"
 #include "kernel-launcher/kernel.h"
 #include "workspace/workspace.h"
@@ -35,6 +36,12 @@ namespace cellgate::gateway {
 
 using http::OutgoingPtr;
 using http::WsSession;
+
+// What clients are told on iopub when a kernel is restarting or dead for a reason (as jupyter_server's
+// auto-restarter says it): a status message, and for a reason other than "shutdown" an error naming it.
+// A relay of another node's kernel says the same when that node is lost (api/kernel_relay.h).
+std::vector<OutgoingPtr> kernel_state_notice(const std::string& session, const char* execution_state,
+                                             const std::string& reason);
 
 // A gateway-internal client of the kernel (the agent API): sees the kernel's messages whose parent is
 // the request it sent, and the kernel's state changes. Io thread only.
@@ -76,6 +83,10 @@ class KernelHub : public launcher::KernelObserver,
   int requests_in_flight = 0;  // REST execute/tool calls running: never paused meanwhile (a tool's
                                // process runs in the jail's cgroup, unseen by the kernel's state)
   std::optional<workspace::WorkspaceConfig> workspace_config;  // the owner's caps
+  // In a cluster: this node's lease. A client's message while it does not hold is not sent to the
+  // kernel: the client is disconnected with 1001, going away (websocket-client refuses 1012, which
+  // RFC 6455 leaves unassigned), and reconnects through a node that may act.
+  std::shared_ptr<const LeaseFence> fence;
   // Tells every client (iopub stderr stream) something about the kernel, e.g. why it is going away.
   void notify_clients(const std::string& text) { notify_stderr("[cellgate] " + text + "\n", "{}"); }
   // Runs on the reply to each execute the gateway sent, before anyone sees it; calls deliver (on the

@@ -214,6 +214,7 @@ std::shared_ptr<KernelHub> KernelManager::make_hub(launcher::KernelOptions optio
   hub->owner = owner;
   hub->workspace = workspace;
   hub->pause_after_s = pause_after;
+  hub->fence = fence_;
   kernel->set_observer(hub.get());
   // Each launch's process goes to the kernel's row: a gateway killed after a restart re-adopts the
   // kernel by this pid (before, the row kept the first process's, and the kernel was found dead).

@@ -131,6 +131,8 @@ class KernelManager {
   // In a cluster: ends this node's kernels whose rows the others marked dead (this node was declared
   // lost, docs/cluster.md §3); their clients are told why first.
   boost::asio::awaitable<void> end_dead_kernels(std::string why);
+  // In a cluster: this node's lease, given to every kernel's hub (before start_services).
+  void set_fence(std::shared_ptr<const LeaseFence> fence) { fence_ = std::move(fence); }
 
  private:
   boost::asio::awaitable<void> adopt();
@@ -181,6 +183,7 @@ class KernelManager {
   std::unique_ptr<StartGate> gate_;
   std::unique_ptr<WarmPool> pool_;
   std::unique_ptr<IdleWatch> idle_;
+  std::shared_ptr<const LeaseFence> fence_;  // null outside a cluster
 };
 
 }  // namespace cellgate::gateway

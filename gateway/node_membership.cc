@@ -14,7 +14,12 @@ namespace cellgate::gateway {
 
 NodeMembership::NodeMembership(boost::asio::io_context& io, state::Database& db, MembershipOptions options,
                                std::function<state::NodeLoad()> load, std::function<void()> lost)
-    : db_(db), options_(std::move(options)), load_(std::move(load)), lost_(std::move(lost)), timer_(io) {}
+    : db_(db),
+      options_(std::move(options)),
+      load_(std::move(load)),
+      lost_(std::move(lost)),
+      fence_(std::make_shared<LeaseFence>(options_.lease - 2 * options_.heartbeat)),
+      timer_(io) {}
 
 common::Result<state::Registration> NodeMembership::join() {
   state::NodeRow me;
@@ -23,8 +28,10 @@ common::Result<state::Registration> NodeMembership::join() {
   me.version = options_.version;
   me.load = load_();
   me.state = "up";
+  const auto sent = LeaseFence::Clock::now();
   auto r = state::register_node(db_, me, options_.lease.count());
   if (!r) return r.error();
+  fence_->renewed(sent);
   incarnation_ = r->incarnation;
   healthy_since_ = std::chrono::steady_clock::now();
   common::log_info("node={} incarnation={} address={} previous=\"{}\" msg=\"joined the cluster\"", me.id,
@@ -52,15 +59,21 @@ void NodeMembership::beat() {
     if (healthy_since_)
       common::log_warn("node={} msg=\"cannot renew the node's lease\" error=\"{}\"", options_.node_id,
                        renewed.error().message);
+    if (!fence_->holds() && !fence_reported_) {
+      fence_reported_ = true;
+      common::log_error("node={} msg=\"lease not renewed in time: this node's kernels are not served\"",
+                        options_.node_id);
+    }
     healthy_since_.reset();
     return;
   }
   if (renewed.value() == state::Renewal::kLost) {
     // The others declared this node lost (it was cut off, or frozen, past the lease): its kernels'
     // rows are dead and their workspaces may be restored elsewhere. Join again as a new incarnation
-    // and let the owner end what it still runs of them.
+    // and let the owner end what it still runs of them, acting for none of them meanwhile.
     common::log_error("node={} incarnation={} msg=\"this node was declared lost; rejoining\"", options_.node_id,
                       incarnation_);
+    fence_->suspend();
     if (auto j = join(); !j) {
       common::log_error("node={} msg=\"cannot rejoin\" error=\"{}\"", options_.node_id, j.error().message);
       healthy_since_.reset();
@@ -69,8 +82,16 @@ void NodeMembership::beat() {
     lost_();
     return;
   }
+  fence_->renewed(now);
+  fence_reported_ = false;
   if (!healthy_since_) healthy_since_ = now;
-  if (now - *healthy_since_ < options_.lease) return;
+  if (now - *healthy_since_ >= options_.lease) sweep();
+  if (on_nodes_) {
+    if (auto nodes = state::list_nodes(db_)) on_nodes_(nodes.value());
+  }
+}
+
+void NodeMembership::sweep() {
   auto lost = state::sweep_lost_nodes(db_, options_.lease.count());
   if (!lost) {
     common::log_warn("node={} msg=\"cannot sweep lost nodes\" error=\"{}\"", options_.node_id, lost.error().message);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "common/result.h"
+#include "gateway/lease_fence.h"
 #include "state/node_records.h"
 
 namespace cellgate::state {
@@ -34,7 +36,8 @@ struct MembershipOptions {
 class NodeMembership {
  public:
   // load: what the node reports at every renewal (memory, kernels). lost: called when this node finds
-  // its own row lost (the others declared it dead, and its kernels with it); it has re-joined by then.
+  // its own row lost (the others declared it dead, and its kernels with it); it has re-joined by then,
+  // and its fence is suspended until lost resumes it.
   NodeMembership(boost::asio::io_context& io, state::Database& db, MembershipOptions options,
                  std::function<state::NodeLoad()> load, std::function<void()> lost);
   // Registers with a new incarnation. kConflict when a live node at another address holds the id.
@@ -43,17 +46,30 @@ class NodeMembership {
   void start();
   void stop();
 
+  // Called after every renewal with the cluster's nodes as the database has them (a relay to a node
+  // declared lost tells its client the kernel is dead). One observer; null removes it.
+  void on_nodes(std::function<void(const std::vector<state::NodeRow>&)> fn) { on_nodes_ = std::move(fn); }
+
+  // Holds while the last successful renewal was sent less than lease − 2 heartbeats ago (a sweeper
+  // renews, reads the nodes and sweeps within its own heartbeat), and not while this node, found lost,
+  // ends the kernels declared dead (the lost callback resumes it).
+  const std::shared_ptr<LeaseFence>& fence() const { return fence_; }
+
   const std::string& id() const { return options_.node_id; }
   int64_t incarnation() const { return incarnation_; }
 
  private:
   void schedule();
   void beat();
+  void sweep();
 
   state::Database& db_;
   MembershipOptions options_;
   std::function<state::NodeLoad()> load_;
   std::function<void()> lost_;
+  std::function<void(const std::vector<state::NodeRow>&)> on_nodes_;
+  std::shared_ptr<LeaseFence> fence_;
+  bool fence_reported_ = false;  // the log line that this node stopped acting, once per outage
   boost::asio::steady_timer timer_;
   int64_t incarnation_ = 0;
   // Since when every renewal has succeeded; unset after a failure. A node sweeps only after a whole

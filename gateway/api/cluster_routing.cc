@@ -2,12 +2,15 @@
 // cluster_routing: forwarding, relaying and placement across the cluster's nodes.
 #include "gateway/api/cluster_routing.h"
 
+#include <algorithm>
+
 #include "common/log.h"
 #include "common/random.h"
 #include "common/time_format.h"
 #include "gateway/api/kernel_relay.h"
 #include "gateway/gateway.h"
 #include "gateway/http/peer_client.h"
+#include "gateway/node_membership.h"
 #include "state/database.h"
 #include "state/node_records.h"
 #include "state/placement.h"
@@ -47,7 +50,35 @@ nlohmann::json row_model(const state::KernelRecord& row) {
 
 }  // namespace
 
+ClusterRouting::ClusterRouting(gateway::Gateway& gw) : gw_(gw) {
+  if (auto* m = gw_.membership()) m->on_nodes([this](const std::vector<state::NodeRow>& nodes) { on_nodes(nodes); });
+}
+
+ClusterRouting::~ClusterRouting() {
+  if (auto* m = gw_.membership()) m->on_nodes(nullptr);
+}
+
 bool ClusterRouting::enabled() const { return gw_.config().clustered(); }
+
+void ClusterRouting::on_nodes(const std::vector<state::NodeRow>& nodes) {
+  std::erase_if(relays_, [](const OpenRelay& r) {
+    auto relay = r.relay.lock();
+    return !relay || relay->ended();
+  });
+  for (const auto& r : relays_) {
+    auto node = std::find_if(nodes.begin(), nodes.end(), [&](const state::NodeRow& n) { return n.id == r.node; });
+    // A lost node's kernels are dead ("node lost", sweep_lost_nodes); a row gone is a node removed.
+    if (node == nodes.end() || node->state == "lost")
+      if (auto relay = r.relay.lock()) relay->kernel_dead("node lost");
+  }
+}
+
+std::optional<http::Response> ClusterRouting::refuse_if_fenced(const Call& call) const {
+  auto* m = gw_.membership();
+  if (!m || m->fence()->holds()) return std::nullopt;
+  return http::error_response(call.req, Errc::kUnavailable,
+                              "node " + m->id() + " cannot renew its cluster lease; its kernels are not served");
+}
 
 std::optional<http::Response> ClusterRouting::resolve_remote(Call& call, const std::string& id) {
   // A request another node forwarded was meant for a kernel here: never forwarded again.
@@ -86,16 +117,39 @@ awaitable<http::Reply> ClusterRouting::forward(Call& call) {
     }
     co_return reply(http::error_response(call.req, Errc::kConflict, "kernel is dead: " + remote.row.reason));
   }
+  co_return co_await forward_to(call, remote.row, remote.address);
+}
+
+awaitable<http::Reply> ClusterRouting::forward_to(Call& call, const state::KernelRecord& row, const std::string& address) {
   http::Request copy = call.req;
-  auto res = co_await gw_.peers()->forward(std::move(copy), remote.address, call.caller.peer.ip,
-                                           gw_.config().max_body_bytes);
+  auto res = co_await gw_.peers()->forward(std::move(copy), address, call.caller.peer.ip, gw_.config().max_body_bytes);
   if (!res) {
-    common::log_warn("kernel={} node={} msg=\"cannot forward to the kernel's node\" error=\"{}\"", remote.row.id,
-                     remote.row.node, res.error().message);
+    common::log_warn("kernel={} node={} msg=\"cannot forward to the kernel's node\" error=\"{}\"", row.id, row.node,
+                     res.error().message);
     co_return reply(http::error_response(call.req, res.error().code == Errc::kTimeout ? Errc::kTimeout : Errc::kUnavailable,
                                          res.error().message));
   }
   co_return reply(std::move(res.value()));
+}
+
+awaitable<std::optional<http::Reply>> ClusterRouting::forward_for_kernel(Call& call, const std::string& kernel_id) {
+  if (!enabled() || !call.caller.peer.cluster_peer.empty()) co_return std::nullopt;
+  auto row = state::get_kernel(gw_.db(), kernel_id);
+  if (!row) {
+    if (row.error().code == Errc::kNotFound) co_return std::nullopt;
+    co_return reply(http::error_response(call.req, row.error()));
+  }
+  if (row->node == gw_.config().node_id || row->state == "placing") co_return std::nullopt;
+  if (row->state == "dead") {
+    if (auto st = state::delete_kernel(gw_.db(), kernel_id); !st && st.error().code != Errc::kNotFound)
+      co_return reply(http::error_response(call.req, st.error()));
+    co_return std::nullopt;
+  }
+  auto node = state::get_node(gw_.db(), row->node);
+  if (!node)
+    co_return reply(http::error_response(call.req, node.error().code == Errc::kNotFound ? Errc::kInternal : node.error().code,
+                                         "the node of kernel " + kernel_id + ": " + node.error().message));
+  co_return co_await forward_to(call, row.value(), node->address);
 }
 
 awaitable<http::Upgrade> ClusterRouting::relay(Call& call, http::WsAccept accept) {
@@ -109,12 +163,22 @@ awaitable<http::Upgrade> ClusterRouting::relay(Call& call, http::WsAccept accept
     co_return http::error_response(call.req, ws.error().code == Errc::kNotFound ? Errc::kNotFound : Errc::kUnavailable,
                                    ws.error().message);
   }
-  accept.endpoint = std::make_shared<KernelRelay>(std::move(ws.value()), remote.row.id, accept.limits.queue_bytes);
+  // When the owner's connection ends, the row says whether the kernel died (its node came back and
+  // ended what was declared dead) or the link dropped (the client reconnects).
+  auto dead_reason = [&db = gw_.db(), id = remote.row.id]() -> std::string {
+    auto row = state::get_kernel(db, id);
+    return row && row->state == "dead" ? (row->reason.empty() ? std::string("dead") : row->reason) : std::string();
+  };
+  auto relay = std::make_shared<KernelRelay>(std::move(ws.value()), remote.row.id, accept.limits.queue_bytes,
+                                             std::move(dead_reason));
+  relays_.push_back({remote.row.node, relay});
+  accept.endpoint = std::move(relay);
   co_return accept;
 }
 
 awaitable<std::optional<http::Reply>> ClusterRouting::place(Call& call, gateway::KernelManager::StartOptions& options) {
   if (!enabled()) co_return std::nullopt;
+  if (auto fenced = refuse_if_fenced(call)) co_return reply(std::move(*fenced));
   auto placed = call.req[kPlacedHeader];
   if (!placed.empty()) {
     // Only a node (mutual TLS) names the row placement wrote; a client may not pick its own id.

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "gateway/gateway.h"
 #include "gateway/jail_probe.h"
+#include "gateway/node_membership.h"
 #include "gateway/offload.h"
 #include "state/database.h"
 #include "workspace/layout.h"
@@ -40,6 +41,8 @@ boost::asio::awaitable<std::string> HealthApi::jail_failure() {
 boost::asio::awaitable<std::string> HealthApi::first_failure() {
   const auto& config = gw_.config();
   if (!gw_.db().exec("SELECT 1")) co_return "the database does not answer";
+  // A cluster node that cannot renew its lease serves none of its kernels (gateway/lease_fence.h).
+  if (auto* m = gw_.membership(); m && !m->fence()->holds()) co_return "the node cannot renew its cluster lease";
   const std::string store = workspace::store_dir(config.data_dir);
   if (::access(store.c_str(), W_OK | X_OK) != 0) co_return "the snapshot store " + store + " is not writable";
   if (config.spawner == "jail") {

@@ -10,6 +10,8 @@
 #include <boost/beast/websocket.hpp>
 
 #include "common/log.h"
+#include "common/random.h"
+#include "gateway/kernel_hub.h"
 #include "protocol/ws_codec.h"
 
 namespace cellgate::api {
@@ -18,10 +20,13 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 using asio::awaitable;
 
-KernelRelay::KernelRelay(std::unique_ptr<http::PeerWebSocket> upstream, std::string kernel_id, size_t queue_bytes)
+KernelRelay::KernelRelay(std::unique_ptr<http::PeerWebSocket> upstream, std::string kernel_id, size_t queue_bytes,
+                         std::function<std::string()> dead_reason)
     : upstream_(std::move(upstream)),
       kernel_id_(std::move(kernel_id)),
       queue_bytes_(queue_bytes),
+      dead_reason_(std::move(dead_reason)),
+      synth_session_(common::random_uuid()),
       drained_(upstream_->get_executor()) {}
 
 void KernelRelay::attach(const std::shared_ptr<http::WsSession>& session) {
@@ -34,7 +39,9 @@ void KernelRelay::detach(http::WsSession*, std::vector<http::OutgoingPtr>) {
   end("the client left");
 }
 
-void KernelRelay::end(const std::string& why) {
+void KernelRelay::kernel_dead(const std::string& reason) { end("the kernel is dead: " + reason, reason); }
+
+void KernelRelay::end(const std::string& why, const std::string& dead_reason) {
   if (ended_) return;
   ended_ = true;
   common::log_debug("kernel={} msg=\"relay ended\" why=\"{}\"", kernel_id_, why);
@@ -43,7 +50,15 @@ void KernelRelay::end(const std::string& why) {
   // whose connection drops.
   boost::system::error_code ec;
   beast::get_lowest_layer(*upstream_).socket().close(ec);
-  if (auto s = session_.lock()) s->close("the connection to the kernel's node ended; reconnect", 1001);
+  auto s = session_.lock();
+  if (!s) return;
+  if (dead_reason.empty()) {
+    s->close("the connection to the kernel's node ended; reconnect", 1001);
+    return;
+  }
+  // As a kernel that dies on this node is announced; the close comes after these (ws_connection.h).
+  for (auto& m : gateway::kernel_state_notice(synth_session_, "dead", dead_reason)) s->deliver(m);
+  s->close("the kernel is dead: " + dead_reason, 1001);
 }
 
 void KernelRelay::from_client(http::WsSession& session, const std::string& channel, protocol::Message&& message) {
@@ -107,7 +122,8 @@ awaitable<void> KernelRelay::read_upstream() {
       co_await drained_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
   }
-  end(why);
+  // The owner ended the kernel (its node was declared lost and came back): dead, not a dropped link.
+  end(why, ended_ || !dead_reason_ || session_.expired() ? std::string() : dead_reason_());
 }
 
 }  // namespace cellgate::api

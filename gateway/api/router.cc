@@ -172,6 +172,8 @@ awaitable<std::optional<http::Response>> Router::resolve(Call& call) {
     call.kernel = gw_.kernels().find(it->second, user);
     if (!call.kernel) {
       if (auto refused = handlers_->cluster.resolve_remote(call, it->second)) co_return std::move(*refused);
+    } else if (auto fenced = handlers_->cluster.refuse_if_fenced(call)) {
+      co_return std::move(*fenced);
     }
     // The same answer as for an id that never existed: ids are no oracle.
     if (!call.kernel && !call.remote) co_return http::error_response(call.req, Errc::kNotFound, "Kernel does not exist: " + it->second);

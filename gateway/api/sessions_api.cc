@@ -173,8 +173,10 @@ awaitable<http::Reply> SessionsApi::get(Call& call) {
 }
 
 awaitable<http::Reply> SessionsApi::remove(Call& call) {
-  (void)state::delete_session(db_, call.session->id);
   std::string kernel_id = call.session->kernel_id;
+  // In a cluster the node holding the kernel deletes the session and shuts the kernel down.
+  if (auto elsewhere = co_await cluster_.forward_for_kernel(call, kernel_id)) co_return std::move(*elsewhere);
+  (void)state::delete_session(db_, call.session->id);
   co_await kernels_.remove(kernel_id, call.caller.user.name);
   co_return reply(http::empty_response(call.req));
 }

@@ -18,9 +18,10 @@ import time
 
 import pytest
 import requests
+import websocket
 
 import targets as targets_mod
-from jupyter_ws import KernelWS
+from jupyter_ws import KernelWS, msg_type
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "postgres"))
 from pg_server import PgServer  # noqa: E402
@@ -141,6 +142,7 @@ class Cluster:
         self.nodes = {}
         try:
             ns, pg_address = self.net.add("db", 5)
+            self.pg_address = pg_address
             self.pg = PgServer(netns=ns, listen=pg_address, trust_net=self.net.prefix + ".0/24").start()
             self.db_name = self.pg.create_database()
             self.url = self.pg.tcp_url(self.db_name)
@@ -351,6 +353,25 @@ def test_two_users_on_different_nodes_get_404_for_each_others_ids(cluster):
         bob.delete(cluster.nodes["c"].url + "api/kernels/" + bobs, timeout=60)
 
 
+def test_a_session_deleted_through_another_node_shuts_its_kernel_down_where_it_runs(cluster):
+    s = cluster.session("alice")
+    a = cluster.nodes["a"]
+    spec = s.get(a.url + "api/kernelspecs", timeout=30).json()["default"]
+    r = s.post(a.url + "api/sessions", json={"path": "gone.ipynb", "type": "notebook", "name": "",
+                                             "kernel": {"name": spec}}, timeout=120)
+    assert r.status_code == 201, r.text
+    sid, kid = r.json()["id"], r.json()["kernel"]["id"]
+    holder = cluster.node_of(kid)[0]
+    via = others(cluster, holder)[0]
+    r = s.delete(via.url + "api/sessions/" + sid, timeout=60)
+    assert r.status_code == 204, r.text
+    # As jupyter_server does: the session's kernel is shut down, on the node that ran it.
+    assert cluster.node_of(kid) is None, cluster.node_of(kid)
+    for node in cluster.nodes.values():
+        assert s.get(node.url + "api/sessions/" + sid, timeout=30).status_code == 404, node.name
+        assert s.get(node.url + "api/kernels/" + kid, timeout=30).status_code == 404, node.name
+
+
 def test_a_quota_is_counted_across_nodes(cluster):
     s = cluster.session("carol")
     ids = [start(s, cluster.nodes[n], workspace="q" + n)["id"] for n in ("a", "b")]
@@ -458,6 +479,11 @@ def test_a_node_cut_off_has_its_kernels_reported_dead_within_the_lease_while_the
     assert len(by_node) == 3, by_node  # one on each node
     victim = cluster.nodes["c"]
     survivors = others(cluster, "c")
+    # Sockets through the survivors, relayed to c, in both protocols.
+    relayed = [KernelWS(survivors[0].url, cluster.tokens["alice"], by_node["c"], protocol="v1"),
+               KernelWS(survivors[1].url, cluster.tokens["alice"], by_node["c"], protocol="legacy")]
+    for ws in relayed:
+        assert ws.execute("1 + 1").reply["content"]["status"] == "ok"
     cut_at = time.monotonic()
     cluster.net.link("c", False)
     try:
@@ -482,7 +508,20 @@ def test_a_node_cut_off_has_its_kernels_reported_dead_within_the_lease_while_the
             rep = execute(s, survivors[1], by_node[name], "print('still here')")
             assert stdout_of(rep).strip() == "still here", rep
         assert [r[0] for r in cluster.nodes["a"].db_query("SELECT id FROM nodes WHERE state = 'lost'")] == ["c"]
+        # The relayed sockets are told as for a kernel that died here: iopub status dead with the
+        # reason, an error naming it, then the close (within a heartbeat of the relaying node).
+        for ws in relayed:
+            dead = ws.wait_for(lambda m: m.get("channel") == "iopub" and msg_type(m) == "status"
+                               and m["content"]["execution_state"] == "dead", timeout=2 * LEASE / 5 + 10)
+            assert dead["content"]["reason"] == "node lost", dead
+            err = ws.wait_for(lambda m: msg_type(m) == "error", timeout=10)
+            assert err["content"]["ename"] == "KernelDied" and err["content"]["evalue"] == "node lost", err
+            with pytest.raises(websocket.WebSocketConnectionClosedException):
+                while True:
+                    ws.recv(timeout=10)
     finally:
+        for ws in relayed:
+            ws.close()
         cluster.net.link("c", True)
     # Back on the network, the lost node rejoins as a new incarnation and ends what was declared dead.
     deadline = time.monotonic() + 30
@@ -495,3 +534,62 @@ def test_a_node_cut_off_has_its_kernels_reported_dead_within_the_lease_while_the
     assert cluster.node_of(by_node["c"]) is None, cluster.node_of(by_node["c"])
     for name in ("a", "b"):
         s.delete(survivors[0].url + "api/kernels/" + by_node[name], timeout=60)
+
+
+def test_a_node_that_cannot_renew_its_lease_stops_serving_its_kernels_before_it_may_be_declared_lost(cluster):
+    s = cluster.session("alice")
+    b = cluster.nodes["b"]
+    started, kid = [], None
+    try:
+        for i in range(4):  # placement spreads: within four starts through b, one lands on b
+            started.append(start(s, b, workspace="fence%d" % i)["id"])
+            if cluster.node_of(started[-1])[0] == "b":
+                kid = started[-1]
+                break
+        assert kid, [cluster.node_of(k) for k in started]
+        # A client connected to b itself: its messages need no database, only the lease.
+        ws = KernelWS(b.url, cluster.tokens["alice"], kid, protocol="v1")
+        assert ws.execute("n = 0").reply["content"]["status"] == "ok"
+        cut_at = time.monotonic()
+        # b alone loses the database; the clients still reach it.
+        sh("ip", "netns", "exec", b.ns, "ip", "route", "add", "blackhole", cluster.pg_address + "/32")
+        try:
+            served, closed = [], False
+            while time.monotonic() < cut_at + 3 * LEASE:
+                try:
+                    rep = ws.execute("n += 1", timeout=3 * LEASE)
+                except websocket.WebSocketConnectionClosedException:
+                    closed = True
+                    break
+                assert rep.reply["content"]["status"] == "ok", rep.reply
+                served.append(time.monotonic() - cut_at)
+                time.sleep(0.5)
+            # It stopped acting for its kernel, and not after the others could have declared it lost
+            # (its last renewal was before the cut): never two nodes acting for one kernel.
+            assert closed, served
+            assert not served or max(served) < LEASE, served
+            close_frame = getattr(ws, "close_frame", b"") or b""
+            assert b"lease" in close_frame and int.from_bytes(close_frame[:2], "big") == 1001, close_frame
+            deadline = cut_at + LEASE + 2 * LEASE / 5 + 15
+            while time.monotonic() < deadline:
+                r = s.get(cluster.nodes["a"].url + "api/kernels/" + kid, timeout=30)
+                if r.status_code == 200 and r.json()["execution_state"] == "dead":
+                    break
+                time.sleep(0.5)
+            assert r.json().get("reason") == "node lost", r.text
+        finally:
+            ws.close()
+            sh("ip", "netns", "exec", b.ns, "ip", "route", "del", "blackhole", cluster.pg_address + "/32", check=False)
+        # b gets the database back, finds itself lost, rejoins and ends what was declared dead.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            rows = b.db_query("SELECT state FROM nodes WHERE id = 'b'")
+            if rows and rows[0][0] == "up" and cluster.node_of(kid) is None:
+                break
+            time.sleep(0.5)
+        assert rows[0][0] == "up" and cluster.node_of(kid) is None, (rows, cluster.node_of(kid))
+        r = s.post(b.url + "api/kernels/%s/execute" % started[0], json={"code": "1"}, timeout=60)
+        assert r.status_code in (200, 404), r.text  # serving again (404: that one was b's, ended too)
+    finally:
+        for k in started:
+            s.delete(cluster.nodes["a"].url + "api/kernels/" + k, timeout=60)
