@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/option_value.h"
 #include "client/http_client.h"
 #include "common/config_error.h"
 
@@ -71,13 +72,7 @@ Args parse_args(int argc, char** argv) {
       a.kernel_id = arg;
       continue;
     }
-    if (auto eq = arg.find('='); eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    } else {
-      if (i + 1 >= argc) throw common::ConfigError(arg + " needs a value");
-      value = argv[++i];
-    }
+    value = option_value(arg, argc, argv, i);
     if (arg == "--upto") a.body["upto"] = parse_number(arg, value, 1, 0x7fffffffffffffffL);
     else if (arg == "--timeout") a.timeout_s = parse_number(arg, value, 1, 86400);
     else if (arg == "--url") a.url = value;

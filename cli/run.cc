@@ -22,6 +22,7 @@
 #include "common/config_error.h"
 #include "common/progress.h"
 #include "gateway/config.h"
+#include "cli/option_value.h"
 #include "client/notebook_runner.h"
 
 namespace cellgate::cli {
@@ -65,13 +66,7 @@ RunArgs parse_args(int argc, char** argv) {
       a.options.allow_errors = true;
       continue;
     }
-    if (auto eq = arg.find('='); eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    } else {
-      if (i + 1 >= argc) throw common::ConfigError(arg + " needs a value");
-      value = argv[++i];
-    }
+    value = option_value(arg, argc, argv, i);
     if (arg == "--kernel") a.options.kernel = value;
     else if (arg == "--output") a.output = value;
     else if (arg == "--timeout") a.options.cell_timeout_s = parse_seconds(arg, value);
