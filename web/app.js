@@ -285,7 +285,7 @@
       const actions = el('div', { class: 'actions' },
         el('button', { type: 'button', text: 'Diff', 'data-action': 'diff', disabled: !s.parent,
           'aria-label': `Diff snapshot ${s.id} with the one before`,
-          on: { click: () => showDiff(owner, name, s, diffBox) } }),
+          on: { click: () => { openDiffs.add(diffKey(owner, name, s.id)); showDiff(owner, name, s, diffBox); } } }),
         el('button', { type: 'button', text: 'Restore', 'data-action': 'restore', class: 'danger',
           'aria-label': `Restore ${name} to snapshot ${s.id}`,
           on: { click: () => restore(owner, name, s) } }));
@@ -297,7 +297,17 @@
     table.append(tbody);
     box.replaceChildren(snaps.length ? el('div', { class: 'table-wrap' }, table)
                                      : el('p', { class: 'empty', text: 'No snapshots yet.' }));
+    // The table is rebuilt on every event about the workspace: the diffs being read stay open.
+    for (const s of snaps) {
+      if (!openDiffs.has(diffKey(owner, name, s.id))) continue;
+      const row = [...tbody.rows].find((r) => r.dataset.snapshot === s.id);
+      if (row) showDiff(owner, name, s, row.querySelector('.diff'));
+    }
   }
+
+  // The diffs a user opened (owner/workspace/snapshot), reopened when their table is rebuilt.
+  const openDiffs = new Set();
+  const diffKey = (owner, name, id) => `${owner}/${name}/${id}`;
 
   async function showDiff(owner, name, s, box) {
     const q = `?from=${encodeURIComponent(s.parent)}&to=${encodeURIComponent(s.id)}`;
