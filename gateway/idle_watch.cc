@@ -71,7 +71,7 @@ void IdleWatch::schedule_pause() {
       // Idle means: no message either way for pause_after, and the kernel said idle. A kernel with
       // an agent request or a cell in flight is busy, so it is never frozen mid-execution.
       if (hub->pause_after_s <= 0 || k.paused() || k.state() != launcher::KernelState::kIdle) continue;
-      if (hub->requests_in_flight > 0) continue;
+      if (hub->requests_in_flight > 0 || hub->awaiting_kernel()) continue;
       if (now - k.last_activity() < std::chrono::seconds(hub->pause_after_s)) continue;
       if (auto st = k.pause(); !st) {
         common::log_warn("kernel={} msg=\"cannot pause kernel\" error=\"{}\"", id, st.error().message);

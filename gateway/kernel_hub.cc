@@ -108,6 +108,12 @@ void KernelHub::remember_request(const std::string& msg_id, const std::string& s
   if (requests_.emplace(msg_id, session_id).second) request_order_.push_back(msg_id);
 }
 
+void KernelHub::note_request_sent(const protocol::HeaderFields& header) {
+  // Requests get a reply (and an iopub busy first); a comm_msg or input_reply gets nothing back.
+  const std::string_view type = header.msg_type;
+  if (type.size() > 8 && type.substr(type.size() - 8) == "_request") awaiting_kernel_ = true;
+}
+
 void KernelHub::from_client(WsSession& session, const std::string& channel, protocol::Message&& message) {
   if (fence && !fence->holds()) {
     session.close("this node cannot renew its cluster lease; reconnect", 1001);
@@ -120,6 +126,7 @@ void KernelHub::from_client(WsSession& session, const std::string& channel, prot
     auto header = protocol::peek_header(message.header);
     if (header) {
       remember_request(header->msg_id, session.session_id());
+      note_request_sent(*header);
       note_silent(*header, message);
       // Only shell runs code (a control execute_request is refused by the kernel and never replied
       // to, so it would stay in the table). An execute the clock cannot track (the client has
@@ -238,6 +245,7 @@ bool KernelHub::send_watched(Channel channel, const protocol::Message& message, 
   std::string msg_type;
   if (auto header = protocol::peek_header(message.header)) {
     note_silent(*header, message);
+    if (channel != Channel::kStdin) note_request_sent(*header);
     if (channel == Channel::kShell) note_execute(*header);
     if (header->msg_type == "execute_request") note_execute_sent(header->msg_id);
     // The gateway's own executes hold the shell too: a limited execute behind one is not timed yet.
@@ -295,6 +303,7 @@ void KernelHub::track_execution(Channel channel, const protocol::Message& messag
 }
 
 void KernelHub::on_kernel_message(Channel channel, protocol::Message&& message) {
+  awaiting_kernel_ = false;
   if (metrics_ && channel == Channel::kIopub) {
     uint64_t bytes = message.header.size() + message.parent_header.size() + message.metadata.size() + message.content.size();
     for (const auto& b : message.buffers) bytes += b.size();

@@ -80,6 +80,10 @@ class KernelHub : public launcher::KernelObserver,
   // its policy is none, and only such a kernel's policy can be changed while it runs.
   bool egress_endpoint = false;
   int pause_after_s = 0;    // freeze the kernel after this long idle; 0 = never
+  // A request was sent on shell or control and the kernel has sent nothing since: it has not even
+  // said busy yet (a loaded host, a kernel just thawed), so it is not idle and must not be frozen
+  // with the request in its socket (nothing would thaw it).
+  bool awaiting_kernel() const { return awaiting_kernel_; }
   int requests_in_flight = 0;  // REST execute/tool calls running: never paused meanwhile (a tool's
                                // process runs in the jail's cgroup, unseen by the kernel's state)
   std::optional<workspace::WorkspaceConfig> workspace_config;  // the owner's caps
@@ -168,6 +172,7 @@ class KernelHub : public launcher::KernelObserver,
   void remember_request(const std::string& msg_id, const std::string& session_id);
   void note_silent(const protocol::HeaderFields& header, const protocol::Message& message);
   void note_execute(const protocol::HeaderFields& header);  // an execute_request the gateway sends on shell
+  void note_request_sent(const protocol::HeaderFields& header);  // sets awaiting_kernel_
   void on_execute_started(const std::string& msg_id);
   void arm_clocks();  // arms the timers of executions the clock started, disarms those that ended
   void track_execution(launcher::Channel channel, const protocol::Message& message, bool is_execute_reply,
@@ -195,6 +200,7 @@ class KernelHub : public launcher::KernelObserver,
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> execute_sent_;
   void note_execute_sent(const std::string& msg_id);
   metrics::GatewayMetrics* metrics_ = nullptr;
+  bool awaiting_kernel_ = false;
   ExecuteClock clock_;  // which execution the limit times, by the gateway's count (only with a limit)
   std::unordered_map<std::string, std::string> limited_;  // execute msg_id → its header, until it ends
   std::unordered_set<std::string> silent_;                 // silent execute msg_ids, until the reply
