@@ -10,7 +10,10 @@ real jail (cellgate-jail --egress), which reaches the upstream only through the 
   - a 100 MB download with curl, over http (the proxy forwards: parses and relays the body) and over
     https (a CONNECT tunnel after the SNI check): MB/s, target >= 0.8x direct;
   - 1,000 small requests from one Python client (http.client, 200-byte answers): on one kept-alive
-    connection, and on a new connection each: ms per request, target <= direct + 1 ms.
+    connection, and on a new connection each: ms per request, target <= direct + 1 ms;
+  - the proxy's own CPU time (user + system, /proc/PID/stat) per 100 MB downloaded: what the hop costs
+    whatever the number of CPUs. On a host with few CPUs the throughput ratio is bounded by it: the TLS
+    server, the TLS client and the proxy then share the CPUs the direct pair has to itself.
 The client's own time is measured (curl's time_total; a loop's wall time), never the jail's start.
 
 usage: egress_bench.py --bin BUILD/bin [--runs N] [--quick]
@@ -153,6 +156,11 @@ def certs(d):
         "-CAcreateserial", "-out", f"{d}/srv.pem", "-days", "2", "-extfile", f"{d}/ext")
 
 
+def cpu_seconds(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime, proc(5)
+
+
 def measure(a, bindir):
     egress_bin, jail_bin = os.path.join(bindir, "cellgate-egress"), os.path.join(bindir, "cellgate-jail")
     if os.geteuid() != 0 or not os.access(egress_bin, os.X_OK) or not os.access(jail_bin, os.X_OK):
@@ -189,17 +197,19 @@ def measure(a, bindir):
     proxied = Client(jail_cmd + ["--", PYTHON, "-c", CLIENT, "proxy"], {"PATH": "/usr/bin:/bin"})
     direct = Client([PYTHON, "-c", CLIENT, "direct"], {"PATH": "/usr/bin:/bin"})
     results = {}
+    cpu_total = {}
     try:
         for _ in range(a.runs):  # interleaved: each run measures both sides back to back
             for name, client, ca in (("direct", direct, f"{d}/ca.pem"), ("proxy", proxied, "/etc/cellgate/bench-ca.pem")):
                 # The direct client resolves bench.test itself (curl --resolve); the jail cannot.
                 resolve = lambda port: "" if name == "proxy" else f"bench.test:{port}:127.0.0.1"
-                r = client.ask(op="download", url=f"http://bench.test:{http_port}/blob", resolve=resolve(http_port))
-                assert r["bytes"] == size, r
-                results.setdefault(("http", name), []).append(size / r["seconds"] / 1e6)
-                r = client.ask(op="download", url=f"https://bench.test:{https_port}/blob", ca=ca, resolve=resolve(https_port))
-                assert r["bytes"] == size, r
-                results.setdefault(("https", name), []).append(size / r["seconds"] / 1e6)
+                for scheme, port, ca_file in (("http", http_port, None), ("https", https_port, ca)):
+                    before = cpu_seconds(egress.pid)
+                    r = client.ask(op="download", url=f"{scheme}://bench.test:{port}/blob", ca=ca_file, resolve=resolve(port))
+                    assert r["bytes"] == size, r
+                    results.setdefault((scheme, name), []).append(size / r["seconds"] / 1e6)
+                    if name == "proxy":  # summed over the runs: the clock ticks are 10 ms (proc(5))
+                        cpu_total[scheme] = cpu_total.get(scheme, 0.0) + cpu_seconds(egress.pid) - before
                 for fresh in (False, True):
                     r = client.ask(op="requests", host="bench.test", address="127.0.0.1", port=http_port, n=n_small, fresh=fresh)
                     results.setdefault(("small-new" if fresh else "small-kept", name), []).append(r["seconds"] / n_small * 1000)
@@ -210,7 +220,10 @@ def measure(a, bindir):
             p.terminate()
             p.wait(timeout=10)
         subprocess.run(["rm", "-rf", d])
-    return {k: statistics.median(v) for k, v in results.items()}, size, n_small
+    m = {k: statistics.median(v) for k, v in results.items()}
+    for scheme, seconds in cpu_total.items():
+        m[(scheme + "-cpu", "proxy")] = seconds * 1000 * 100e6 / (size * a.runs)
+    return m, size, n_small
 
 
 def main():
@@ -238,14 +251,19 @@ def main():
         (f"{n} small requests, one kept-alive connection", "ms/request", m[("small-kept", "proxy")], m[("small-kept", "direct")], "<= direct+1"),
         (f"{n} small requests, a new connection each", "ms/request", m[("small-new", "proxy")], m[("small-new", "direct")], "<= direct+1"),
     ]
+    cpu_figures = [(f"proxy CPU per 100 MB, {scheme}", "ms", m[(scheme + "-cpu", "proxy")]) for scheme in ("http", "https")]
     if a.jsonl:
         for fig, unit, proxy, direct, target in figures:
             print(json.dumps({"figure": fig, "backend": "cellgate", "value": round(proxy, 4), "unit": unit, "target": target, "group": "egress"}))
             print(json.dumps({"figure": fig, "backend": "direct", "value": round(direct, 4), "unit": unit, "group": "egress"}))
+        for fig, unit, value in cpu_figures:
+            print(json.dumps({"figure": fig, "backend": "cellgate", "value": round(value, 1), "unit": unit, "group": "egress"}))
         return 0
     print(f"{'figure':50} {'unit':11} {'proxy':>9} {'direct':>9} {'ratio':>7}  target")
     for fig, unit, proxy, direct, target in figures:
         print(f"{fig:50} {unit:11} {proxy:9.3f} {direct:9.3f} {proxy / direct:6.2f}x  {target}")
+    for fig, unit, value in cpu_figures:
+        print(f"{fig:50} {unit:11} {value:9.1f}")
     return 0
 
 
