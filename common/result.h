@@ -20,6 +20,7 @@ enum class Errc {
   kConflict,         // state conflict (409)
   kTooLarge,         // a configured size bound was hit (413)
   kInsufficientStorage,  // a storage quota is full (507)
+  kTooManyRequests,  // the caller's own bound on requests in flight or waiting was hit (429)
   kUnavailable,      // temporarily cannot serve (503)
   kTimeout,          // a deadline expired (504)
   kInternal,         // our fault or the system's (500)

@@ -83,6 +83,20 @@ class Starting {
   std::string user_;
 };
 
+// A relaunch (a restart, or the automatic restart after a death) takes its turn as a start does,
+// charged to the kernel's owner at that moment: restarting in a loop, or kernels that keep dying,
+// get no more spawns at once than starts would. A pool kernel (nobody's yet) is bounded by the pool.
+awaitable<common::Result<launcher::Kernel::LaunchPermit>> relaunch_turn(std::weak_ptr<KernelHub> weak_hub,
+                                                                        std::weak_ptr<StartGate> weak_gate) {
+  std::string owner;
+  if (auto hub = weak_hub.lock()) owner = hub->owner;
+  auto gate = weak_gate.lock();
+  if (owner.empty() || !gate) co_return launcher::Kernel::LaunchPermit{};
+  auto slot = co_await gate->enter(owner);
+  if (!slot) co_return slot.error();
+  co_return launcher::Kernel::LaunchPermit(std::make_shared<StartGate::Slot>(std::move(slot.value())));
+}
+
 StartLimits start_limits(const Config& c) {
   return StartLimits{c.max_starting, c.max_starting_per_user, c.start_queue, c.start_queue_per_user,
                      std::chrono::seconds(c.kernel_start_timeout_s)};
@@ -125,7 +139,7 @@ KernelManager::KernelManager(asio::io_context& io, const Config& config, Service
     : io_(io), config_(config), services_(services),
       kernelspec_path_(launcher::kernelspec_search_path(config.kernelspec_dirs)),
       read_budget_(std::make_shared<launcher::ReadBudget>(config.kernel_read_budget)),
-      gate_(std::make_unique<StartGate>(io, start_limits(config))) {
+      gate_(std::make_shared<StartGate>(io, start_limits(config))) {
   // A kernelspec's network policy is configuration: one that does not parse stops the gateway, before
   // anything is started.
   for (const auto& [name, spec] : kernelspecs())
@@ -220,6 +234,9 @@ std::shared_ptr<KernelHub> KernelManager::make_hub(launcher::KernelOptions optio
   // kernel by this pid (before, the row kept the first process's, and the kernel was found dead).
   kernel->set_spawned_hook([&db = services_.db, id = kernel->id()](const launcher::ProcessHandle& p) {
     (void)state::set_kernel_helper(db, id, p.pid, p.status_file);
+  });
+  kernel->set_relaunch_gate([weak = std::weak_ptr<KernelHub>(hub), gate = std::weak_ptr<StartGate>(gate_)] {
+    return relaunch_turn(weak, gate);
   });
   hub->set_execute_limit(std::chrono::seconds(execute_limit_for(config_, user)));
   if (Snapshots* snapshots = services_.snapshots) {

@@ -180,7 +180,7 @@ class KernelManager {
   std::map<std::string, std::shared_ptr<KernelHub>> kernels_;
   // owner → their starts not yet listed in kernels_ (waiting for a slot, claiming): the quotas count them
   std::map<std::string, int> starting_;
-  std::unique_ptr<StartGate> gate_;
+  std::shared_ptr<StartGate> gate_;  // shared: a kernel's relaunch hook holds it weakly
   std::unique_ptr<WarmPool> pool_;
   std::unique_ptr<IdleWatch> idle_;
   std::shared_ptr<const LeaseFence> fence_;  // null outside a cluster

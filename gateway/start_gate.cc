@@ -113,8 +113,9 @@ asio::awaitable<common::Result<StartGate::Slot>> StartGate::enter(std::string us
     co_return Slot(s, user);
   }
   const StartLimits& l = s->limits;
+  // The user's own bound: 429, theirs to slow down (RFC 6585), where a full gateway is 503.
   if (count(s->queued_by_user, user) >= l.queue_per_user)
-    co_return make_error(Errc::kUnavailable,
+    co_return make_error(Errc::kTooManyRequests,
                          fmt::format("too many kernel starts: {} of user {}'s are starting and {} waiting "
                                      "(max_starting_per_user {}, start_queue_per_user {}); try again later",
                                      count(s->in_flight_by_user, user), user, count(s->queued_by_user, user),
@@ -133,9 +134,14 @@ asio::awaitable<common::Result<StartGate::Slot>> StartGate::enter(std::string us
   if (w->granted) co_return Slot(s, user);
   s->forget(w);
   if (s->closed) co_return make_error(Errc::kUnavailable, "the gateway is stopping");
+  const auto waited = std::chrono::duration_cast<std::chrono::seconds>(l.wait).count();
+  if (l.in_flight <= 0 || s->in_flight < l.in_flight)  // the gateway had room: the user's own starts held it
+    co_return make_error(Errc::kTooManyRequests,
+                         fmt::format("kernel start waited {} s for its turn behind {} of user {}'s "
+                                     "(max_starting_per_user {}); try again later",
+                                     waited, count(s->in_flight_by_user, user), user, l.in_flight_per_user));
   co_return make_error(Errc::kUnavailable,
-                       fmt::format("kernel start waited {} s for its turn ({}); try again later",
-                                   std::chrono::duration_cast<std::chrono::seconds>(l.wait).count(), s->bounds()));
+                       fmt::format("kernel start waited {} s for its turn ({}); try again later", waited, s->bounds()));
 }
 
 void StartGate::close() {

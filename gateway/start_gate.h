@@ -19,8 +19,9 @@ struct StartLimits {
   int in_flight = 8;           // starts at once, all users together (--max-starting); 0 = no bound
   int in_flight_per_user = 4;  // starts at once, per user (--max-starting-per-user); 0 = no bound
   int queue = 64;              // starts waiting, all users together (--start-queue): past it 503
-  int queue_per_user = 16;     // starts waiting, per user (--start-queue-per-user): past it 503
-  std::chrono::milliseconds wait{60000};  // the longest wait in the queue: past it 503
+  int queue_per_user = 16;     // starts waiting, per user (--start-queue-per-user): past it 429
+  std::chrono::milliseconds wait{60000};  // the longest wait in the queue: past it 503 (429 if only
+                                          // the user's own bound held it)
 };
 
 // Io thread only. What waits costs a coroutine frame and a timer; both queues bound it, the user's
@@ -49,8 +50,10 @@ class StartGate {
   StartGate& operator=(const StartGate&) = delete;
 
   // A slot for one of user's starts: at once when both bounds allow it, else after waiting for one.
-  // Errors, all kUnavailable (503: try again later), the message naming the bound: the user's queue
-  // is full, the whole queue is full, the wait ran out, or the gate closed.
+  // Errors, the message naming the bound: kTooManyRequests (429) when the user's own bounds refuse it
+  // (their queue is full, or their wait ran out while the gateway had room); kUnavailable (503: the
+  // gateway is busy, try again later) when the whole queue is full, the wait for a gateway-wide slot
+  // ran out, or the gate closed.
   boost::asio::awaitable<common::Result<Slot>> enter(std::string user);
   // Refuses every waiting start and any later one (the gateway is stopping).
   void close();

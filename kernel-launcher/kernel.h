@@ -70,6 +70,13 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   // re-adopts the kernel by must name this process, not the one a restart replaced.
   using SpawnedHook = std::function<void(const ProcessHandle& process)>;
   void set_spawned_hook(SpawnedHook hook) { spawned_hook_ = std::move(hook); }
+  // Awaited before every relaunch (restart(), and the automatic restart after a death), not before
+  // start(), whose caller bounds it: the layer above charges a relaunch to the same bounds as a start.
+  // The permit is held until that launch has ended; an error fails the relaunch (restart() returns it
+  // and the running kernel is left alone; after a death the kernel is declared dead with it).
+  using LaunchPermit = std::shared_ptr<void>;
+  using RelaunchGate = std::function<boost::asio::awaitable<common::Result<LaunchPermit>>()>;
+  void set_relaunch_gate(RelaunchGate gate) { relaunch_gate_ = std::move(gate); }
   boost::asio::any_io_executor executor() { return io_.get_executor(); }
 
   // Spawns the process, connects the channels and waits for kernel_info_reply plus one iopub message.
@@ -167,6 +174,7 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   std::shared_ptr<boost::asio::steady_timer> ready_signal_;
   ReadyHook ready_hook_;
   SpawnedHook spawned_hook_;
+  RelaunchGate relaunch_gate_;
   static constexpr size_t kMaxHeld = 1024;
   // ipykernel takes 1-3 ms from a request to its reply here even for `1+1`: a 2 ms hold mostly ended
   // first and cost a wake of its own (3.1 -> 2.2 wakes per execute at 10 ms). A cell's outputs of

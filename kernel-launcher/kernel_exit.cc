@@ -20,6 +20,8 @@ namespace cellgate::launcher {
 namespace asio = boost::asio;
 using asio::awaitable;
 using asio::use_awaitable;
+using common::Errc;
+using common::make_error;
 using namespace std::chrono_literals;
 
 namespace {
@@ -107,6 +109,19 @@ awaitable<void> Kernel::finish_release(std::shared_ptr<Kernel> self, std::functi
 awaitable<void> Kernel::restart_after_death(std::shared_ptr<Kernel> self) {
   // jupyter_client's restarter semantics: retry a bounded number of times, then declare it dead.
   while (true) {
+    LaunchPermit permit;
+    if (auto gate = self->relaunch_gate_) {  // a copy: the hook may be replaced while it is awaited
+      const int gen = self->generation_;
+      auto granted = co_await gate();
+      // Shut down, or restarted by request, while waiting for its turn: that owns the kernel now.
+      if (self->stopping_ || gen != self->generation_ || self->state_ != KernelState::kRestarting) co_return;
+      if (!granted) {
+        common::log_error("kernel={} msg=\"restart after death refused\" error=\"{}\"", self->id(), granted.error().message);
+        self->set_state(KernelState::kDead, granted.error().message);
+        co_return;
+      }
+      permit = std::move(granted.value());
+    }
     auto st = co_await self->launch();
     if (st) co_return;
     common::log_error("kernel={} msg=\"restart failed\" error=\"{}\"", self->id(), st.error().message);
@@ -162,6 +177,22 @@ awaitable<common::Status> Kernel::restart() {
   stopping_ = true;
   set_state(KernelState::kRestarting);
   co_await stop_process(true);
+  // The old process is gone whatever follows (a restart that enforces a time limit must not wait on
+  // the user's other starts); the new one waits its turn, as a start does.
+  LaunchPermit permit;  // held until the launch below has ended
+  if (auto gate = relaunch_gate_) {  // a copy: the hook may be replaced while it is awaited
+    const int gen = generation_;
+    auto granted = co_await gate();
+    // Shut down, detached or launched by another restart meanwhile: not this one's to launch.
+    if (gen != generation_ || state_ != KernelState::kRestarting)
+      co_return make_error(Errc::kUnavailable, "the kernel was stopped while its restart waited for its turn");
+    if (!granted) {
+      stopping_ = false;
+      set_state(KernelState::kDead, granted.error().message);
+      co_return granted.error();
+    }
+    permit = std::move(granted.value());
+  }
   stopping_ = false;
   rapid_restarts_ = 0;
   co_return co_await launch();

@@ -153,7 +153,13 @@ awaitable<http::Reply> KernelsApi::resume(Call& call) {
 awaitable<http::Reply> KernelsApi::restart(Call& call) {
   wake(*call.kernel);
   auto st = co_await kernels_.restart(call.kernel, call.caller.user.name);
-  if (!st) co_return reply(http::error_response(call.req, Errc::kInternal, "restart failed: " + st.error().message));
+  if (!st) {
+    // Its turn refused (429: this user's own starts; 503: the gateway's) says so; anything else is ours.
+    const Errc code = st.error().code == Errc::kTooManyRequests || st.error().code == Errc::kUnavailable
+                          ? st.error().code
+                          : Errc::kInternal;
+    co_return reply(http::error_response(call.req, code, "restart failed: " + st.error().message));
+  }
   co_return reply(http::json_response(call.req, http::status::ok, kernels_.model(*call.kernel)));
 }
 

@@ -15,6 +15,7 @@ http::status status_for(Errc code) {
     case Errc::kConflict: return http::status::conflict;
     case Errc::kTooLarge: return http::status::payload_too_large;
     case Errc::kInsufficientStorage: return http::status::insufficient_storage;
+    case Errc::kTooManyRequests: return http::status::too_many_requests;
     case Errc::kUnavailable: return http::status::service_unavailable;
     case Errc::kTimeout: return http::status::gateway_timeout;
     case Errc::kInternal: return http::status::internal_server_error;

@@ -187,3 +187,65 @@ def test_a_start_the_fork_server_answers_too_late_fails_cleanly():
         assert t.delete_kernel(kid).status_code == 204
     finally:
         t.stop()
+
+
+def test_a_full_per_user_start_queue_answers_429_naming_the_bound():
+    t = tm.jail_target("--max-starting-per-user", "1", "--start-queue-per-user", "1")
+    t.start()
+    try:
+        wait_for_zygote(t)
+        t.delete_kernel(t.start_kernel()["id"])
+        # One start runs (held by the stopped fork server), one waits its turn, the third finds the
+        # user's queue full: the user's own bound, 429, not a 500 nor the gateway-busy 503.
+        with Stalled(t, STALL):
+            results, _ = burst(t, 3)
+        statuses = sorted(r[0] for r in results)
+        assert statuses == [201, 201, 429], ([r[:2] for r in results], t.log_tail(60))
+        refused = [body for status, body, _ in results if status == 429][0]
+        assert refused["reason"] == "Too Many Requests", refused
+        assert "start_queue_per_user 1" in refused["message"], refused
+        for status, body, _ in results:
+            if status == 201:
+                assert t.delete_kernel(body["id"]).status_code == 204
+    finally:
+        t.stop()
+
+
+def test_restarts_take_their_turn_as_starts_do():
+    t = tm.jail_target("--max-starting-per-user", "1", "--start-queue-per-user", "0")
+    t.start()
+    try:
+        wait_for_zygote(t)
+        first, second = t.start_kernel()["id"], t.start_kernel()["id"]
+        answers = {}
+
+        def restart(kid):  # a session of its own: it runs beside the test's own requests
+            r = requests.post(t.url + "api/kernels/%s/restart" % kid, headers={"Authorization": "token " + t.token},
+                              timeout=120)
+            answers[kid] = (r.status_code, r.json())
+
+        # The first restart holds the user's one slot while the stopped fork server holds its spawn:
+        # a second restart, or a start, of the same user would be a second spawn at once.
+        with Stalled(t, 8.0):
+            held = threading.Thread(target=restart, args=(first,))
+            held.start()
+            deadline = time.monotonic() + 6
+            while t.get("api/kernels/" + first).json()["execution_state"] != "starting":
+                assert time.monotonic() < deadline, t.log_tail(60)
+                time.sleep(0.05)
+            restart(second)
+            start = t.post("api/kernels", json={})
+            status, body = answers[second]
+            assert status == 429, (status, body, t.log_tail(60))
+            assert set(body) >= {"reason", "message"} and "max_starting_per_user 1" in body["message"], body
+            assert start.status_code == 429, (start.status_code, start.text)
+            held.join()
+        assert answers[first][0] == 200, answers[first]
+        # Stopped, its relaunch refused; its owner's turn comes back once the first restart is done.
+        assert t.get("api/kernels/" + second).json()["execution_state"] == "dead"
+        r = t.post("api/kernels/%s/restart" % second, timeout=120)
+        assert r.status_code == 200, r.text
+        for kid in (first, second):
+            assert t.delete_kernel(kid).status_code == 204
+    finally:
+        t.stop()

@@ -252,6 +252,54 @@ TEST_CASE("a burst of starts runs at most max_starting spawns at once, each user
   CHECK(fourth.error().code == common::Errc::kForbidden);
 }
 
+TEST_CASE("restarts take their turn as starts do: a user's restarts in flight stay within their bound", "[kernel_manager]") {
+  ScratchDir dir;
+  FakeSpawner fake;
+  TestGateway t(dir, fake, [](gateway::Config& c) {
+    c.max_starting_per_user = 1;
+    c.start_queue_per_user = 1;
+  });
+  auto& km = t.gw->kernels();
+  std::vector<std::shared_ptr<gateway::KernelHub>> hubs;
+  for (int i = 0; i < 3; ++i) hubs.push_back(start(t, user("alice")));
+  auto bobs = start(t, user("bob"));
+  fake.delay_spawns(150ms);
+  // Three of alice's restarts at once: one runs, one waits its turn, one finds her queue full (429).
+  std::vector<std::optional<common::Status>> out(3);
+  for (size_t i = 0; i < out.size(); ++i) {
+    boost::asio::co_spawn(
+        t.io,
+        [&km, &out, i, hub = hubs[i]]() -> boost::asio::awaitable<void> {
+          auto r = co_await km.restart(hub, "alice");
+          out[i].emplace(std::move(r));
+        },
+        [](std::exception_ptr p) {
+          if (p) std::rethrow_exception(p);
+        });
+  }
+  REQUIRE(run_until(t.io, [&] { return std::all_of(out.begin(), out.end(), [](auto& r) { return r.has_value(); }); }));
+  CHECK(fake.most_spawns_waiting() == 1);
+  int ok = 0, refused = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i]->has_value()) {
+      ++ok;
+      CHECK(hubs[i]->kernel().state() == launcher::KernelState::kIdle);
+    } else {
+      ++refused;
+      CHECK(out[i]->error().code == common::Errc::kTooManyRequests);
+      CHECK(out[i]->error().message.find("start_queue_per_user 1") != std::string::npos);
+      CHECK(hubs[i]->kernel().state() == launcher::KernelState::kDead);  // stopped, its relaunch refused
+    }
+  }
+  CHECK(ok == 2);
+  CHECK(refused == 1);
+  // Another user's restart is not held by alice's, and a refused kernel restarts once it is her turn.
+  CHECK(run(t.io, km.restart(bobs, "bob")).has_value());
+  for (auto& hub : hubs)
+    if (hub->kernel().state() == launcher::KernelState::kDead) CHECK(run(t.io, km.restart(hub, "alice")).has_value());
+  CHECK(km.starts_status()["in_flight"] == 0);
+}
+
 TEST_CASE("a kernel deleted while its spawn is awaited: the start fails and its process is killed", "[kernel_manager]") {
   ScratchDir dir;
   FakeSpawner fake;

@@ -21,6 +21,10 @@ struct Entry {
   bool done() const { return result.has_value(); }
   bool admitted() const { return result && result->has_value(); }
   std::string error() const { return result && !result->has_value() ? result->error().message : ""; }
+  std::optional<common::Errc> code() const {
+    if (!result || result->has_value()) return std::nullopt;
+    return result->error().code;
+  }
   void leave() { result.reset(); }
 };
 
@@ -67,7 +71,9 @@ TEST_CASE("start gate: starts past the bounds wait their turn, or are refused na
   enter(io, gate, "dave", d1);   // two are waiting
   settle(io);
   CHECK(a3.error().find("start_queue_per_user 1") != std::string::npos);
+  CHECK(a3.code() == common::Errc::kTooManyRequests);  // her own bound: 429
   CHECK(d1.error().find("start_queue 2") != std::string::npos);
+  CHECK(d1.code() == common::Errc::kUnavailable);  // the gateway's: 503
   // bob's slot frees one: alice (first in line) is still at her own bound, so carol goes ahead of her.
   b1.leave();
   settle(io);
@@ -97,6 +103,7 @@ TEST_CASE("start gate: a wait that runs out, and a closed gate, refuse with 503"
     io.run_one_for(10ms);
   }
   CHECK(late.error().find("waited 0 s for its turn (max_starting 1") != std::string::npos);
+  CHECK(late.code() == common::Errc::kUnavailable);
   CHECK(gate.status()["queued"] == 0);
   enter(io, gate, "carol", closed);
   settle(io);
@@ -105,6 +112,23 @@ TEST_CASE("start gate: a wait that runs out, and a closed gate, refuse with 503"
   settle(io);
   CHECK(closed.error() == "the gateway is stopping");
   CHECK(first.admitted());
+}
+
+TEST_CASE("start gate: a wait that only the user's own starts held runs out with 429", "[start_gate]") {
+  boost::asio::io_context io;
+  StartGate gate(io, limits(4, 1, 8, 8, 50ms));
+  Entry first, second;
+  enter(io, gate, "alice", first);
+  enter(io, gate, "alice", second);
+  settle(io);
+  REQUIRE(first.admitted());
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (!second.done() && std::chrono::steady_clock::now() < until) {
+    io.restart();
+    io.run_one_for(10ms);
+  }
+  CHECK(second.code() == common::Errc::kTooManyRequests);
+  CHECK(second.error().find("behind 1 of user alice's (max_starting_per_user 1)") != std::string::npos);
 }
 
 TEST_CASE("start gate: no bound (0) lets every start through; a slot may outlive its gate", "[start_gate]") {
