@@ -21,8 +21,10 @@
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <fmt/core.h>
 
 #include "common/log.h"
 #include "kernel-launcher/spawn_util.h"
@@ -87,6 +89,16 @@ std::string unreachable_by_jails(const std::string& path) {
   }
   return "";
 }
+
+// A control request's socket, and whether its deadline closed it.
+struct Exchange {
+  explicit Exchange(boost::asio::io_context& io) : socket(io) {}
+  boost::asio::local::stream_protocol::socket socket;
+  bool expired = false;
+};
+
+constexpr std::chrono::seconds kAskTimeout{5};
+constexpr size_t kMaxAnswer = 64u << 20;  // one line; the largest (stats with 256 audit lines) is far less
 
 }  // namespace
 
@@ -244,30 +256,46 @@ void EgressProxy::stop() {
   stop_process();
 }
 
-common::Result<nlohmann::json> EgressProxy::ask(const nlohmann::json& request) const {
-  common::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd) return make_error(Errc::kUnavailable, "egress proxy: socket", errno);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, control_.c_str(), sizeof addr.sun_path - 1);
-  timeval tv{5, 0};
-  ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
-    return make_error(Errc::kUnavailable, "the egress proxy is not running", errno);
-  const std::string line = request.dump() + "\n";
-  if (::send(fd.get(), line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size()))
-    return make_error(Errc::kUnavailable, "egress proxy: send", errno);
-  std::string answer;
-  char buf[65536];
-  for (ssize_t n; answer.size() < (64u << 20) && (n = ::recv(fd.get(), buf, sizeof buf, 0)) > 0;) {
-    answer.append(buf, static_cast<size_t>(n));
-    if (answer.back() == '\n') break;
+boost::asio::awaitable<common::Result<nlohmann::json>> EgressProxy::ask(nlohmann::json request) const {
+  namespace asio = boost::asio;
+  using asio::redirect_error;
+  using asio::use_awaitable;
+  // Nothing of *this after the first suspension: a copy of what the exchange needs.
+  const std::string control = control_;
+  auto x = std::make_shared<Exchange>(io_);
+  auto& socket = x->socket;
+  // One deadline for the whole exchange: it closes the socket, which ends whichever step is waiting.
+  // Its handler shares the exchange: it may run after this frame is gone.
+  asio::steady_timer deadline(io_);
+  deadline.expires_after(kAskTimeout);
+  deadline.async_wait([x](const boost::system::error_code& ec) {
+    if (ec) return;  // the exchange ended first: the timer went with its frame
+    x->expired = true;
+    boost::system::error_code ignored;
+    x->socket.close(ignored);
+  });
+  boost::system::error_code ec;
+  asio::local::stream_protocol::endpoint at;
+  try {
+    at = asio::local::stream_protocol::endpoint(control);
+  } catch (const boost::system::system_error& e) {
+    co_return make_error(Errc::kUnavailable, "egress proxy: " + control + ": " + e.code().message());
   }
+  auto late = [] {
+    return make_error(Errc::kUnavailable, fmt::format("the egress proxy gave no answer within {} s", kAskTimeout.count()));
+  };
+  co_await socket.async_connect(at, redirect_error(use_awaitable, ec));
+  if (ec) co_return x->expired ? late() : make_error(Errc::kUnavailable, "the egress proxy is not running (" + ec.message() + ")");
+  const std::string line = request.dump() + "\n";
+  co_await asio::async_write(socket, asio::buffer(line), redirect_error(use_awaitable, ec));
+  if (ec) co_return x->expired ? late() : make_error(Errc::kUnavailable, "egress proxy: send: " + ec.message());
+  std::string answer;
+  co_await asio::async_read_until(socket, asio::dynamic_buffer(answer, kMaxAnswer), '\n', redirect_error(use_awaitable, ec));
+  if (ec && x->expired) co_return late();
   auto doc = nlohmann::json::parse(answer, nullptr, false);
-  if (!doc.is_object()) return make_error(Errc::kUnavailable, "the egress proxy gave no answer");
-  if (!doc.value("ok", false)) return make_error(Errc::kBadRequest, doc.value("error", std::string("refused")));
-  return doc;
+  if (!doc.is_object()) co_return make_error(Errc::kUnavailable, "the egress proxy gave no answer");
+  if (!doc.value("ok", false)) co_return make_error(Errc::kBadRequest, doc.value("error", std::string("refused")));
+  co_return doc;
 }
 
 }  // namespace cellgate::gateway

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <nlohmann/json.hpp>
@@ -47,9 +48,10 @@ class EgressProxy {
   // Why a jail cannot bind ca_bundle() (a parent directory closed to others), or "".
   const std::string& unreachable() const { return unreachable_; }
 
-  // One control request (egress/egress_server.h), bounded by 5 s. An {"ok":false} answer is
-  // kBadRequest with the proxy's line; no answer is kUnavailable.
-  common::Result<nlohmann::json> ask(const nlohmann::json& request) const;
+  // One control request (egress/egress_server.h), awaited on the io thread, never blocking it:
+  // connecting, sending and the whole answer within 5 s together. An {"ok":false} answer is
+  // kBadRequest with the proxy's line; none (no proxy running, none in time) is kUnavailable.
+  boost::asio::awaitable<common::Result<nlohmann::json>> ask(nlohmann::json request) const;
   // Called on the io thread once a restarted proxy is ready (not after the first start).
   void on_restart(std::function<void()> f) { on_restart_ = std::move(f); }
   // Called on the io thread with each connection the proxy refuses (its audit record, with

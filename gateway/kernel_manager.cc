@@ -10,6 +10,9 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <fmt/core.h>
 
 #include "common/log.h"
@@ -211,7 +214,7 @@ KernelManager::KernelManager(asio::io_context& io, const Config& config, Service
   idle_->start();
 }
 
-KernelManager::~KernelManager() = default;
+KernelManager::~KernelManager() { ++*resync_; }  // a resync still awaiting must not touch us
 
 std::map<std::string, launcher::KernelSpec> KernelManager::kernelspecs() const {
   return launcher::discover_kernelspecs(kernelspec_path_);
@@ -315,7 +318,8 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
   const json network_json = egress::policy_json(network.value());
   if (networked) {
     // The proxy holds the policy before the jail announces itself under the kernel's id.
-    auto set = egress_->ask({{"op", "set"}, {"kernel", id}, {"user", user.name}, {"policy", network_json}});
+    const json request = {{"op", "set"}, {"kernel", id}, {"user", user.name}, {"policy", network_json}};
+    auto set = co_await egress_->ask(request);
     if (!set) {
       const Errc code = set.error().code == Errc::kBadRequest ? Errc::kBadRequest : Errc::kUnavailable;
       co_return make_error(code, "network: " + set.error().message);
@@ -384,7 +388,7 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
     common::log_error("kernel={} msg=\"cannot record kernel\" error=\"{}\"", id, st.error().message);
     kernels_.erase(id);
     co_await kernel.shutdown();  // never started; this removes its runtime dirs
-    if (networked) (void)egress_->ask({{"op", "remove"}, {"kernel", id}});
+    if (networked) co_await forget_egress(id);
     forget_workspace_if_unused(*hub);
     co_return st.error();
   }
@@ -392,7 +396,7 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
   if (!st) {
     kernels_.erase(id);
     co_await kernel.shutdown();  // the process is gone already; this removes its runtime dirs
-    if (networked) (void)egress_->ask({{"op", "remove"}, {"kernel", id}});
+    if (networked) co_await forget_egress(id);
     if (hub->journal()) services_.journal->closed(*hub->journal());
     forget_workspace_if_unused(*hub);
     (void)state::delete_kernel(services_.db, id);
@@ -455,11 +459,8 @@ awaitable<void> KernelManager::remove(std::string id, std::string who) {
   hub->close_all("kernel deleted");
   sample_cpu(*hub);  // its cgroup goes with it
   co_await hub->kernel().shutdown();
-  if (hub->egress_endpoint && egress_) {
-    // Its endpoint closed with the jail's init; the policy and its counters go now.
-    if (auto r = egress_->ask({{"op", "remove"}, {"kernel", id}}); !r)
-      common::log_warn("kernel={} msg=\"egress proxy: remove failed\" error=\"{}\"", id, r.error().message);
-  }
+  // Its endpoint closed with the jail's init; the policy and its counters go now.
+  if (hub->egress_endpoint) co_await forget_egress(id);
   if (hub->journal()) services_.journal->closed(*hub->journal());
   forget_workspace_if_unused(*hub);
   if (hub->ephemeral) {
@@ -545,15 +546,23 @@ json KernelManager::model(const KernelHub& hub) const {
   return m;
 }
 
-common::Result<json> KernelManager::egress(const KernelHub& hub, size_t recent) const {
-  const std::string id = const_cast<KernelHub&>(hub).kernel().id();
-  if (!hub.egress_endpoint) return json{{"kernel", id}, {"policy", hub.network}, {"recent", json::array()}};
-  if (!egress_) return make_error(Errc::kUnavailable, "the egress proxy is off");
-  auto stats = egress_->ask({{"op", "stats"}, {"kernel", id}, {"recent", recent}});
-  if (!stats) return make_error(Errc::kUnavailable, "egress proxy: " + stats.error().message);
+awaitable<common::Result<json>> KernelManager::egress(std::shared_ptr<KernelHub> hub, size_t recent) const {
+  const std::string id = hub->kernel().id();
+  if (!hub->egress_endpoint) co_return json{{"kernel", id}, {"policy", hub->network}, {"recent", json::array()}};
+  if (!egress_) co_return make_error(Errc::kUnavailable, "the egress proxy is off");
+  const json request = {{"op", "stats"}, {"kernel", id}, {"recent", recent}};
+  auto stats = co_await egress_->ask(request);
+  if (!stats) co_return make_error(Errc::kUnavailable, "egress proxy: " + stats.error().message);
   json out = std::move(stats.value());
   out.erase("ok");
-  return out;
+  co_return out;
+}
+
+awaitable<void> KernelManager::forget_egress(std::string id) {
+  if (!egress_) co_return;
+  const json request = {{"op", "remove"}, {"kernel", id}};
+  if (auto r = co_await egress_->ask(request); !r)
+    common::log_warn("kernel={} msg=\"egress proxy: remove failed\" error=\"{}\"", id, r.error().message);
 }
 
 void KernelManager::egress_refused(const json& record) {
@@ -581,15 +590,31 @@ void KernelManager::route_through_egress(launcher::KernelOptions& ko) const {
 
 void KernelManager::resync_egress() {
   if (!egress_) return;
-  for (const auto& [id, hub] : kernels_) {
-    if (!hub->egress_endpoint) continue;
+  asio::co_spawn(io_, resync_egress_now(resync_, ++*resync_), asio::detached);
+}
+
+awaitable<void> KernelManager::resync_egress_now(std::shared_ptr<uint64_t> current, uint64_t mine) {
+  // Everything here is awaited on the io thread, never blocking it: each request to the proxy within
+  // its 5 s, each hand-back within 10 s. A newer resync (the proxy restarted again), stop() or the
+  // manager's end overtakes this one: `current` is checked after every wait, before touching *this.
+  auto overtaken = [&] { return *current != mine; };
+  std::vector<std::shared_ptr<KernelHub>> networked;
+  for (const auto& [id, hub] : kernels_)
+    if (hub->egress_endpoint) networked.push_back(hub);
+  for (const auto& hub : networked) {
+    if (overtaken() || !egress_) co_return;
     auto& kernel = hub->kernel();
-    auto set = egress_->ask({{"op", "set"}, {"kernel", id}, {"user", hub->owner}, {"policy", hub->network}});
+    const std::string id = kernel.id();
+    if (!kernels_.count(id)) continue;  // removed meanwhile, its policy with it
+    const json request = {{"op", "set"}, {"kernel", id}, {"user", hub->owner}, {"policy", hub->network}};
+    auto set = co_await egress_->ask(request);
+    if (overtaken()) co_return;
     if (!set) {
       common::log_error("kernel={} msg=\"egress proxy: cannot restore the policy\" error=\"{}\"", id, set.error().message);
       continue;
     }
-    if (kernel.state() == launcher::KernelState::kDead || kernel.process().status_file.empty()) continue;
+    if (!kernels_.count(id) || kernel.state() == launcher::KernelState::kDead || kernel.process().status_file.empty())
+      continue;
     // The jail's init still holds its endpoint; cellgate-jail takes it (pidfd_getfd) to the proxy.
     auto pid = launcher::spawn_in_session({config_.jail_helper, "--egress-attach", kernel.process().status_file,
                                            "--egress", egress_->control(), "--name", id},
@@ -601,11 +626,17 @@ void KernelManager::resync_egress() {
     launcher::ProcessHandle attach;
     attach.pid = pid.value();
     int status = -1;
-    for (int i = 0; i < 1000 && (status = launcher::reap(attach)) < 0; ++i) ::usleep(10000);
-    if (status < 0) {
+    asio::steady_timer tick(io_);
+    for (int i = 0; i < 1000 && (status = launcher::reap(attach)) < 0; ++i) {
+      tick.expires_after(std::chrono::milliseconds(10));
+      boost::system::error_code ec;
+      co_await tick.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    if (status < 0) {  // still our unreaped child: its pid is still its own
       ::kill(attach.pid, SIGKILL);
       ::waitpid(attach.pid, nullptr, 0);
     }
+    if (overtaken()) co_return;
     if (status != 0)
       common::log_error("kernel={} msg=\"egress endpoint not handed back\" status=\"{}\"", id,
                         status < 0 ? std::string("still running after 10 s") : launcher::describe_wait_status(status));
@@ -691,7 +722,8 @@ awaitable<void> KernelManager::start_services() {
   co_await adopt();
   // A node declared lost while its gateway was down re-adopts nothing the others marked dead.
   if (config_.clustered()) co_await end_dead_kernels("node lost");
-  resync_egress();  // this gateway's proxy is new: adopted kernels' policies and endpoints go to it
+  // This gateway's proxy is new: adopted kernels' policies and endpoints go to it before we serve.
+  if (egress_) co_await resync_egress_now(resync_, ++*resync_);
   // A crashed gateway leaves its warm pool's and notebook-http's kernels behind; they are nobody's.
   std::vector<std::pair<std::string, std::string>> stale;
   for (const auto& [id, hub] : kernels_)
@@ -702,6 +734,7 @@ awaitable<void> KernelManager::start_services() {
 }
 
 awaitable<void> KernelManager::stop() {
+  ++*resync_;  // a resync in progress ends at its next step
   gate_->close();
   idle_->stop();
   if (fork_server_) fork_server_->stop();  // kernels do not depend on it; stopped first, it is not restarted

@@ -109,12 +109,13 @@ class KernelManager {
   std::map<std::string, launcher::KernelSpec> kernelspecs() const;
   // The egress proxy's record of the kernel: policy, limits, counters and its last `recent` audit
   // lines (GET /api/kernels/{id}/egress). A kernel without network: its policy and nothing else.
-  common::Result<nlohmann::json> egress(const KernelHub& hub, size_t recent) const;
+  boost::asio::awaitable<common::Result<nlohmann::json>> egress(std::shared_ptr<KernelHub> hub, size_t recent) const;
   // PATCH /api/kernels/{id} {"network": ...}: the running kernel's policy replaced, judged as at start
   // against what its owner may have (kernel_network.h); the proxy cuts the connections the old policy
   // allowed. kConflict for a kernel started without network (its jail has no proxy endpoint);
   // kBadRequest / kForbidden as at start; kUnavailable when the proxy does not answer.
-  common::Result<nlohmann::json> set_network(KernelHub& hub, const nlohmann::json& requested, const std::string& who);
+  boost::asio::awaitable<common::Result<nlohmann::json>> set_network(std::shared_ptr<KernelHub> hub, nlohmann::json requested,
+                                                                    std::string who);
   // {spec: {size, ready, starting}}; null without a warm pool.
   nlohmann::json pool_status() const;
   // Where kernel events are counted (null in tests that give none).
@@ -139,8 +140,12 @@ class KernelManager {
   // Routes a kernel with a network policy through the egress proxy: its endpoint in the jail's
   // options, the proxy's variables in its environment.
   void route_through_egress(launcher::KernelOptions& options) const;
-  // Gives every running kernel's policy to the (restarted) proxy, and its jail's endpoint back.
+  // Gives every running kernel's policy to the (restarted) proxy, and its jail's endpoint back: a
+  // coroutine on the io thread (resync_egress spawns it), each step bounded, none blocking.
   void resync_egress();
+  boost::asio::awaitable<void> resync_egress_now(std::shared_ptr<uint64_t> current, uint64_t mine);
+  // Removes a kernel's policy and counters from the proxy (logged if it cannot).
+  boost::asio::awaitable<void> forget_egress(std::string id);
   // A connection the proxy refused: counted (cellgate_egress_refused_total) and told to the
   // kernel's owner (egress_refused).
   void egress_refused(const nlohmann::json& record);
@@ -181,6 +186,8 @@ class KernelManager {
   // owner → their starts not yet listed in kernels_ (waiting for a slot, claiming): the quotas count them
   std::map<std::string, int> starting_;
   std::shared_ptr<StartGate> gate_;  // shared: a kernel's relaunch hook holds it weakly
+  // The current egress resync's number: a newer one, stop() and the destructor bump it (resync_egress).
+  std::shared_ptr<uint64_t> resync_ = std::make_shared<uint64_t>(0);
   std::unique_ptr<WarmPool> pool_;
   std::unique_ptr<IdleWatch> idle_;
   std::shared_ptr<const LeaseFence> fence_;  // null outside a cluster

@@ -96,7 +96,7 @@ awaitable<http::Reply> KernelsApi::egress(Call& call) {
       co_return reply(http::error_response(call.req, Errc::kBadRequest, "recent must be an integer in [0, 256]"));
     recent = n;
   }
-  auto stats = kernels_.egress(*call.kernel, recent);
+  auto stats = co_await kernels_.egress(call.kernel, recent);
   if (!stats) co_return reply(http::error_response(call.req, stats.error()));
   co_return reply(http::json_response(call.req, http::status::ok, stats.value()));
 }
@@ -111,7 +111,7 @@ awaitable<http::Reply> KernelsApi::patch(Call& call) {
   auto network = body->find("network");
   if (network == body->end() || network->is_null())
     co_return reply(http::error_response(call.req, Errc::kBadRequest, "network is missing"));
-  auto model = kernels_.set_network(*call.kernel, *network, call.caller.user.name);
+  auto model = co_await kernels_.set_network(call.kernel, *network, call.caller.user.name);
   if (!model) co_return reply(http::error_response(call.req, model.error()));
   co_return reply(http::json_response(call.req, http::status::ok, model.value()));
 }

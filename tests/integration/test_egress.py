@@ -2,8 +2,9 @@
 # Network policy through `cellgate serve`: the policy from the kernelspec (metadata.cellgate.network),
 # from the user's limit (`cellgate user set-limits --network`) and from POST /api/kernels within it;
 # the kernel model's `network`; GET /api/kernels/{id}/egress; brokered headers; curl through
-# tools/process; the proxy restarted under running kernels; a gateway restart; a bad kernelspec
-# policy stopping `cellgate serve`. Real jails, the real proxy, an upstream HTTP server on 127.0.0.1.
+# tools/process; the proxy restarted under running kernels, or stopped (the gateway serves on); a
+# gateway restart; a bad kernelspec policy stopping `cellgate serve`.
+# Real jails, the real proxy, an upstream HTTP server on 127.0.0.1.
 import http.server
 import json
 import os
@@ -384,6 +385,44 @@ def test_proxy_restarted_under_running_kernels(gw, site):
     assert fetch(u["alice"], k["id"], "http://other.test:%d/" % site)[0] == 403
     r = u["alice"].api("GET", "api/kernels/%s/egress" % k["id"])
     assert r.status_code == 200 and r.json()["counters"]["connections"] >= spent + 1, r.text
+
+
+def test_a_stalled_proxy_never_holds_the_gateway(gw, site):
+    """The proxy stopped (SIGSTOP): a request that needs it waits at most its 5 s bound and fails
+    503, and every other client is answered meanwhile: the gateway's io thread never waits on it."""
+    t, u = gw
+    k = u["alice"].start(name="py-net")
+    pid = egress_pid(t)
+    answer = {}
+
+    def stats():
+        t0 = time.monotonic()
+        r = u["alice"].api("GET", "api/kernels/%s/egress" % k["id"], timeout=60)
+        answer["egress"] = (r.status_code, r.json(), time.monotonic() - t0)
+
+    probes = []
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        asking = threading.Thread(target=stats)
+        asking.start()
+        time.sleep(0.5)  # its request is with the stopped proxy
+        while asking.is_alive():
+            t0 = time.monotonic()
+            r = u["bob"].api("GET", "api", timeout=60)
+            probes.append(time.monotonic() - t0)
+            assert r.status_code == 200, r.text
+            time.sleep(0.05)
+        asking.join()
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    status, body, took = answer["egress"]
+    assert status == 503 and "no answer" in body["message"], (status, body)
+    print("GET egress answered in %.2f s; GET /api meanwhile: %d answers, slowest %.3f s" % (took, len(probes), max(probes)))
+    assert len(probes) >= 5 and max(probes) < 0.5 * took, (took, probes)
+    # The proxy continued: the kernel is networked as before, and its record answers again.
+    assert fetch(u["alice"], k["id"], "http://web.test:%d/after-stall" % site)[0] == 200
+    assert u["alice"].api("GET", "api/kernels/%s/egress" % k["id"]).status_code == 200
+    assert u["alice"].api("DELETE", "api/kernels/" + k["id"]).status_code == 204
 
 
 def test_gateway_restart_keeps_kernels_networked(gw, site):
