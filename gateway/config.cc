@@ -207,7 +207,8 @@ const std::vector<Option>& options() {
          c.kernel_read_budget = parse_size("kernel-read-budget", v);
          if (c.kernel_read_budget == 0) throw ConfigError("--kernel-read-budget: expected a size above 0, got '" + v + "'");
        }},
-      {"ws-queue", "SIZE", false, "bytes queued to one WebSocket before it is closed as too slow (default 64M)",
+      {"ws-queue", "SIZE", false, "bytes queued to one WebSocket before it is closed as too slow (default 64M); one user's WebSockets "
+       "together, 4 times this",
        [](Config& c, const std::string& v) { c.ws_queue_bytes = parse_size("ws-queue", v); }},
       {"replay-buffer", "SIZE", false, "bytes kept per disconnected session_id for replay (default 16M)",
        [](Config& c, const std::string& v) { c.replay_bytes = parse_size("replay-buffer", v); }},

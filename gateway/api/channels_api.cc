@@ -51,6 +51,18 @@ protocol::WsProtocol negotiate(const http::Request& req) {
 
 }  // namespace
 
+std::shared_ptr<http::WsUserQueue> ChannelsApi::user_queue(const std::string& user) {
+  if (options_.user_queue_bytes == 0) return nullptr;
+  std::erase_if(queues_, [](const auto& entry) { return entry.second.expired(); });  // users with no socket open
+  auto& slot = queues_[user];
+  auto queue = slot.lock();
+  if (!queue) {
+    queue = std::make_shared<http::WsUserQueue>(http::WsUserQueue{options_.user_queue_bytes, 0});
+    slot = queue;
+  }
+  return queue;
+}
+
 awaitable<http::Upgrade> ChannelsApi::connect(Call& call) {
   const state::User& user = call.caller.user;
   std::string session_id = call.query("session_id");
@@ -68,7 +80,9 @@ awaitable<http::Upgrade> ChannelsApi::connect(Call& call) {
   }
   auto lease = std::make_shared<OpenSocket>(open_, user.name);
   std::string_view said(call.req["X-Cellgate-Client"].data(), call.req["X-Cellgate-Client"].size());
-  http::WsAccept accept{call.kernel,      std::move(session_id), negotiate(call.req), options_.limits,
+  http::WsLimits limits = options_.limits;
+  limits.user_queue = user_queue(user.name);
+  http::WsAccept accept{call.kernel,      std::move(session_id), negotiate(call.req), std::move(limits),
                         std::move(lease), user.name,             journal::claimed_client(said, journal::client::kWebSocket)};
   // Another node's kernel: the same socket, relayed there (the user's open sockets are counted here).
   if (call.remote) co_return co_await cluster_.relay(call, std::move(accept));

@@ -16,8 +16,10 @@ Handlers::Handlers(gateway::Gateway& gw)
       status(gw.kernels(), gw.started(), mcp),
       kernelspecs(gw.kernels(), gw.config().base_url, gw.config().default_kernel),
       kernels(gw.kernels(), cluster, gw.config().base_url),
-      channels(cluster, ChannelsOptions{{gw.config().max_ws_message_bytes, gw.config().ws_queue_bytes, gw.config().ws_ping_interval_s},
-                                        gw.config().max_connections_per_user, &gw.metrics(), &gw.events()}),
+      // A user's WebSockets together may queue 4 times what one may (--ws-queue).
+      channels(cluster, ChannelsOptions{{gw.config().max_ws_message_bytes, gw.config().ws_queue_bytes, gw.config().ws_ping_interval_s, nullptr},
+                                        gw.config().max_connections_per_user, 4 * gw.config().ws_queue_bytes,
+                                        &gw.metrics(), &gw.events()}),
       execute(gw.config().execute_output_bytes),
       tools(gw.offload(), gw.audit(),
             ToolsOptions{gw.config().execute_output_bytes, gw.config().spawner == "jail", gw.config().jail_helper}),

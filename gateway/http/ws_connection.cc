@@ -83,6 +83,7 @@ asio::awaitable<boost::system::error_code> WsConnection<Stream>::run(Request req
   }
   closed_ = true;
   endpoint_->detach(this, take_unsent());
+  charge_user();
   check_drained();
   co_return ec;
 }
@@ -111,7 +112,21 @@ std::vector<OutgoingPtr> WsConnection<Stream>::take_unsent() {
   queued_bytes_ = 0;
   replayed_left_ = 0;
   writing_count_ = 0;
+  charge_user();
   return out;
+}
+
+template <class Stream>
+void WsConnection<Stream>::charge_user() {
+  if (!limits_.user_queue) return;
+  WsUserQueue& q = *limits_.user_queue;
+  q.bytes = q.bytes - std::min(q.bytes, charged_) + queued_bytes_;
+  charged_ = queued_bytes_;
+}
+
+template <class Stream>
+WsConnection<Stream>::~WsConnection() {
+  if (limits_.user_queue) limits_.user_queue->bytes -= std::min(limits_.user_queue->bytes, charged_);
 }
 
 template <class Stream>
@@ -119,21 +134,30 @@ void WsConnection<Stream>::deliver(const OutgoingPtr& m) {
   if (closed_ || closing_) return;
   queue_.push_back(m);
   queued_bytes_ += m->bytes();
-  // Over the bound with a message waiting behind those being written (one message alone may be larger).
-  if (queued_bytes_ > limits_.queue_bytes && queue_.size() > std::max<size_t>(writing_count_, 1)) {
-    common::log_warn("kernel={} session={} msg=\"client too slow; closing\" queued_bytes={}", endpoint_->log_id(),
-                     session_id(), queued_bytes_);
+  // The user's connections together (charged_ is this one's part of it, before this message).
+  const WsUserQueue* user = limits_.user_queue.get();
+  const bool user_over = user && user->cap > 0 &&
+                         user->bytes - std::min(user->bytes, charged_) + queued_bytes_ > user->cap;
+  // Over a bound with a message waiting behind those being written (one message alone may be larger).
+  if ((queued_bytes_ > limits_.queue_bytes || user_over) && queue_.size() > std::max<size_t>(writing_count_, 1)) {
+    common::log_warn("kernel={} session={} msg=\"client too slow; closing\" queued_bytes={} user_queue_over={}",
+                     endpoint_->log_id(), session_id(), queued_bytes_, user_over);
     // Keep the messages being written; the rest waits in the replay buffer for a reconnect.
     std::vector<OutgoingPtr> rest(queue_.begin() + writing_count_, queue_.end());
     queue_.erase(queue_.begin() + writing_count_, queue_.end());
     replayed_left_ = std::min(replayed_left_, queue_.size());
     queued_bytes_ = 0;
     for (size_t i = replayed_left_; i < queue_.size(); ++i) queued_bytes_ += queue_[i]->bytes();
+    charge_user();
     auto keep = shared();
     endpoint_->detach(this, std::move(rest));
-    close("write queue limit exceeded; reconnect with the same session_id to resume", 1008);
+    close(user_over ? "the write queue limit of this user's WebSockets together exceeded; reconnect with the same "
+                      "session_id to resume"
+                    : "write queue limit exceeded; reconnect with the same session_id to resume",
+          1008);
     return;
   }
+  charge_user();
   schedule_write();
 }
 
@@ -257,6 +281,7 @@ void WsConnection<Stream>::written(size_t count) {
       queued_bytes_ -= std::min(queued_bytes_, queue_.front()->bytes());
     queue_.pop_front();
   }
+  charge_user();
   if (on_drained_) check_drained();
 }
 

@@ -22,10 +22,18 @@
 
 namespace cellgate::http {
 
+// What all of one user's connections have queued together, and the most they may (0 = no bound):
+// a user's many slow sockets are charged to that user. Shared by those connections; io thread only.
+struct WsUserQueue {
+  uint64_t cap = 0;
+  uint64_t bytes = 0;
+};
+
 struct WsLimits {
   uint64_t max_message_bytes;
-  uint64_t queue_bytes;
+  uint64_t queue_bytes;  // per connection
   int ping_interval_s;
+  std::shared_ptr<WsUserQueue> user_queue;  // null: no per-user bound
 };
 
 // One client connection as its endpoint sees it, whatever stream it runs over. Io thread only.
@@ -92,6 +100,7 @@ class WsConnection final : public WsSession {
 
   WsConnection(Ws ws, std::shared_ptr<WsEndpoint> endpoint, std::string session_id, protocol::WsProtocol protocol,
                WsLimits limits);
+  ~WsConnection() override;
 
   // Completes the handshake for req and serves until the connection ends. Returns what ended the
   // read loop (websocket::error::message_too_big: Beast closed it with 1009), or nothing.
@@ -104,6 +113,7 @@ class WsConnection final : public WsSession {
 
  private:
   void check_drained();
+  void charge_user();  // the user's queue holds what this one's queue holds now
   void schedule_write();  // at the end of this turn of the io loop: one write for all it delivered
   void do_write();
   void watch_stall();         // a write pending kWriteStall without progress drops the client
@@ -128,6 +138,7 @@ class WsConnection final : public WsSession {
   bool closed_ = false;
   boost::beast::websocket::close_reason close_reason_;
   size_t drain_level_ = 0;
+  uint64_t charged_ = 0;  // what this connection counts in limits_.user_queue
   std::function<void()> on_drained_;
   boost::asio::steady_timer stall_;  // the pending write's deadline (watch_stall)
 };

@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: Apache-2.0
+# The kernel WebSockets of one user that stop reading: each was bounded by --ws-queue, but a user's
+# many sockets together were not (64 sockets, each 64 MiB: 4 GiB of gateway memory for one user).
+# What one user's sockets queue together is now bounded too (4 x --ws-queue), past which the socket
+# that adds to it is closed with 1008, its unsent output kept in its session's replay buffer.
+import socket
+import time
+
+import websocket
+
+import hostile as h
+import jupyter_ws as jws
+
+SOCKETS = 8
+# 14 MiB from each kernel: under one socket's 16 MiB, but 8 of them are well over the user's 64 MiB.
+FLOOD = "line = 'x' * 65535\nfor i in range(14 * 16):\n    print(line)\n"
+
+
+def test_a_users_sockets_together_are_bounded():
+    t = h.jailed("--ws-queue", "16M")
+    socks = []
+    try:
+        t.start()
+        kids = [t.start_kernel()["id"] for _ in range(SOCKETS)]
+        for kid in kids:
+            url = jws.ws_url(t.url, kid, "s-" + kid)
+            socks.append(websocket.create_connection(
+                url, header=["Authorization: token %s" % t.token], timeout=30,
+                sockopt=((socket.SOL_SOCKET, socket.SO_RCVBUF, 4096),)))
+        before = h.rss_kib(t.proc.pid)
+        # The floods run through REST; their iopub goes to every socket of the kernel, none read.
+        for kid in kids:
+            r = t.post("api/kernels/%s/execute" % kid, json={"code": FLOOD, "timeout": 60}, timeout=90)
+            assert r.status_code == 200 and r.json()["status"] == "ok", r.text[:300]
+        time.sleep(2)
+        grown = h.rss_kib(t.proc.pid) - before
+        # Now read: a socket the gateway closed ends with a close frame 1008 after what it had sent.
+        closed = 0
+        for s in socks:
+            s.settimeout(10)
+            try:
+                while True:
+                    op, frame = s.recv_data_frame(True)
+                    if op == websocket.ABNF.OPCODE_CLOSE:
+                        closed += frame.data[:2] == b"\x03\xf0"  # 1008
+                        break
+            except (websocket.WebSocketTimeoutException, websocket.WebSocketConnectionClosedException, OSError):
+                pass
+        print("%d sockets of one user, none reading, %d MiB of output each: gateway RSS +%d MiB; "
+              "%d closed with 1008" % (SOCKETS, 14, grown >> 10, closed))
+        assert closed >= 1, "one user's sockets queued %d x 14 MiB together with nothing closed" % SOCKETS
+        assert t.get("api").status_code == 200
+    finally:
+        for s in socks:
+            try:
+                s.close()
+            except Exception:
+                pass
+        t.stop()
