@@ -357,7 +357,8 @@ const std::vector<Option>& options() {
          else throw ConfigError("--journal: expected on or off, got '" + v + "'");
        }},
       {"journal-bytes", "SIZE", false,
-       "what one user's journals may hold, all their kernels together; oldest entries go first; 0 = no bound "
+       "what one user's journals may hold (entries and baseline snapshots), all their kernels together; oldest "
+       "first; 0 = no bound "
        "(default 256M; users may have their own)",
        [](Config& c, const std::string& v) { c.journal_bytes = parse_size("journal-bytes", v); }},
       {"journal-days", "N", false, "days journal entries are kept; 0 = no bound (default 30; users may have their own)",

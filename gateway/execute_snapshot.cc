@@ -164,7 +164,8 @@ void Snapshots::start_walk(const workspace::WorkspaceRef& ref) {
   });
 }
 
-void Snapshots::baseline(const std::shared_ptr<KernelHub>& hub, std::function<void(std::string, std::string)> done) {
+void Snapshots::baseline(const std::shared_ptr<KernelHub>& hub,
+                         std::function<void(std::string, std::string, uint64_t)> done) {
   workspace::WorkspaceRef ref{hub->owner, hub->workspace};
   auto ws_config = workspaces_.config();
   if (auto cfg = hub->workspace_config) ws_config = *cfg;
@@ -198,7 +199,7 @@ void Snapshots::baseline(const std::shared_ptr<KernelHub>& hub, std::function<vo
         if (auto st = index_snapshot(db_, ref, taken, options, SnapshotOrigin{id, std::nullopt}); !st)
           common::log_error("kernel={} msg=\"cannot index snapshot\" error=\"{}\"", id, st.error().message);
       if (!error.empty()) common::log_warn("kernel={} msg=\"no journal baseline\" error=\"{}\"", id, error);
-      done(taken.id, error);
+      done(taken.id, error, taken.bytes);
     });
   });
 }

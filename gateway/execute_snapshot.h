@@ -43,7 +43,7 @@ class Snapshots {
   // The snapshot a kernel's journal starts from: labelled (snapshot retention keeps it; the journal's
   // retention deletes it), in the kernel's order of snapshots. done runs on the io thread with its id,
   // or "" and why it could not be taken.
-  void baseline(const std::shared_ptr<KernelHub>& hub, std::function<void(std::string, std::string)> done);
+  void baseline(const std::shared_ptr<KernelHub>& hub, std::function<void(std::string, std::string, uint64_t)> done);
   // No kernel uses the workspace any more: stop watching it (inotify watches are a host-wide budget).
   void forget(const workspace::WorkspaceRef& ref);
 

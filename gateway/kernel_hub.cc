@@ -180,15 +180,15 @@ void KernelHub::hold(Held held) {
   held_.push_back(std::move(held));
   if (baseline_running_) return;
   baseline_running_ = true;
-  auto done = [weak = weak_from_this()](std::string snapshot, std::string note) {
+  auto done = [weak = weak_from_this()](std::string snapshot, std::string note, uint64_t bytes) {
     auto self = weak.lock();
     if (!self) return;
     self->baseline_running_ = false;
-    if (self->journal_) self->journal_->set_baseline(snapshot, note);
+    if (self->journal_) self->journal_->set_baseline(snapshot, note, bytes);
     self->release_held();
   };
   if (take_baseline_) take_baseline_(std::move(done));
-  else done("", "the workspace is not snapshotted");
+  else done("", "the workspace is not snapshotted", 0);
 }
 
 void KernelHub::release_held() {

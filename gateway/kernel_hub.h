@@ -112,7 +112,9 @@ class KernelHub : public launcher::KernelObserver,
   const std::shared_ptr<journal::KernelJournal>& journal() const { return journal_; }
   // Takes the snapshot a journal's first entry starts from, then calls done on the io thread with its
   // id, or "" and why there is none. Set by the kernel manager; null: the workspace is not snapshotted.
-  using BaselineTaker = std::function<void(std::function<void(std::string snapshot, std::string note)> done)>;
+  // done: the snapshot ("" with a note when none was taken) and the bytes it holds.
+  using BaselineTaker =
+      std::function<void(std::function<void(std::string snapshot, std::string note, uint64_t bytes)> done)>;
   void set_baseline_taker(BaselineTaker taker) { take_baseline_ = std::move(taker); }
 
   launcher::Kernel& kernel() { return *kernel_; }

@@ -247,7 +247,7 @@ std::shared_ptr<KernelHub> KernelManager::make_hub(launcher::KernelOptions optio
     hub->set_execute_reply_hook([snapshots, weak](protocol::Message reply, KernelHub::Deliver deliver) {
       if (auto h = weak.lock()) snapshots->after_execute(h, std::move(reply), std::move(deliver));
     });
-    hub->set_baseline_taker([snapshots, weak](std::function<void(std::string, std::string)> done) {
+    hub->set_baseline_taker([snapshots, weak](std::function<void(std::string, std::string, uint64_t)> done) {
       if (auto h = weak.lock()) snapshots->baseline(h, std::move(done));
     });
   }

@@ -2,6 +2,9 @@
 // journal: the execution journal as the gateway holds it.
 #include "journal/journal.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -130,6 +133,7 @@ awaitable<common::Status> Journal::drop(const state::JournalRow& row, std::share
   if (live) {
     ev.journal.deleted.clear();
     ev.journal.baseline.clear();
+    ev.journal.baseline_bytes = 0;
     ev.journal.note.clear();
   } else if (ev.journal.deleted.empty()) {
     ev.journal.deleted = common::iso8601_now();
@@ -165,11 +169,13 @@ void Journal::end(Entry entry) {
   writer_.post(std::move(ev));
 }
 
-void Journal::baseline(const std::string& kernel_id, const std::string& snapshot, const std::string& note) {
+void Journal::baseline(const std::string& kernel_id, const std::string& snapshot, const std::string& note,
+                       uint64_t bytes) {
   Event ev{Event::Type::kBaseline};
   ev.journal.kernel_id = kernel_id;
   ev.journal.baseline = snapshot;
   ev.journal.note = note;
+  ev.journal.baseline_bytes = snapshot.empty() ? 0 : static_cast<int64_t>(std::min<uint64_t>(bytes, INT64_MAX));
   writer_.post(std::move(ev));
 }
 

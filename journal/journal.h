@@ -62,7 +62,8 @@ class Journal : public Sink {
   // Sink (the recorders').
   void begin(const Entry& entry) override;
   void end(Entry entry) override;
-  void baseline(const std::string& kernel_id, const std::string& snapshot, const std::string& note) override;
+  void baseline(const std::string& kernel_id, const std::string& snapshot, const std::string& note,
+                uint64_t bytes) override;
   void want_sweep(std::weak_ptr<KernelJournal> recorder) override;
 
   // Entries the writer cut since start (it was behind).

@@ -81,10 +81,10 @@ KernelJournal::KernelJournal(Sink& sink, std::string kernel_id, std::string owne
 
 void KernelJournal::restart_journal() { baseline_wanted_ = snapshots_; }
 
-void KernelJournal::set_baseline(const std::string& snapshot, const std::string& note) {
+void KernelJournal::set_baseline(const std::string& snapshot, const std::string& note, uint64_t bytes) {
   baseline_wanted_ = false;
   if (!snapshot.empty()) last_snapshot_ = snapshot;
-  sink_.baseline(kernel_id_, snapshot, note);
+  sink_.baseline(kernel_id_, snapshot, note, bytes);
 }
 
 Entry KernelJournal::new_entry(Kind kind) {

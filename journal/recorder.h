@@ -22,7 +22,9 @@ class Sink {
   // The entry runs; it is written as running unless it ends first (sweep() sends it late on purpose).
   virtual void begin(const Entry& entry) = 0;
   virtual void end(Entry entry) = 0;
-  virtual void baseline(const std::string& kernel_id, const std::string& snapshot, const std::string& note) = 0;
+  // bytes: what the snapshot holds (charged to the journal's owner).
+  virtual void baseline(const std::string& kernel_id, const std::string& snapshot, const std::string& note,
+                        uint64_t bytes) = 0;
   // An entry opened: call sweep() on this recorder from time to time until it says none is open.
   virtual void want_sweep(std::weak_ptr<KernelJournal> recorder) = 0;
 };
@@ -47,7 +49,7 @@ class KernelJournal : public std::enable_shared_from_this<KernelJournal> {
   // The next execute must wait for a snapshot of the workspace: the journal's first entry needs one to
   // reproduce from. set_baseline ends the wait (snapshot "" with a note when it could not be taken).
   bool needs_baseline() const { return baseline_wanted_; }
-  void set_baseline(const std::string& snapshot, const std::string& note);
+  void set_baseline(const std::string& snapshot, const std::string& note, uint64_t bytes);
   // The journal was emptied: the next entry is a first one again (its seq goes on counting).
   void restart_journal();
 

@@ -231,8 +231,8 @@ json journal_json(const state::JournalRow& journal, const std::vector<state::Jou
   }
   return {{"kernel_id", journal.kernel_id}, {"owner", journal.owner},       {"kernelspec", journal.kernelspec},
           {"workspace", journal.workspace}, {"created", journal.created},   {"deleted", journal.deleted},
-          {"baseline", journal.baseline},   {"note", journal.note},         {"entries", std::move(list)},
-          {"next", next}};
+          {"baseline", journal.baseline},   {"note", journal.note},         {"baseline_bytes", journal.baseline_bytes},
+          {"entries", std::move(list)},     {"next", next}};
 }
 
 json journal_notebook(const state::JournalRow& journal, const NotebookKernel& kernel,

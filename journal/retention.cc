@@ -49,18 +49,29 @@ const Retention::Limits& Retention::limits_of(const std::string& owner, std::chr
   return limits_[owner] = l;
 }
 
-common::Status Retention::drop_entries(const std::string& owner, const std::vector<state::EntryCost>& entries) {
+common::Status Retention::drop_entries(const std::string& owner, const std::vector<state::EntryCost>& entries,
+                                       const std::string& note) {
   std::set<std::string> kernels;
+  std::vector<state::JournalRow> baselines;
   {
     auto tx = state::Transaction::begin(db_);
     if (!tx) return tx.error();
     for (const auto& e : entries) {
+      if (e.seq == 0) {
+        auto j = state::get_journal(db_, e.kernel_id);
+        if (!j && j.error().code == Errc::kNotFound) continue;
+        if (!j) return j.error();
+        if (auto st = state::set_journal_baseline(db_, e.kernel_id, "", note, 0); !st) return st;
+        if (!j->baseline.empty()) baselines.push_back(std::move(j.value()));
+        continue;
+      }
       auto st = state::delete_journal_entry(db_, e.kernel_id, e.seq);
       if (!st && st.error().code != Errc::kNotFound) return st;
       if (!e.blobs.empty()) kernels.insert(e.kernel_id);
     }
     if (auto st = tx->commit(); !st) return st;
   }
+  for (const auto& j : baselines) delete_baseline_snapshot(j);
   // The store keeps a journal's large outputs while its pin names them: only the remaining entries'.
   workspace::Pins pins(data_dir_);
   for (const auto& k : kernels) {
@@ -78,8 +89,10 @@ void Retention::drop_over_bytes(const std::string& owner, std::chrono::steady_cl
   // Down to 90%, so that an owner at the bound is not trimmed at every batch.
   const int64_t target = limit - limit / 10;
   int64_t usage = it->second;
+  const std::string note =
+      fmt::format("dropped by retention: the owner's journals may hold {} bytes (journal_bytes)", limit);
   for (int round = 0; round < kMaxRounds && usage > target; ++round) {
-    auto oldest = state::oldest_journal_entries(db_, owner, kPage);
+    auto oldest = state::oldest_journal_entries(db_, owner, kPage, std::nullopt, true);
     if (!oldest || oldest->empty()) break;
     std::vector<state::EntryCost> doomed;
     for (auto& e : oldest.value()) {
@@ -87,7 +100,7 @@ void Retention::drop_over_bytes(const std::string& owner, std::chrono::steady_cl
       usage -= e.bytes;
       doomed.push_back(std::move(e));
     }
-    if (auto st = drop_entries(owner, doomed); !st) {
+    if (auto st = drop_entries(owner, doomed, note); !st) {
       common::log_warn("owner={} msg=\"journal retention failed\" error=\"{}\"", owner, st.error().message);
       break;
     }
@@ -145,19 +158,22 @@ void Retention::enforce(std::chrono::steady_clock::time_point now) {
   if (any) drop_empty_journals();
 }
 
-common::Status Retention::drop(const state::JournalRow& j) {
-  if (!j.baseline.empty()) {
-    // The snapshot the journal was reproduced from: labelled (kept by snapshot retention) for as long
-    // as the journal lives, and no longer.
-    workspace::WorkspaceRef ref{j.owner, j.workspace};
-    if (auto ws = workspaces_.open(ref)) {
-      auto st = ws->delete_snapshot(j.baseline);
-      if (!st && st.error().code != Errc::kNotFound)
-        common::log_warn("kernel={} msg=\"cannot delete the journal's baseline snapshot\" error=\"{}\"", j.kernel_id,
-                         st.error().message);
-    }
-    (void)state::delete_snapshot(db_, j.owner, j.workspace, j.baseline);
+void Retention::delete_baseline_snapshot(const state::JournalRow& j) {
+  if (j.baseline.empty()) return;
+  // The snapshot the journal is reproduced from: labelled (kept by snapshot retention) for as long as
+  // the journal keeps it, and no longer.
+  workspace::WorkspaceRef ref{j.owner, j.workspace};
+  if (auto ws = workspaces_.open(ref)) {
+    auto st = ws->delete_snapshot(j.baseline);
+    if (!st && st.error().code != Errc::kNotFound)
+      common::log_warn("kernel={} msg=\"cannot delete the journal's baseline snapshot\" error=\"{}\"", j.kernel_id,
+                       st.error().message);
   }
+  (void)state::delete_snapshot(db_, j.owner, j.workspace, j.baseline);
+}
+
+common::Status Retention::drop(const state::JournalRow& j) {
+  delete_baseline_snapshot(j);
   auto st = state::delete_journal(db_, j.kernel_id);
   if (!st && st.error().code != Errc::kNotFound) return st;
   if (auto pin = workspace::Pins(data_dir_).remove("journal", j.owner, j.kernel_id); !pin) return pin;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // retention: what each owner's journals may hold (bytes) and for how long (days); the owner pays for
-// every entry of their kernels, whoever ran it. Oldest entries go first; a deleted kernel's journal goes
-// with its last entry, taking its pin and its baseline snapshot along.
+// every entry of their kernels, whoever ran it, and for each journal's baseline snapshot. Oldest first (a
+// journal's baseline is older than its entries; without it the journal cannot be reproduced); a deleted
+// kernel's journal goes with its last entry, taking its pin and its baseline snapshot along.
 #pragma once
 
 #include <chrono>
@@ -49,8 +50,11 @@ class Retention {
     std::chrono::steady_clock::time_point read{};
   };
   const Limits& limits_of(const std::string& owner, std::chrono::steady_clock::time_point now);
-  // Deletes the given entries (oldest first) in one transaction and rewrites the pins of their journals.
-  common::Status drop_entries(const std::string& owner, const std::vector<state::EntryCost>& entries);
+  // Deletes the given entries (oldest first; seq 0: a baseline, which note then explains) in one
+  // transaction, rewrites the pins of their journals and deletes the baseline snapshots.
+  common::Status drop_entries(const std::string& owner, const std::vector<state::EntryCost>& entries,
+                              const std::string& note = {});
+  void delete_baseline_snapshot(const state::JournalRow& journal);
   void drop_over_bytes(const std::string& owner, std::chrono::steady_clock::time_point now);
   void drop_over_age(std::chrono::steady_clock::time_point now);
   void drop_empty_journals();

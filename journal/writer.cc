@@ -256,7 +256,7 @@ common::Status Writer::apply(std::vector<Op>& ops) {
         break;
       }
       case Event::Type::kBaseline:
-        st = state::set_journal_baseline(*db_, kid, op.journal.baseline, op.journal.note);
+        st = state::set_journal_baseline(*db_, kid, op.journal.baseline, op.journal.note, op.journal.baseline_bytes);
         break;
       case Event::Type::kDeleted:
         st = state::set_journal_deleted(*db_, kid, op.journal.deleted);
@@ -303,6 +303,9 @@ void Writer::after_commit(std::vector<Op>& ops) {
       if (op.done) op.done(st);
     } else if (op.type == Event::Type::kSync) {
       if (op.done) op.done(common::ok());
+    } else if (op.type == Event::Type::kBaseline && op.journal.baseline_bytes > 0) {
+      // The baseline snapshot is the journal's too: its owner pays for it as for the entries.
+      if (auto row = state::get_journal(*db_, op.journal.kernel_id)) retention_->charge(row->owner, op.journal.baseline_bytes);
     }
   }
   retention_->enforce(std::chrono::steady_clock::now());

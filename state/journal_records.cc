@@ -13,14 +13,17 @@ using common::Status;
 
 namespace {
 
-constexpr const char* kJournalColumns = "kernel_id, owner, kernelspec, workspace, created, deleted, baseline, note";
+constexpr const char* kJournalColumns =
+    "kernel_id, owner, kernelspec, workspace, created, deleted, baseline, note, baseline_bytes";
 constexpr const char* kEntryColumns =
     "kernel_id, seq, owner, kind, msg_id, run_by, client, session, silent, code, started, ended, status, "
     "execution_count, outputs, snapshot_before, snapshot_after, bytes, blobs, detail";
 
 JournalRow read_journal(const Statement& st) {
-  return JournalRow{st.column_text(0), st.column_text(1), st.column_text(2), st.column_text(3),
-                    st.column_text(4), st.column_text(5), st.column_text(6), st.column_text(7)};
+  JournalRow j{st.column_text(0), st.column_text(1), st.column_text(2), st.column_text(3),
+               st.column_text(4), st.column_text(5), st.column_text(6), st.column_text(7)};
+  j.baseline_bytes = st.column_int(8);
+  return j;
 }
 
 JournalEntryRow read_entry(const Statement& st) {
@@ -57,10 +60,10 @@ int64_t read_int(const Statement& st) { return st.column_is_null(0) ? 0 : st.col
 }  // namespace
 
 Status insert_journal(Database& db, const JournalRow& j) {
-  auto st = db.prepare(std::string("INSERT INTO journals (") + kJournalColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+  auto st = db.prepare(std::string("INSERT INTO journals (") + kJournalColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!st) return st.error();
   st->bind(1, j.kernel_id).bind(2, j.owner).bind(3, j.kernelspec).bind(4, j.workspace).bind(5, j.created);
-  st->bind(6, j.deleted).bind(7, j.baseline).bind(8, j.note);
+  st->bind(6, j.deleted).bind(7, j.baseline).bind(8, j.note).bind(9, j.baseline_bytes);
   return st->run();
 }
 
@@ -87,10 +90,10 @@ Status set_journal_deleted(Database& db, const std::string& kernel_id, const std
 }
 
 Status set_journal_baseline(Database& db, const std::string& kernel_id, const std::string& snapshot,
-                            const std::string& note) {
-  auto st = db.prepare("UPDATE journals SET baseline = ?, note = ? WHERE kernel_id = ?");
+                            const std::string& note, int64_t bytes) {
+  auto st = db.prepare("UPDATE journals SET baseline = ?, note = ?, baseline_bytes = ? WHERE kernel_id = ?");
   if (!st) return st.error();
-  st->bind(1, snapshot).bind(2, note).bind(3, kernel_id);
+  st->bind(1, snapshot).bind(2, note).bind(3, bytes).bind(4, kernel_id);
   return change_one(db, *st, "no journal for kernel " + kernel_id);
 }
 
@@ -174,20 +177,30 @@ Result<int64_t> end_running_entries(Database& db, const std::string& kernel_id, 
 }
 
 Result<int64_t> journal_bytes_of(Database& db, const std::string& owner) {
-  auto st = db.prepare("SELECT sum(bytes) FROM journal_entries WHERE owner = ?");
+  auto st = db.prepare(
+      "SELECT CAST((SELECT coalesce(sum(bytes), 0) FROM journal_entries WHERE owner = ?) + "
+      "(SELECT coalesce(sum(baseline_bytes), 0) FROM journals WHERE owner = ?) AS BIGINT)");
   if (!st) return st.error();
-  st->bind(1, owner);
+  st->bind(1, owner).bind(2, owner);
   return first<int64_t>(*st, read_int, "sum returned no row");
 }
 
 Result<std::vector<EntryCost>> oldest_journal_entries(Database& db, const std::string& owner, int64_t limit,
-                                                      const std::optional<std::string>& before) {
-  auto st = db.prepare(std::string("SELECT kernel_id, seq, bytes, blobs FROM journal_entries WHERE owner = ?") +
-                       (before ? " AND started < ?" : "") + " ORDER BY started, kernel_id, seq LIMIT ?");
+                                                      const std::optional<std::string>& before,
+                                                      bool baselines) {
+  // A baseline (seq 0) is as old as its journal, older than any of its entries.
+  auto st = db.prepare(
+      std::string("SELECT kernel_id, seq, bytes, blobs, started FROM journal_entries WHERE owner = ?") +
+      (before ? " AND started < ?" : "") +
+      (baselines ? " UNION ALL SELECT kernel_id, 0 AS seq, baseline_bytes AS bytes, '' AS blobs, created AS started "
+                   "FROM journals WHERE owner = ? AND baseline_bytes > 0"
+                 : "") +
+      " ORDER BY started, kernel_id, seq LIMIT ?");
   if (!st) return st.error();
   int i = 1;
   st->bind(i++, owner);
   if (before) st->bind(i++, *before);
+  if (baselines) st->bind(i++, owner);
   st->bind(i, limit);
   return collect<EntryCost>(*st, read_cost);
 }

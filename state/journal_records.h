@@ -22,6 +22,7 @@ struct JournalRow {
   std::string deleted{};   // iso8601 when the kernel was deleted; "" while it lives
   std::string baseline{};  // the workspace snapshot taken before the first entry; "" = none (yet)
   std::string note{};      // why there is no baseline, when there is none
+  int64_t baseline_bytes = 0;  // what the baseline snapshot holds, charged to the owner with the entries
 };
 
 struct JournalEntryRow {
@@ -54,7 +55,7 @@ common::Result<JournalRow> get_journal(Database& db, const std::string& kernel_i
 common::Result<std::vector<JournalRow>> list_journals(Database& db, const std::optional<std::string>& owner);
 common::Status set_journal_deleted(Database& db, const std::string& kernel_id, const std::string& when);
 common::Status set_journal_baseline(Database& db, const std::string& kernel_id, const std::string& snapshot,
-                                    const std::string& note);
+                                    const std::string& note, int64_t bytes);
 // The journal and, by cascade, its entries.
 common::Status delete_journal(Database& db, const std::string& kernel_id);
 
@@ -86,14 +87,17 @@ common::Result<int64_t> end_running_entries(Database& db, const std::string& ker
 // What retention looks at.
 struct EntryCost {
   std::string kernel_id;
-  int64_t seq = 0;
+  int64_t seq = 0;  // 0: the journal's baseline snapshot
   int64_t bytes = 0;
   std::string blobs;
 };
+// The owner's entries and baseline snapshots.
 common::Result<int64_t> journal_bytes_of(Database& db, const std::string& owner);
-// The owner's oldest entries first (by start), at most limit; with before, only those started earlier.
+// The owner's oldest entries first (by start), at most limit; with before, only those started earlier;
+// with baselines, the baseline snapshots too (seq 0, as old as their journal).
 common::Result<std::vector<EntryCost>> oldest_journal_entries(Database& db, const std::string& owner, int64_t limit,
-                                                              const std::optional<std::string>& before = {});
+                                                              const std::optional<std::string>& before = {},
+                                                              bool baselines = false);
 common::Status delete_journal_entry(Database& db, const std::string& kernel_id, int64_t seq);
 // Every owner with a journal.
 common::Result<std::vector<std::string>> journal_owners(Database& db);

@@ -342,6 +342,13 @@ CREATE TABLE journal_entries (
 );
 CREATE INDEX journal_entries_by_owner ON journal_entries(owner, started);
 )sql"},
+      // A journal's baseline snapshot is charged to its owner's journal bytes, as its entries are.
+      {9, R"sql(
+ALTER TABLE journals ADD COLUMN baseline_bytes INTEGER NOT NULL DEFAULT 0;
+)sql",
+       R"sql(
+ALTER TABLE journals ADD COLUMN baseline_bytes BIGINT NOT NULL DEFAULT 0;
+)sql"},
   };
   return kMigrations;
 }

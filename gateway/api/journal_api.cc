@@ -44,7 +44,7 @@ journal::BlobReader store_reader(workspace::ObjectStore& store) {
 json journal_row_json(const state::JournalRow& j, int64_t entries) {
   return {{"kernel_id", j.kernel_id}, {"owner", j.owner},     {"kernelspec", j.kernelspec}, {"workspace", j.workspace},
           {"created", j.created},     {"deleted", j.deleted}, {"baseline", j.baseline},     {"note", j.note},
-          {"entries", entries}};
+          {"baseline_bytes", j.baseline_bytes}, {"entries", entries}};
 }
 
 // Entries after since, a page at a time, until limit entries or about budget bytes of rows are read.

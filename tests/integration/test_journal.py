@@ -301,6 +301,32 @@ def test_retention_charges_the_owner_and_keeps_others_entries():
         t.stop()
 
 
+def test_the_baseline_snapshot_is_charged_to_the_journal_bytes():
+    """A journal's baseline snapshot holds the workspace: it counts against --journal-bytes like the
+    entries, so a workspace larger than the bound cannot be kept by the journal past it."""
+    t, users = cellgate("--journal-bytes", "64K")
+    try:
+        alice = users["alice"]
+        k1 = alice.start_kernel()
+        alice.execute(k1, "import os; open('big.bin', 'wb').write(os.urandom(256 * 1024))")
+        k2 = alice.start_kernel()  # the same workspace: its baseline holds big.bin
+        alice.execute(k2, "print('after')")
+        alice.journal(k2)  # committed; retention runs after each batch
+        time.sleep(1)
+        j = alice.journal(k2)
+        assert j["baseline"] == "" and "journal_bytes" in j["note"], (j["baseline"], j["note"])
+        used = t.db_query("SELECT (SELECT coalesce(sum(bytes), 0) FROM journal_entries WHERE owner = 'alice') + "
+                          "(SELECT coalesce(sum(baseline_bytes), 0) FROM journals WHERE owner = 'alice')")[0][0]
+        assert used <= 64 * 1024, used
+        # The snapshot itself is gone from the store's index, and the journal records on.
+        assert t.db_query("SELECT count(*) FROM snapshots WHERE label = ?", "journal " + k2)[0][0] == 0
+        assert [stdout(e) for e in executions(j)] == ["after\n"]
+        r = alice.api("POST", "api/kernels/%s/journal/reproduce" % k2, json={})
+        assert r.status_code == 409 and "journal_bytes" in r.json()["message"], r.text
+    finally:
+        t.stop()
+
+
 NOTEBOOKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "notebooks")
 
 

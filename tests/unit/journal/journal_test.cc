@@ -22,7 +22,7 @@ struct ListSink : Sink {
   int sweeps = 0;
   void begin(const Entry& e) override { begun.push_back(e); }
   void end(Entry e) override { ended.push_back(std::move(e)); }
-  void baseline(const std::string&, const std::string& snapshot, const std::string&) override {
+  void baseline(const std::string&, const std::string& snapshot, const std::string&, uint64_t) override {
     baselines.push_back(snapshot);
   }
   void want_sweep(std::weak_ptr<KernelJournal>) override { ++sweeps; }
@@ -56,7 +56,7 @@ TEST_CASE("an execute is recorded from its request to its idle, with who sent it
   ListSink sink;
   auto j = recorder(sink);
   CHECK(j->needs_baseline());
-  j->set_baseline("snap1", "");
+  j->set_baseline("snap1", "", 0);
   CHECK_FALSE(j->needs_baseline());
   std::string id;
   j->on_request(request("print(1)", false, id), id, Origin{"alice", client::kExecute, ""});

@@ -107,9 +107,26 @@ TEST_CASE("journals list per owner and keep their baseline", "[state][backends]"
   REQUIRE(db);
   REQUIRE(insert_journal(*db, {"k1", "alice", "python3", "default", "2026-12-03T10:00:00.000000Z"}));
   REQUIRE(insert_journal(*db, {"k2", "bob", "python3", "w", "2026-12-03T10:00:01.000000Z"}));
-  REQUIRE(set_journal_baseline(*db, "k1", "00000001-ffff", ""));
-  CHECK(set_journal_baseline(*db, "zz", "x", "").error().code == Errc::kNotFound);
+  REQUIRE(set_journal_baseline(*db, "k1", "00000001-ffff", "", 5000));
+  CHECK(set_journal_baseline(*db, "zz", "x", "", 0).error().code == Errc::kNotFound);
   CHECK(get_journal(*db, "k1")->baseline == "00000001-ffff");
+  CHECK(get_journal(*db, "k1")->baseline_bytes == 5000);
+  // The baseline is charged to its owner, and is the oldest thing of its journal.
+  auto stmts = EntryStatements::prepare(*db);
+  REQUIRE(stmts);
+  REQUIRE(stmts->insert(entry("k1", 1, "alice", "2026-12-03T10:00:02.000000Z", 100)));
+  CHECK(journal_bytes_of(*db, "alice").value() == 5100);
+  CHECK(journal_bytes_of(*db, "bob").value() == 0);
+  auto oldest = oldest_journal_entries(*db, "alice", 10, std::nullopt, true);
+  REQUIRE(oldest);
+  REQUIRE(oldest->size() == 2);
+  CHECK((*oldest)[0].kernel_id == "k1");
+  CHECK((*oldest)[0].seq == 0);
+  CHECK((*oldest)[0].bytes == 5000);
+  CHECK((*oldest)[1].seq == 1);
+  CHECK(oldest_journal_entries(*db, "alice", 10).value().size() == 1);  // entries only
+  REQUIRE(set_journal_baseline(*db, "k1", "", "dropped", 0));
+  CHECK(journal_bytes_of(*db, "alice").value() == 100);
   CHECK(list_journals(*db, std::string("alice"))->size() == 1);
   CHECK(list_journals(*db, std::nullopt)->size() == 2);
   CHECK(journal_owners(*db).value() == std::vector<std::string>{"alice", "bob"});
