@@ -368,7 +368,6 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
     hub->set_execute_reply_hook(nullptr);
     hub->set_baseline_taker(nullptr);
   }
-  if (options.journal) open_journal(*hub, options.snapshots);
   auto& kernel = hub->kernel();
   if (seed && !seed->cells.empty()) {
     // On every launch of this kernel (restarts too), before it is declared ready.
@@ -392,6 +391,9 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
     forget_workspace_if_unused(*hub);
     co_return st.error();
   }
+  // Only a kernel with a row has a journal: one opened before would be left open for good, listed as a
+  // live kernel's and never dropped by retention (nothing re-adopts a kernel without a row to close it).
+  if (options.journal) open_journal(*hub, options.snapshots);
   auto st = co_await kernel.start();
   if (!st) {
     kernels_.erase(id);

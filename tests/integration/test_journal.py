@@ -327,6 +327,41 @@ def test_the_baseline_snapshot_is_charged_to_the_journal_bytes():
         t.stop()
 
 
+def refuse_kernel_rows(t, owner):
+    """The state database refuses new kernel rows of owner (a trigger), as a full disk or a lost server
+    would: the gateway's write fails and nothing else about the start is at fault."""
+    if t.database:  # PostgreSQL
+        t.db_query("CREATE FUNCTION refuse_kernel_row() RETURNS trigger AS $$ BEGIN "
+                   "RAISE EXCEPTION 'test: kernel rows refused'; END $$ LANGUAGE plpgsql")
+        t.db_query("CREATE TRIGGER refuse_kernel_row BEFORE INSERT ON kernels FOR EACH ROW "
+                   "WHEN (NEW.owner = '%s') EXECUTE FUNCTION refuse_kernel_row()" % owner)
+    else:
+        t.db_query("CREATE TRIGGER refuse_kernel_row BEFORE INSERT ON kernels WHEN NEW.owner = '%s' "
+                   "BEGIN SELECT RAISE(ABORT, 'test: kernel rows refused'); END" % owner)
+
+
+def test_a_start_whose_kernel_row_fails_leaves_no_open_journal():
+    """A cold start whose kernel row cannot be written is no kernel: it must leave no journal that
+    says a kernel lives (such a journal was never closed, listed as live and kept by retention for good)."""
+    t, users = cellgate()
+    try:
+        alice = users["alice"]
+        refuse_kernel_rows(t, "alice")
+        r = alice.api("POST", "api/kernels", json={})
+        assert r.status_code != 201 and "kernel rows refused" in r.json()["message"], r.text
+        live = {k["id"] for k in alice.api("GET", "api/kernels").json()}
+        journals = alice.api("GET", "api/journals").json()  # after the writer's sync
+        open_without_kernel = [j for j in journals if j["deleted"] == "" and j["kernel_id"] not in live]
+        assert open_without_kernel == [], open_without_kernel
+        # The gateway serves on, and the next start records its journal.
+        t.db_query("DROP TRIGGER refuse_kernel_row" + (" ON kernels" if t.database else ""))
+        kid = alice.start_kernel()
+        alice.execute(kid, "print('recorded')")
+        assert [stdout(e) for e in executions(alice.journal(kid))] == ["recorded\n"]
+    finally:
+        t.stop()
+
+
 NOTEBOOKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "notebooks")
 
 
