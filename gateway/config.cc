@@ -601,6 +601,9 @@ journal::JournalConfig journal_config(const Config& c) {
   j.bounds.entry_bytes = c.journal_entry_bytes;
   // Two entries' worth at once: a kernel runs one execution at a time; its queue is code only.
   j.bounds.kernel_open_bytes = 2 * c.journal_entry_bytes + (1 << 20);
+  // One owner's share of the writer's queue holds at least what one of their kernels may have open.
+  j.writer.owner_queue_bytes =
+      std::min(j.writer.queue_bytes, std::max<uint64_t>(j.writer.queue_bytes / 8, j.bounds.kernel_open_bytes));
   j.writer.retention.bytes = static_cast<int64_t>(std::min<uint64_t>(c.journal_bytes, INT64_MAX));
   j.writer.retention.days = c.journal_days;
   return j;

@@ -63,6 +63,7 @@ struct Entry {
   uint64_t dropped_bytes = 0;
   std::string snapshot_before, snapshot_after;
   std::string reason;  // a restart's or death's; how an execution ended when not by its reply
+  uint64_t unrecorded_before = 0;  // this kernel's entries the writer dropped since the last one it kept
 
   // The bytes this entry holds (what the bounds count).
   uint64_t held_bytes() const { return code.size() + output_bytes; }

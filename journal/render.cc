@@ -259,6 +259,17 @@ json journal_notebook(const state::JournalRow& journal, const NotebookKernel& ke
           {{"next", e.seq - 1}}));
       break;
     }
+    // Entries the writer had to drop (their owner's flood, the database away) leave a gap, said here.
+    if (auto d = protocol::parse_untrusted_json(e.detail); d.is_object() && d.contains("unrecorded_before") &&
+                                                              d["unrecorded_before"].is_number_unsigned()) {
+      const auto n = d["unrecorded_before"].get<uint64_t>();
+      cells.push_back(markdown_cell(
+          cell_id(e.seq) + "-gap",
+          fmt::format("*{} entr{} before this one {} not recorded: the journal's writer was behind (the "
+                      "database slow or away) and could hold no more of this owner's entries.*",
+                      n, n == 1 ? "y" : "ies", n == 1 ? "was" : "were"),
+          {{"unrecorded", n}, {"before_seq", e.seq}}));
+    }
     if (e.kind != "execute") {
       cells.push_back(markdown_cell(cell_id(e.seq), marker_text(e), cell_metadata(e)));
       bytes += 256;

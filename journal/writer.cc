@@ -55,6 +55,10 @@ std::string detail_text(const Entry& e) {
     field("code_bytes");
     out += std::to_string(e.code_bytes);
   }
+  if (e.unrecorded_before) {
+    field("unrecorded_before");
+    out += std::to_string(e.unrecorded_before);
+  }
   if (e.dropped_outputs) {
     field("dropped_outputs");
     out += std::to_string(e.dropped_outputs);
@@ -75,6 +79,9 @@ struct Writer::Op {
   state::JournalRow journal;
   state::JournalEntryRow row;
   std::function<void(common::Status)> done;
+  std::string charged_to;  // the owner whose share the bytes count against ("" for no entry)
+  uint64_t charged = 0;
+  uint64_t unrecorded_before = 0;
 };
 
 Writer::Writer(WriterOptions options, Connect connect, workspace::WorkspaceManager& workspaces, std::string data_dir)
@@ -107,33 +114,75 @@ uint64_t Writer::cut() const {
   return cut_;
 }
 
+uint64_t Writer::dropped() const {
+  std::lock_guard lk(mu_);
+  return dropped_;
+}
+
 void Writer::post(Event event) {
+  const bool is_entry = event.type == Event::Type::kBegin || event.type == Event::Type::kEnd;
+  const uint64_t share = options_.owner_queue_bytes ? options_.owner_queue_bytes : options_.queue_bytes / 8;
   uint64_t bytes = kEventOverhead + event.entry.held_bytes();
   bool wake;
   {
     std::lock_guard lk(mu_);
-    if (queued_bytes_ + pending_bytes_ + bytes > options_.queue_bytes) {
-      // The database cannot keep up: keep the queue's bound, never the io thread waiting. A begin is
-      // dropped (its end inserts the entry); an end keeps its key facts and the start of its code.
+    // Why an entry of bytes does not fit (nullptr when it does). Other events are small and bounded by
+    // the kernels' lifecycle: they always fit.
+    auto full = [&](uint64_t b) -> const char* {
+      if (!is_entry) return nullptr;
+      if (held_bytes_ + b > options_.queue_bytes) return "the journal's writer was behind (the database was slow or away)";
+      auto it = held_by_owner_.find(event.entry.owner);
+      if ((it == held_by_owner_.end() ? 0 : it->second) + b > share)
+        return "the owner's share of the journal's writer queue was full (the database was slow or away)";
+      return nullptr;
+    };
+    if (const char* why = full(bytes)) {
+      // Never the io thread waiting. A begin is dropped (its end inserts the entry); an end keeps its key
+      // facts and the start of its code, and when even that does not fit, it is dropped and counted.
       if (event.type == Event::Type::kBegin) return;
-      if (event.type == Event::Type::kEnd) {
-        Entry& e = event.entry;
-        e.dropped_outputs += e.outputs.size();
-        e.dropped_bytes += e.output_bytes;
-        e.outputs.clear();
-        e.output_bytes = 0;
-        cut_utf8(e.code, kCutCode);
-        e.reason = "cut: the journal's writer was behind (the database was slow or away)";
-        ++cut_;
-        bytes = kEventOverhead + e.held_bytes();
+      Entry& e = event.entry;
+      e.dropped_outputs += e.outputs.size();
+      e.dropped_bytes += e.output_bytes;
+      e.outputs.clear();
+      e.output_bytes = 0;
+      cut_utf8(e.code, kCutCode);
+      e.reason = std::string("cut: ") + why;
+      bytes = kEventOverhead + e.held_bytes();
+      if (full(bytes)) {
+        ++unrecorded_[e.kernel_id];
+        ++dropped_;
+        return;
       }
+      ++cut_;
     }
+    if (event.type == Event::Type::kEnd)
+      if (auto it = unrecorded_.find(event.entry.kernel_id); it != unrecorded_.end()) {
+        event.entry.unrecorded_before = it->second;
+        unrecorded_.erase(it);
+      }
+    // A kernel gone: what it dropped last is seen as the gap in its seqs.
+    if (event.type == Event::Type::kDeleted) unrecorded_.erase(event.journal.kernel_id);
     if (event.type == Event::Type::kSync || event.type == Event::Type::kDrop) sync_wanted_ = true;
+    event.charged = bytes;
+    held_bytes_ += bytes;
+    if (is_entry) held_by_owner_[event.entry.owner] += bytes;
     queue_.push_back(std::move(event));
     queued_bytes_ += bytes;
     wake = queue_.size() == 1 || sync_wanted_;
   }
   if (wake) cv_.notify_one();
+}
+
+void Writer::release(const std::vector<Op>& ops) {
+  std::lock_guard lk(mu_);
+  for (const auto& op : ops) {
+    held_bytes_ -= std::min(held_bytes_, op.charged);
+    if (op.charged_to.empty()) continue;
+    auto it = held_by_owner_.find(op.charged_to);
+    if (it == held_by_owner_.end()) continue;
+    it->second -= std::min(it->second, op.charged);
+    if (it->second == 0) held_by_owner_.erase(it);
+  }
 }
 
 std::vector<Writer::Op> Writer::prepare(std::vector<Event>& events) {
@@ -180,8 +229,10 @@ std::vector<Writer::Op> Writer::prepare(std::vector<Event>& events) {
   std::vector<Op> ops;
   ops.reserve(events.size());
   for (auto& ev : events) {
-    Op op{ev.type, std::move(ev.journal), {}, std::move(ev.done)};
-    if (ev.type == Event::Type::kBegin || ev.type == Event::Type::kEnd) {
+    const bool is_entry = ev.type == Event::Type::kBegin || ev.type == Event::Type::kEnd;
+    Op op{ev.type, std::move(ev.journal), {}, std::move(ev.done), is_entry ? ev.entry.owner : std::string(),
+          ev.charged, ev.entry.unrecorded_before};
+    if (is_entry) {
       Entry& e = ev.entry;
       state::JournalEntryRow& r = op.row;
       r.kernel_id = e.kernel_id;
@@ -253,6 +304,11 @@ common::Status Writer::apply(std::vector<Op>& ops) {
         const std::string key = key_of(op.row.kernel_id, op.row.seq);
         bool was_running = running.count(key) || running_bytes_.count(key);
         st = was_running ? stmts->finish(op.row) : stmts->insert(op.row);
+        // Entries of this kernel the writer dropped may have been written as running: the kernel
+        // answered this later one, so they ended, unrecorded.
+        if (st && op.unrecorded_before)
+          if (auto n = state::end_running_entries(*db_, op.row.kernel_id, "unrecorded", op.row.ended, op.row.seq); !n)
+            st = n.error();
         break;
       }
       case Event::Type::kBaseline:
@@ -337,33 +393,34 @@ void Writer::run() {
     auto st = apply(pending);
     if (st) {
       after_commit(pending);
+      release(pending);
       pending.clear();
       wait = options_.interval;
     } else {
       common::log_warn("msg=\"journal batch not written; retrying\" entries={} error=\"{}\"", pending.size(),
                        st.error().message);
       // Whoever waits for a sync reads what the database has now; the entries stay queued.
-      std::vector<Op> keep;
+      std::vector<Op> keep, gone;
       for (auto& op : pending) {
         if (op.type == Event::Type::kSync) {
           if (op.done) op.done(st);
+          gone.push_back(std::move(op));
         } else {
           keep.push_back(std::move(op));
         }
       }
+      release(gone);
       pending = std::move(keep);
       wait = std::min<std::chrono::milliseconds>(wait * 2, kMaxBackoff);
       if (stopping && std::chrono::steady_clock::now() > stop_deadline_) {
         common::log_error("msg=\"journal entries lost at shutdown: the database is away\" entries={}", pending.size());
         for (auto& op : pending)
           if (op.done) op.done(st);
+        release(pending);
         return;
       }
     }
-    uint64_t held = 0;
-    for (const auto& op : pending) held += kEventOverhead + op.row.code.size() + op.row.outputs.size();
     std::lock_guard lk(mu_);
-    pending_bytes_ = held;
     if (stopping && queue_.empty() && pending.empty()) return;
   }
 }

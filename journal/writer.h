@@ -43,11 +43,18 @@ struct Event {
   Entry entry{};
   state::JournalRow journal{};
   std::function<void(common::Status)> done{};  // runs on the writer thread
+  uint64_t charged = 0;                        // what post() counted against the queue's bounds
 };
 
 struct WriterOptions {
   std::chrono::milliseconds interval{100};  // what a batch gathers; a crash loses at most this much
-  uint64_t queue_bytes = 64ull << 20;       // past it, entries are cut to their code (never blocks)
+  // What the writer holds, from post() until committed: at most queue_bytes in all, and at most
+  // owner_queue_bytes for the entries of one owner's kernels (0: queue_bytes / 8), so that one owner
+  // flooding the writer while the database is slow cannot cut another's entries. Past either bound an
+  // entry is cut to its facts and the start of its code, and past it again dropped: counted, and named
+  // on the kernel's next entry kept (unrecorded_before). post() never blocks.
+  uint64_t queue_bytes = 64ull << 20;
+  uint64_t owner_queue_bytes = 0;
   uint64_t inline_output_bytes = 4 << 10;   // larger outputs become store objects
   RetentionDefaults retention{};
 };
@@ -66,8 +73,9 @@ class Writer {
   void stop(std::chrono::milliseconds grace = std::chrono::seconds(5));
   // Any thread. Never waits for the database, only for the queue's mutex.
   void post(Event event);
-  // Entries cut since start because the queue was full (the database could not keep up).
+  // Entries cut, and entries dropped, since start because the queue (or their owner's share) was full.
   uint64_t cut() const;
+  uint64_t dropped() const;
 
  private:
   struct Op;  // an event made ready for the database (rows built, blobs stored)
@@ -75,6 +83,8 @@ class Writer {
   std::vector<Op> prepare(std::vector<Event>& events);
   common::Status apply(std::vector<Op>& ops);
   void after_commit(std::vector<Op>& ops);
+  // ops leave the writer (committed, or lost at shutdown): their bytes no longer count.
+  void release(const std::vector<Op>& ops);
 
   WriterOptions options_;
   Connect connect_;
@@ -86,11 +96,14 @@ class Writer {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Event> queue_;
-  uint64_t queued_bytes_ = 0;
-  uint64_t pending_bytes_ = 0;  // of entries written to no database yet (it was away)
+  uint64_t queued_bytes_ = 0;  // of queue_ (a batch is written early past a quarter of queue_bytes)
+  uint64_t held_bytes_ = 0;    // posted and not committed yet: queued, being written, or retried
+  std::unordered_map<std::string, uint64_t> held_by_owner_;  // the same, per owner of the entries' kernels
+  std::unordered_map<std::string, uint64_t> unrecorded_;     // kernel id → entries dropped since its last kept
   bool sync_wanted_ = false;
   bool stopping_ = false;
   uint64_t cut_ = 0;
+  uint64_t dropped_ = 0;
   std::chrono::steady_clock::time_point stop_deadline_{};
   std::thread thread_;
 

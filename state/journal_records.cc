@@ -168,10 +168,12 @@ Result<std::string> last_journal_snapshot(Database& db, const std::string& kerne
 }
 
 Result<int64_t> end_running_entries(Database& db, const std::string& kernel_id, const std::string& status,
-                                    const std::string& ended) {
-  auto st = db.prepare("UPDATE journal_entries SET status = ?, ended = ? WHERE kernel_id = ? AND status = 'running'");
+                                    const std::string& ended, std::optional<int64_t> below_seq) {
+  auto st = db.prepare(std::string("UPDATE journal_entries SET status = ?, ended = ? WHERE kernel_id = ? AND "
+                                   "status = 'running'") + (below_seq ? " AND seq < ?" : ""));
   if (!st) return st.error();
   st->bind(1, status).bind(2, ended).bind(3, kernel_id);
+  if (below_seq) st->bind(4, *below_seq);
   if (auto s = st->run(); !s) return s.error();
   return db.changes();
 }

@@ -80,9 +80,10 @@ common::Result<int64_t> journal_entry_count(Database& db, const std::string& ker
 common::Result<int64_t> max_journal_seq(Database& db, const std::string& kernel_id);
 // The newest entry's snapshot_after that is not "" ("" when none has one).
 common::Result<std::string> last_journal_snapshot(Database& db, const std::string& kernel_id);
-// Entries still marked running become status, ended now (a gateway that crashed could not end them).
+// Entries still marked running become status, ended now (a gateway that crashed could not end them);
+// with below_seq, only those before it.
 common::Result<int64_t> end_running_entries(Database& db, const std::string& kernel_id, const std::string& status,
-                                            const std::string& ended);
+                                            const std::string& ended, std::optional<int64_t> below_seq = {});
 
 // What retention looks at.
 struct EntryCost {
