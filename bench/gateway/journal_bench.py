@@ -9,6 +9,9 @@ interleaved blocks (A, B, A, B, ...), so that the machine's noise falls on both 
   journal exec 1+1 p50     execute_request sent -> execute_reply and iopub idle received (ms)
   journal gw CPU/exec      gateway CPU time (user+sys, all threads, the journal's writer included)
                            per round trip (ms); target: at most 5% over --journal off
+
+A block's CPU is read SETTLE seconds after its last reply, on both sides alike: the journal writes in
+batches every 100 ms, and the batch holding a block's last entries must count for that block.
 """
 import argparse
 import json
@@ -24,6 +27,8 @@ sys.path.insert(0, HERE)
 import jupyter_ws as jws  # noqa: E402
 import targets as tm  # noqa: E402
 from gateway_bench import percentile, proc_cpu_seconds  # noqa: E402
+
+SETTLE = 0.3  # s: past the journal writer's 100 ms batch
 
 
 class Side:
@@ -44,6 +49,7 @@ class Side:
             r = self.ws.execute("1+1")
             self.lat.append((time.perf_counter() - t0) * 1000)
             assert r.reply["content"]["status"] == "ok"
+        time.sleep(SETTLE)
         self.cpu += proc_cpu_seconds(pid) - c0
         self.n += n
 
@@ -84,8 +90,9 @@ def main():
             print("%-12s %10s %10s %14s" % ("", "p50 ms", "p99 ms", "gw CPU ms/exec"))
             for label, p50, p99, cpu in rows:
                 print("%-12s %10.3f %10.3f %14.4f" % (label, p50, p99, cpu))
-            print("journal/off: p50 %.3fx, CPU %.3fx (%d executes each, interleaved in %d blocks)"
-                  % (rows[0][1] / rows[1][1], rows[0][3] / rows[1][3], on.n, a.blocks))
+            print("journal/off: p50 %.3fx, CPU %.3fx (%d executes each, interleaved in %d blocks); load %s"
+                  % (rows[0][1] / rows[1][1], rows[0][3] / rows[1][3], on.n, a.blocks,
+                     " ".join("%.2f" % x for x in os.getloadavg())))
     finally:
         on.stop()
         off.stop()
