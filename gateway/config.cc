@@ -224,6 +224,10 @@ const std::vector<Option>& options() {
        [](Config& c, const std::string& v) { c.max_connections_per_user = static_cast<int>(parse_int("max-connections-per-user", v, 0, 1 << 20)); }},
       {"max-sessions-per-user", "N", false, "sessions (/api/sessions) one user may hold; past it 429; 0 = none (default 256)",
        [](Config& c, const std::string& v) { c.max_sessions_per_user = static_cast<int>(parse_int("max-sessions-per-user", v, 0, 1 << 20)); }},
+      {"max-artifacts-per-user", "N", false,
+       "artifacts (/api/artifacts) one user may hold; past it 403; their bytes count against --store-bytes; 0 = none "
+       "(default 1000)",
+       [](Config& c, const std::string& v) { c.max_artifacts_per_user = static_cast<int>(parse_int("max-artifacts-per-user", v, 0, 1 << 20)); }},
       {"workspace-bytes", "SIZE", false, "default cap on a workspace's bytes (default 10G)",
        [](Config& c, const std::string& v) { c.workspace_bytes = parse_size("workspace-bytes", v); }},
       {"store-bytes", "SIZE", false,

@@ -64,6 +64,7 @@ struct Config {
   int max_kernels_per_user = 0;               // default quota; a user's own limit overrides it
   int max_connections_per_user = 64;          // open WebSockets per user; a user's own limit overrides it; 0 = none
   int max_sessions_per_user = 256;            // session rows (/api/sessions) per user; 0 = none
+  int max_artifacts_per_user = 1000;          // published artifacts per user (their bytes: store_bytes); 0 = none
   uint64_t workspace_bytes = 10ull << 30;     // per workspace
   uint64_t workspace_files = 200000;
   uint64_t store_bytes = 20ull << 30;         // per user: what all their snapshots may hold in the store; 0 = no cap

@@ -257,12 +257,29 @@ json journal(client::RestApi& b, const std::string& token, Args& a) {
   });
 }
 
+json publish_artifact(client::RestApi& b, const std::string& token, Args& a) {
+  std::string ws = a.required_string("workspace");
+  json body = {{"path", a.required_string("path")}};
+  if (auto name = a.string("name")) body["name"] = *name;
+  if (!a.error().empty()) return nullptr;
+  return rest(b, token, {"POST", "api/workspaces/" + client::escape_segment(ws) + "/artifacts", body, kShortCall},
+              [](const json& r) {
+                std::string made = r.is_object() && r.contains("kernel_id") && !r["kernel_id"].is_null()
+                                       ? fmt::format("\nmade by kernel {} execution {}", field(r, "kernel_id"),
+                                                     field(r, "execution_count"))
+                                       : std::string();
+                return text_result(fmt::format("Published artifact {} ({} bytes, {}).\nartifact_id: {}\nsha256: {}{}",
+                                               field(r, "name"), field(r, "size"), field(r, "media_type"),
+                                               field(r, "id"), field(r, "sha256"), made));
+              });
+}
+
 const std::map<std::string, Call>& dispatch() {
   static const std::map<std::string, Call> table = {
       {"list_kernels", list_kernels}, {"start_kernel", start_kernel}, {"execute", execute},
       {"read", read},                 {"write", write},               {"edit", edit},
       {"process", process},           {"snapshot", snapshot},         {"restore", restore},
-      {"list_snapshots", list_snapshots}, {"journal", journal}};
+      {"list_snapshots", list_snapshots}, {"journal", journal}, {"publish_artifact", publish_artifact}};
   return table;
 }
 

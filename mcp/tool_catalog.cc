@@ -111,6 +111,15 @@ json build_catalog() {
                        {{"kernel_id", str("Id of the kernel (running or deleted).")},
                         {"since", integer("Return only entries after this seq. Default 0.")}},
                        {"kernel_id"}, true, false, true));
+  tools.push_back(tool("publish_artifact", "Publish an artifact",
+                       "Publish a file of a workspace (a report, a chart, a result table) as an artifact: an immutable "
+                       "copy, kept after the file changes or the workspace goes, that the user can download or share "
+                       "with an expiring link. Returns its id, sha256, size, media type and the kernel execution that "
+                       "wrote the file.",
+                       {{"workspace", str("Workspace name (the kernel's workspace).")},
+                        {"path", str("File path relative to the workspace.")},
+                        {"name", str("File name to publish it under. Default: the file's own name.")}},
+                       {"workspace", "path"}, false, false, false));
   return tools;
 }
 

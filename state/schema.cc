@@ -349,6 +349,45 @@ ALTER TABLE journals ADD COLUMN baseline_bytes INTEGER NOT NULL DEFAULT 0;
        R"sql(
 ALTER TABLE journals ADD COLUMN baseline_bytes BIGINT NOT NULL DEFAULT 0;
 )sql"},
+      // Published artifacts (gateway/artifact_store.h): immutable files out of a workspace, whose bytes are
+      // a store object pinned under <data>/pins/artifact/<owner>/<id>. No foreign key to workspaces: an
+      // artifact outlives the workspace it came from, and is deleted only on request.
+      {10, R"sql(
+CREATE TABLE artifacts (
+  id              TEXT PRIMARY KEY NOT NULL,
+  owner           TEXT NOT NULL,
+  name            TEXT NOT NULL,
+  workspace       TEXT NOT NULL,
+  path            TEXT NOT NULL,
+  sha256          TEXT NOT NULL,
+  size            INTEGER NOT NULL,
+  media_type      TEXT NOT NULL,
+  published_by    TEXT NOT NULL,
+  created         TEXT NOT NULL,
+  kernel_id       TEXT NOT NULL DEFAULT '',
+  execution_count INTEGER,
+  snapshot        TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX artifacts_by_owner ON artifacts(owner, created);
+)sql",
+       R"sql(
+CREATE TABLE artifacts (
+  id              TEXT COLLATE "C" PRIMARY KEY NOT NULL,
+  owner           TEXT COLLATE "C" NOT NULL,
+  name            TEXT COLLATE "C" NOT NULL,
+  workspace       TEXT COLLATE "C" NOT NULL,
+  path            TEXT COLLATE "C" NOT NULL,
+  sha256          TEXT COLLATE "C" NOT NULL,
+  size            BIGINT NOT NULL,
+  media_type      TEXT COLLATE "C" NOT NULL,
+  published_by    TEXT COLLATE "C" NOT NULL,
+  created         TEXT COLLATE "C" NOT NULL,
+  kernel_id       TEXT COLLATE "C" NOT NULL DEFAULT '',
+  execution_count BIGINT,
+  snapshot        TEXT COLLATE "C" NOT NULL DEFAULT ''
+);
+CREATE INDEX artifacts_by_owner ON artifacts(owner, created);
+)sql"},
   };
   return kMigrations;
 }

@@ -15,6 +15,8 @@
 #include "common/unique_fd.h"
 #include "workspace/io_util.h"
 #include "workspace/layout.h"
+#include "workspace/object_store.h"
+#include "workspace/pins.h"
 #include "workspace/safe_path.h"
 #include "workspace/sha256.h"
 
@@ -180,6 +182,31 @@ uint64_t workspace_bytes(const std::string& ws_dir) {
   return objects + manifest_bytes(ws_dir);
 }
 
+// What an owner's published artifacts hold: each artifact's object (pins/artifact/<owner>/<id>), in
+// whole blocks, once per artifact. owner_dir = <data>/workspaces/<owner>.
+uint64_t artifact_bytes(const std::string& owner_dir) {
+  const size_t owner_slash = owner_dir.rfind('/');
+  if (owner_slash == std::string::npos || owner_slash == 0) return 0;
+  const size_t ws_slash = owner_dir.rfind('/', owner_slash - 1);
+  if (ws_slash == std::string::npos) return 0;
+  const std::string data_dir = owner_dir.substr(0, ws_slash), owner = owner_dir.substr(owner_slash + 1);
+  Pins pins(data_dir);
+  auto ids = pins.names("artifact", owner);
+  if (!ids) return 0;
+  const std::string objects = store_dir(data_dir) + "/objects/";
+  uint64_t total = 0;
+  for (const auto& id : *ids) {
+    auto hashes = pins.read("artifact", owner, id);
+    if (!hashes) continue;
+    for (const auto& h : *hashes) {
+      struct stat st {};
+      if (::stat((objects + ObjectStore::relative_path(h)).c_str(), &st) == 0)
+        total += charged_bytes(static_cast<uint64_t>(st.st_size));
+    }
+  }
+  return total;
+}
+
 }  // namespace
 
 uint64_t other_workspaces_bytes(const std::string& ws_dir) {
@@ -194,7 +221,7 @@ uint64_t other_workspaces_bytes(const std::string& ws_dir) {
       if (n != self && validate_name(n)) total += workspace_bytes(owner_dir + "/" + n);
     }
   }
-  return total;
+  return total + artifact_bytes(owner_dir);
 }
 
 uint64_t owner_store_bytes(const std::string& owner_dir) {
@@ -204,7 +231,7 @@ uint64_t owner_store_bytes(const std::string& owner_dir) {
       if (validate_name(n)) total += workspace_bytes(owner_dir + "/" + n);
     }
   }
-  return total;
+  return total + artifact_bytes(owner_dir);
 }
 
 }  // namespace cellgate::workspace

@@ -46,11 +46,12 @@ class StoreRefs {
 uint64_t charged_bytes(uint64_t size);
 // The sizes of the manifest files in <ws>/snapshots, leaving out `except` (ids).
 uint64_t manifest_bytes(const std::string& ws_dir, const std::set<std::string>& except = {});
-// What the workspaces of ws_dir's owner other than ws_dir hold in the store: each one's refs total
-// and manifests, read without taking their locks. One without a refs file (never snapshotted under a
+// What ws_dir's owner holds in the store outside ws_dir: the other workspaces' refs totals and
+// manifests, read without taking their locks, and the owner's published artifacts (each one's object
+// in whole blocks: pins/artifact/<owner>). A workspace without a refs file (never snapshotted under a
 // store quota) is charged the sum of its manifests' byte counts: more than it holds, never less.
 uint64_t other_workspaces_bytes(const std::string& ws_dir);
-// What all of an owner's workspaces hold (for reports): owner_dir = <data>/workspaces/<owner>.
+// What an owner holds in all: every workspace and the artifacts; owner_dir = <data>/workspaces/<owner>.
 uint64_t owner_store_bytes(const std::string& owner_dir);
 
 }  // namespace cellgate::workspace

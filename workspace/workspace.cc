@@ -275,7 +275,7 @@ common::Result<StoreRefs> Workspace::check_store_quota(const ObjectBatch& batch,
   const uint64_t others = other_workspaces_bytes(dir_);
   if (others + mine > config_.store_bytes)
     return make_error(Errc::kInsufficientStorage,
-                      fmt::format("store quota exceeded: the owner's snapshots may hold {} bytes (store_bytes); with this "
+                      fmt::format("store quota exceeded: the owner's snapshots and artifacts may hold {} bytes (store_bytes); with this "
                                   "one they would hold {} ({} in this workspace); delete snapshots or workspaces",
                                   config_.store_bytes, others + mine, mine));
   return refs;
@@ -370,7 +370,7 @@ common::Result<RestoreResult> Workspace::adopt(const Manifest& manifest) {
     const uint64_t others = other_workspaces_bytes(dir_);
     if (others + mine > config_.store_bytes)
       return make_error(Errc::kInsufficientStorage,
-                        fmt::format("store quota exceeded: the owner's snapshots may hold {} bytes (store_bytes); "
+                        fmt::format("store quota exceeded: the owner's snapshots and artifacts may hold {} bytes (store_bytes); "
                                     "with this restore they would hold {}", config_.store_bytes, others + mine));
   }
   if (auto st = write_file_atomic(snaps->get(), manifest.id, text); !st) return st.error();

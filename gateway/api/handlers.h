@@ -2,6 +2,7 @@
 // handlers: the route handlers, one group per resource, each given only the services it needs.
 #pragma once
 
+#include "gateway/api/artifacts_api.h"
 #include "gateway/api/channels_api.h"
 #include "gateway/api/cluster_routing.h"
 #include "gateway/api/events_api.h"
@@ -46,6 +47,7 @@ struct Handlers {
   HealthApi health;
   MetricsApi metrics;
   JournalApi journal;
+  ArtifactsApi artifacts;
 };
 
 }  // namespace cellgate::api

@@ -15,6 +15,7 @@
 
 #include "gateway/auth.h"
 #include "gateway/http/handler.h"
+#include "state/artifact_records.h"
 #include "state/journal_records.h"
 #include "state/kernel_records.h"
 #include "state/users.h"
@@ -31,8 +32,9 @@ namespace cellgate::api {
 enum class Role {
   kPublic,  // no token: health checks, links that carry their own signature
   kUser,    // any valid token
-  kOwner,   // a valid token, and the ids the path names ({kernel}, {session}, {workspace}, {journal}) are the
-            // caller's own (an admin's: anyone's); else 404, the answer for an id that never existed
+  kOwner,   // a valid token, and the ids the path names ({kernel}, {session}, {workspace}, {journal},
+            // {artifact}) are the caller's own (an admin's: anyone's); else 404, the answer for an id that
+            // never existed
   kAdmin,   // an admin's token; else 403
   kMetrics, // an admin's token, or --metrics-token (which opens nothing else); else 403
 };
@@ -40,7 +42,8 @@ const char* to_string(Role role);
 
 // The path parameters that name something a user owns: a route with one needs Role::kOwner (or kAdmin).
 // {journal}: a kernel id naming its journal, which outlives the kernel (retention drops it).
-inline constexpr std::string_view kOwnedParams[] = {"kernel", "session", "workspace", "journal"};
+// {artifact}: a published artifact's id.
+inline constexpr std::string_view kOwnedParams[] = {"kernel", "session", "workspace", "journal", "artifact"};
 
 // A kernel another node holds (docs/cluster.md §5): the call is forwarded or relayed there.
 struct RemoteKernel {
@@ -58,6 +61,7 @@ struct Call {
   std::optional<workspace::Workspace> workspace;           // {workspace}, opened with the caller's caps
   std::optional<RemoteKernel> remote;                      // {kernel}, when another node holds it
   std::optional<state::JournalRow> journal;                // {journal}: the kernel's journal, live or gone
+  std::optional<state::ArtifactRow> artifact;              // {artifact}
 
   const std::string& param(std::string_view name) const;
   // A query parameter, percent-decoded ("" when absent).

@@ -204,6 +204,13 @@ awaitable<std::optional<http::Response>> Router::resolve(Call& call) {
       co_return http::error_response(call.req, Errc::kNotFound, "Journal does not exist: " + it->second);
     call.journal = std::move(row.value());
   }
+  if (auto it = call.params.find("artifact"); it != call.params.end()) {
+    auto row = state::get_artifact(gw_.db(), it->second);
+    if (!row && row.error().code != Errc::kNotFound) co_return http::error_response(call.req, row.error());
+    if (!row || (row->owner != user.name && !user.admin))
+      co_return http::error_response(call.req, Errc::kNotFound, "Artifact does not exist: " + it->second);
+    call.artifact = std::move(row.value());
+  }
   co_return std::nullopt;
 }
 
@@ -252,7 +259,7 @@ awaitable<http::Reply> Router::handle(http::Request req, http::Peer peer) {
           gw_.metrics().request_refused(metrics::RefusedReason::kForbidden);
           reply.res = http::error_response(req, Errc::kForbidden, "only an admin may do this");
         } else {
-          Call call{req, std::move(*caller), std::move(m.params), {}, {}, {}, {}, {}, {}};
+          Call call{req, std::move(*caller), std::move(m.params), {}, {}, {}, {}, {}, {}, {}};
           if (auto refused = co_await resolve(call)) {
             reply.res = std::move(*refused);
           } else if (call.remote && std::holds_alternative<RestHandler>(m.route->handler)) {
@@ -312,7 +319,7 @@ awaitable<http::Upgrade> Router::upgrade(http::Request& req, http::Peer peer) {
       co_return http::error_response(req, Errc::kForbidden, "only an admin may do this");
     }
     caller->peer = peer;
-    Call call{req, std::move(*caller), std::move(m.params), {}, {}, {}, {}, {}, {}};
+    Call call{req, std::move(*caller), std::move(m.params), {}, {}, {}, {}, {}, {}, {}};
     if (auto refused = co_await resolve(call)) co_return std::move(*refused);
     co_return co_await (*ws)(call);
   } catch (const std::exception& e) {

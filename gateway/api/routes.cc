@@ -2,6 +2,8 @@
 // routes: the API's route table, one line per route, and the handler groups it names. A new route is
 // one line here and a handler; the README's route tables list the same routes (route_table_test).
 #include "gateway/api/handlers.h"
+
+#include "common/config_error.h"
 #include "gateway/api/router.h"
 #include "gateway/config.h"
 #include "gateway/gateway.h"
@@ -9,6 +11,18 @@
 #include "workspace/layout.h"
 
 namespace cellgate::api {
+
+namespace {
+
+// The key signed artifact links are made with: the gateway's own, kept beside its database. Deleting
+// the file (then restarting) revokes every link made so far.
+gateway::LinkSigner link_signer(const std::string& data_dir) {
+  auto signer = gateway::LinkSigner::load_or_create(data_dir + "/artifact-link.key");
+  if (!signer) throw common::ConfigError("artifact link key: " + signer.error().message);
+  return std::move(signer.value());
+}
+
+}  // namespace
 
 Handlers::Handlers(gateway::Gateway& gw)
     : cluster(gw),
@@ -31,7 +45,9 @@ Handlers::Handlers(gateway::Gateway& gw)
       users(gw),
       health(gw),
       metrics(gw, mcp),
-      journal(gw.journal(), gw.db(), gw.kernels(), gw.workspaces(), gw.offload()) {}
+      journal(gw.journal(), gw.db(), gw.kernels(), gw.workspaces(), gw.offload()),
+      artifacts(gw.workspaces(), gw.db(), gw.offload(), gw.audit(), link_signer(gw.config().data_dir),
+                ArtifactsOptions{gw.config().base_url, gw.config().max_artifacts_per_user, !gw.config().certfile.empty()}) {}
 
 std::vector<Route> make_routes(Handlers& h) {
   using V = http::verb;
@@ -93,6 +109,12 @@ std::vector<Route> make_routes(Handlers& h) {
       {V::get, "/api/kernels/{journal}/journal.ipynb", kOwner, on(h.journal, &JournalApi::notebook)},
       {V::delete_, "/api/kernels/{journal}/journal", kOwner, on(h.journal, &JournalApi::remove)},
       {V::post, "/api/kernels/{journal}/journal/reproduce", kOwner, on(h.journal, &JournalApi::reproduce)},
+      {V::post, "/api/workspaces/{workspace}/artifacts", kOwner, on(h.artifacts, &ArtifactsApi::publish)},
+      {V::get, "/api/artifacts", kUser, on(h.artifacts, &ArtifactsApi::list)},
+      {V::get, "/api/artifacts/{artifact}", kOwner, on(h.artifacts, &ArtifactsApi::download)},
+      {V::delete_, "/api/artifacts/{artifact}", kOwner, on(h.artifacts, &ArtifactsApi::remove)},
+      {V::post, "/api/artifacts/{artifact}/link", kOwner, on(h.artifacts, &ArtifactsApi::link)},
+      {V::get, "/api/shared/artifacts/{shared}", kPublic, on(h.artifacts, &ArtifactsApi::shared)},
       {V::post, "/mcp", kUser, on(h.mcp, &McpApi::call)},
       {V::get, "/mcp", kUser, on(h.mcp, &McpApi::call)},
       {V::delete_, "/mcp", kUser, on(h.mcp, &McpApi::call)},

@@ -78,7 +78,7 @@ awaitable<bool> write_file_reply(Stream& stream, Response& head, const FileBody&
   std::unique_ptr<char[]> piece(new char[kFilePiece]);
   for (uint64_t offset = 0; offset < file.size;) {
     const size_t want = static_cast<size_t>(std::min<uint64_t>(kFilePiece, file.size - offset));
-    const ssize_t n = ::pread(file.fd.get(), piece.get(), want, static_cast<off_t>(offset));
+    const ssize_t n = ::pread(file.fd.get(), piece.get(), want, static_cast<off_t>(file.offset + offset));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       common::log_warn("msg=\"response body file unreadable; closing the connection\" error=\"{}\"",

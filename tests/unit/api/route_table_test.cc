@@ -13,6 +13,7 @@
 
 #include "gateway/api/router.h"
 #include "gateway/kernel_manager.h"
+#include "state/artifact_records.h"
 #include "state/kernel_records.h"
 #include "state/users.h"
 #include "tests/unit/gateway/test_gateway.h"
@@ -78,11 +79,20 @@ class Walk {
     mine_["workspace"] = "alice-ws";
     mine_["snapshot"] = snap->id;
     mine_["path"] = "secret.txt";
+    // Alice's artifact: the snapshot's object for secret.txt, so that her download is a real one.
+    auto manifest = ws->load_snapshot(snap->id);
+    REQUIRE(manifest.has_value());
+    REQUIRE(manifest->entries.size() == 1);
+    mine_["artifact"] = "a4710e00000000000000000000000001";
+    REQUIRE(state::insert_artifact(t_.gw->db(), {mine_["artifact"], "alice", "secret.txt", "alice-ws", "secret.txt",
+                                                 manifest->entries[0].hash, 7, "text/plain", "alice",
+                                                 "2026-12-04T00:00:00Z"}));
     never_ = mine_;
     never_["kernel"] = "00000000-0000-4000-8000-00000000dead";
     never_["session"] = "00000000-0000-4000-8000-00000000beef";
     never_["workspace"] = "never-existed";
     never_["journal"] = never_["kernel"];
+    never_["artifact"] = "00000000000000000000000000000000";
   }
 
   const std::vector<api::Route>& routes() const { return router_->routes(); }

@@ -75,7 +75,8 @@ TEST_CASE("tools/list lists every tool with an object schema", "[mcp]") {
     for (const auto& r : t["inputSchema"]["required"]) CHECK(t["inputSchema"]["properties"].contains(r));
   }
   CHECK(names == std::vector<std::string>{"list_kernels", "start_kernel", "execute", "read", "write", "edit",
-                                          "process", "snapshot", "restore", "list_snapshots", "journal"});
+                                          "process", "snapshot", "restore", "list_snapshots", "journal",
+                                          "publish_artifact"});
   CHECK(f.send(R"({"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"cursor":"x"}})")["error"]["code"] == -32602);
 }
 

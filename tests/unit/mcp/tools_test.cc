@@ -98,6 +98,20 @@ TEST_CASE("workspace tools map to /api/workspaces/{ws}/snapshots", "[mcp]") {
   CHECK(text_of(run(b, "list_snapshots", {{"workspace", "proj"}})).find("No snapshots") != std::string::npos);
 }
 
+TEST_CASE("publish_artifact posts to /api/workspaces/{ws}/artifacts", "[mcp]") {
+  FakeRestApi b;
+  b.on("POST api/workspaces/proj/artifacts", 201,
+       {{"id", "a1"}, {"name", "r.csv"}, {"size", 3}, {"media_type", "text/csv"}, {"sha256", "ab"},
+        {"kernel_id", "k1"}, {"execution_count", 2}});
+  std::string text = text_of(run(b, "publish_artifact", {{"workspace", "proj"}, {"path", "out/r.csv"}}));
+  CHECK(text.find("artifact_id: a1") != std::string::npos);
+  CHECK(text.find("made by kernel k1 execution 2") != std::string::npos);
+  CHECK(b.seen().back().call.body == json{{"path", "out/r.csv"}});
+  run(b, "publish_artifact", {{"workspace", "proj"}, {"path", "r.csv"}, {"name", "report.csv"}});
+  CHECK(b.seen().back().call.body == json{{"path", "r.csv"}, {"name", "report.csv"}});
+  CHECK(!call_tool(b, "tok", "publish_artifact", {{"workspace", "proj"}}));  // path is required
+}
+
 TEST_CASE("HTTP errors and an unreachable server are tool errors with the message", "[mcp]") {
   FakeRestApi b;
   b.on("POST api/kernels/k/tools/edit", 409, {{"reason", "Conflict"}, {"message", "old_string not found in a.txt"}});

@@ -77,7 +77,7 @@ TEST_CASE("the PostgreSQL schema has the same tables and columns as SQLite's", "
   REQUIRE(s);
   REQUIRE(p->kind() == BackendKind::kPostgres);
   const auto pg_columns = columns_of(*p);
-  CHECK(pg_columns.size() == 10);  // the nine tables and schema_version
+  CHECK(pg_columns.size() == 11);  // the ten tables and schema_version
   CHECK(pg_columns == columns_of(*s));
   CHECK(p->schema_version().value() == latest_schema_version());
 }

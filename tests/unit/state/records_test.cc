@@ -2,6 +2,7 @@
 // records_test: CRUD of the kernels, sessions, workspaces and snapshots tables.
 #include <catch2/catch.hpp>
 
+#include "state/artifact_records.h"
 #include "state/database.h"
 #include "state/kernel_records.h"
 #include "state/workspace_records.h"
@@ -187,4 +188,44 @@ TEST_CASE("the snapshot index keeps who made each snapshot and what it changed",
   CHECK_FALSE((*rows)[0].added);
   CHECK((*rows)[0].kernel_id.empty());
   CHECK((*rows)[0].label == "first");
+}
+
+TEST_CASE("artifact rows round-trip and list per owner newest first", "[state][backends]") {
+  TestDatabase tdb;
+  auto db = tdb.open();
+  REQUIRE(db);
+  ArtifactRow a{"a1", "alice", "report.csv", "ws", "out/report.csv", std::string(64, 'a'), 307203, "text/csv",
+                "teacher", "2026-12-04T03:00:00Z", "k1", 7, "00000002-abcdef01"};
+  REQUIRE(insert_artifact(*db, a));
+  ArtifactRow b{"b2", "alice", "n.txt", "ws", "n.txt", std::string(64, 'b'), 1, "text/plain", "alice",
+                "2026-12-04T04:00:00Z"};
+  REQUIRE(insert_artifact(*db, b));
+  REQUIRE(insert_artifact(*db, ArtifactRow{"c3", "bob", "x", "w", "x", std::string(64, 'c'), 0, "text/plain", "bob",
+                                           "2026-12-04T05:00:00Z"}));
+  CHECK(insert_artifact(*db, a).error().code == Errc::kConflict);
+
+  auto got = get_artifact(*db, "a1");
+  REQUIRE(got);
+  CHECK(got->path == "out/report.csv");
+  CHECK(got->size == 307203);
+  CHECK(got->published_by == "teacher");
+  CHECK(got->kernel_id == "k1");
+  CHECK(got->execution_count == 7);
+  CHECK(got->snapshot == "00000002-abcdef01");
+  auto plain = get_artifact(*db, "b2");
+  REQUIRE(plain);
+  CHECK(!plain->execution_count);
+  CHECK(plain->kernel_id.empty());
+
+  auto mine = list_artifacts(*db, std::string("alice"));
+  REQUIRE(mine);
+  REQUIRE(mine->size() == 2);
+  CHECK(mine->at(0).id == "b2");  // newest first
+  CHECK(list_artifacts(*db, std::nullopt)->size() == 3);
+  CHECK(count_artifacts(*db, "alice").value() == 2);
+  CHECK(count_artifacts(*db, "nobody").value() == 0);
+
+  REQUIRE(delete_artifact(*db, "a1"));
+  CHECK(delete_artifact(*db, "a1").error().code == Errc::kNotFound);
+  CHECK(get_artifact(*db, "a1").error().code == Errc::kNotFound);
 }
