@@ -249,6 +249,7 @@ def test_mcp_tools_cannot_reach_another_users_kernel_or_workspace(school, alice_
                        ("edit", {"kernel_id": alice_kernel, "path": "x.txt", "old_string": "a", "new_string": "b"}),
                        ("process", {"kernel_id": alice_kernel, "command": "true"}),
                        ("list_snapshots", {"workspace": "alice-ws"}),
+                       ("publish_artifact", {"workspace": "alice-ws", "path": "x.txt"}),
                        ("snapshot", {"workspace": "alice-ws", "label": "bob"})]:
         result = call(tool, args)
         assert result.get("isError") is True, (tool, result)

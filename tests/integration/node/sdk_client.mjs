@@ -8,8 +8,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-const EXPECTED_TOOLS = ['edit', 'execute', 'journal', 'list_kernels', 'list_snapshots', 'process', 'read', 'restore',
-                        'snapshot', 'start_kernel', 'write'];
+const EXPECTED_TOOLS = ['edit', 'execute', 'journal', 'list_kernels', 'list_snapshots', 'process', 'publish_artifact',
+                        'read', 'restore', 'snapshot', 'start_kernel', 'write'];
 
 function text(result) {
   return result.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');

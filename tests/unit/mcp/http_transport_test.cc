@@ -52,7 +52,7 @@ TEST_CASE("initialize issues a session id and later requests use it", "[mcp]") {
 
   auto list = f.post(R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})", id);
   CHECK(list.status == 200);
-  CHECK(json::parse(list.body)["result"]["tools"].size() == 11);
+  CHECK(json::parse(list.body)["result"]["tools"].size() == 12);
 
   auto batch = f.post(R"([{"jsonrpc":"2.0","id":3,"method":"ping"},{"jsonrpc":"2.0","id":4,"method":"ping"}])", id);
   CHECK(batch.status == 200);

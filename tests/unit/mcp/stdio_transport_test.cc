@@ -58,7 +58,7 @@ TEST_CASE("stdio: one reply line per request, in order, notifications and blank 
   REQUIRE(lines.size() == 3);
   CHECK(lines[0]["result"]["protocolVersion"] == "2024-11-05");
   CHECK(lines[1]["id"] == 2);
-  CHECK(lines[1]["result"]["tools"].size() == 11);
+  CHECK(lines[1]["result"]["tools"].size() == 12);
   CHECK(lines[2]["id"] == 3);
 }
 
