@@ -8,6 +8,7 @@
 
 #include "test_util.h"
 #include "workspace/manifest.h"
+#include "workspace/pins.h"
 #include "workspace/store_usage.h"
 #include "workspace/workspace_manager.h"
 
@@ -166,4 +167,34 @@ TEST_CASE("store refs are rebuilt from the manifests when they do not match them
   REQUIRE(rebuilt);
   CHECK(rebuilt->snapshots().count(s->id) == 1);
   CHECK(rebuilt->object_bytes() == 12288);
+}
+
+TEST_CASE("published artifacts count against the owner's store quota until their pin goes", "[workspace][quota]") {
+  TempDir tmp;
+  WorkspaceConfig config;
+  config.store_bytes = 3 << 20;
+  auto mgr = WorkspaceManager::open(tmp.path() + "/data", config);
+  REQUIRE(mgr);
+  auto ws = (*mgr)->create({"u", "w"});
+  REQUIRE(ws);
+  // Two MiB held by an artifact (an object pinned under pins/artifact/u), as gateway/artifact_store does.
+  ObjectBatch batch((*mgr)->store());
+  auto hash = batch.put_bytes(std::string(2 << 20, 'x'));
+  REQUIRE(hash);
+  Pins pins((*mgr)->data_dir());
+  REQUIRE(pins.add("artifact", "u", "a1", {hash.value()}));
+  REQUIRE(batch.commit());
+  const std::string owner_dir = tmp.path() + "/data/workspaces/u";
+  CHECK(owner_store_bytes(owner_dir) == (2u << 20));
+  CHECK(owner_store_bytes(tmp.path() + "/data/workspaces/other") == 0);  // another owner pays nothing
+
+  // A snapshot of 1.5 MiB no longer fits beside it; it does once the artifact is deleted.
+  cellgate::workspace::test::write_text(ws->tree_path() + "/f", std::string(3 << 19, 'y'));
+  SnapshotOptions labelled{false, "keep", false};
+  auto refused = ws->snapshot(labelled);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code == Errc::kInsufficientStorage);
+  REQUIRE(pins.remove("artifact", "u", "a1"));
+  CHECK(owner_store_bytes(owner_dir) == 0);
+  CHECK(ws->snapshot(labelled));
 }
