@@ -95,15 +95,7 @@ awaitable<http::Reply> ArtifactsApi::publish(Call& call) {
   if (auto st = gateway::validate_artifact_name(name); !st) co_return reply(http::error_response(call.req, st.error()));
 
   const auto& ref = *call.workspace_ref;
-  if (options_.max_per_user > 0) {
-    auto held = state::count_artifacts(db_, ref.owner);
-    if (!held) co_return reply(http::error_response(call.req, held.error()));
-    if (held.value() >= options_.max_per_user)
-      co_return reply(http::error_response(
-          call.req, Errc::kForbidden,
-          fmt::format("{} holds {} artifacts, the most allowed (max_artifacts_per_user); delete some first", ref.owner,
-                      held.value())));
-  }
+  if (auto full = over_count(ref.owner)) co_return reply(http::error_response(call.req, *full));
   auto history = state::list_snapshots(db_, ref.owner, ref.name);
   const std::vector<state::SnapshotRow> rows = history ? std::move(history.value()) : std::vector<state::SnapshotRow>{};
   const gateway::ArtifactLimits limits{gateway::workspace_config_for(workspaces_.config(), call.caller.user).store_bytes};
@@ -117,7 +109,9 @@ awaitable<http::Reply> ArtifactsApi::publish(Call& call) {
   state::ArtifactRow row{id, ref.owner, name, ref.name, path, stored->sha256, static_cast<int64_t>(stored->size),
                          gateway::media_type_for(name), call.caller.user.name, common::iso8601_now(),
                          stored->kernel_id, stored->execution_count, stored->snapshot};
-  if (auto st = state::insert_artifact(db_, row); !st) {
+  // Again now, on the io thread where the count and the insert cannot interleave with another publish's.
+  auto full = over_count(ref.owner);
+  if (auto st = full ? common::Status(*full) : state::insert_artifact(db_, row); !st) {
     (void)co_await offload_.run([&] { return store_.unpin(ref.owner, id); });
     co_return reply(http::error_response(call.req, st.error()));
   }
@@ -125,6 +119,16 @@ awaitable<http::Reply> ArtifactsApi::publish(Call& call) {
   http::Response res = http::json_response(call.req, http::status::created, model(row));
   res.set(http::field::location, options_.base_url + "api/artifacts/" + id);
   co_return reply(std::move(res));
+}
+
+std::optional<common::Error> ArtifactsApi::over_count(const std::string& owner) {
+  if (options_.max_per_user <= 0) return std::nullopt;
+  auto held = state::count_artifacts(db_, owner);
+  if (!held) return held.error();
+  if (held.value() < options_.max_per_user) return std::nullopt;
+  return common::make_error(
+      Errc::kForbidden,
+      fmt::format("{} holds {} artifacts, the most allowed (max_artifacts_per_user); delete some first", owner, held.value()));
 }
 
 awaitable<http::Reply> ArtifactsApi::list(Call& call) {

@@ -3,6 +3,7 @@
 // ranges, delete) and expiring signed links that download one without a token.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "gateway/api/route.h"
@@ -47,6 +48,8 @@ class ArtifactsApi {
 
  private:
   boost::asio::awaitable<http::Reply> serve(const http::Request& req, const state::ArtifactRow& row);
+  // kForbidden when owner holds max_per_user artifacts already. Io thread.
+  std::optional<common::Error> over_count(const std::string& owner);
 
   workspace::WorkspaceManager& workspaces_;
   state::Database& db_;
