@@ -44,14 +44,16 @@ int64_t count(Database& db, const std::string& sql) {
   return st->column_int(0);
 }
 
-// Builds a file the way an older cellgate left it: only the migrations up to `version`.
-void make_old_database(const std::string& path, int version) {
+// Builds a file the way an older cellgate left it: only the migrations up to `version` (without `skip`:
+// a branch whose migration landed after a higher-numbered one).
+void make_old_database(const std::string& path, int version, int skip = 0) {
   sqlite3* raw = nullptr;
   REQUIRE(sqlite3_open(path.c_str(), &raw) == SQLITE_OK);
   REQUIRE(sqlite3_exec(raw, "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied TEXT NOT NULL)",
                        nullptr, nullptr, nullptr) == SQLITE_OK);
   for (const auto& m : cellgate::state::migrations()) {
     if (m.version > version) break;
+    if (m.version == skip) continue;
     REQUIRE(sqlite3_exec(raw, m.sqlite, nullptr, nullptr, nullptr) == SQLITE_OK);
     std::string ins = "INSERT INTO schema_version VALUES (" + std::to_string(m.version) + ", 'then')";
     REQUIRE(sqlite3_exec(raw, ins.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
@@ -145,6 +147,18 @@ TEST_CASE("an existing older database is migrated forward and keeps its rows", "
   CHECK(count(*db, "SELECT count(*) FROM users WHERE name='old'") == 1);
   CHECK(count(*db, "SELECT count(*) FROM kernels WHERE id='k1'") == 1);
   CHECK(count(*db, "SELECT count(*) FROM schema_version WHERE applied='then'") == 1);
+}
+
+TEST_CASE("a migration that landed after a higher-numbered one is still applied", "[state]") {
+  TempDir tmp;
+  const auto& all = cellgate::state::migrations();
+  REQUIRE(all.size() >= 3);
+  const int skipped = all[all.size() - 2].version;  // recorded below the highest, as a late branch's is
+  make_old_database(tmp.file("cellgate.db"), cellgate::state::latest_schema_version(), skipped);
+  auto db = Database::open(tmp.path());
+  REQUIRE(db);
+  CHECK(count(*db, "SELECT count(*) FROM schema_version WHERE version=" + std::to_string(skipped) + " AND applied<>'then'") == 1);
+  CHECK(count(*db, "SELECT count(*) FROM schema_version") == static_cast<int64_t>(all.size()));
 }
 
 TEST_CASE("upgrading a version-3 file keeps every row of every table", "[state]") {
