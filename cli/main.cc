@@ -42,8 +42,8 @@ int main(int argc, char** argv) {
     if (command == "run") return cellgate::cli::run_main(argc - 2, argv + 2);
     if (command == "user") return cellgate::cli::user_main(argc - 2, argv + 2);
     if (command == "mcp") return cellgate::cli::mcp_main(argc - 2, argv + 2);
-    if (command == "fsck") return cellgate::cli::fsck_main(cellgate::cli::data_dir_arg(argc - 2, argv + 2), std::cout);
-    if (command == "gc") return cellgate::cli::gc_main(cellgate::cli::data_dir_arg(argc - 2, argv + 2));
+    if (command == "fsck") return cellgate::cli::fsck_main(cellgate::cli::store_args(argc - 2, argv + 2), std::cout);
+    if (command == "gc") return cellgate::cli::gc_main(cellgate::cli::store_args(argc - 2, argv + 2));
     if (command == "restore") return cellgate::cli::restore_main(argc - 2, argv + 2);
     if (command == "reproduce") return cellgate::cli::reproduce_main(argc - 2, argv + 2);
   } catch (const cellgate::common::ConfigError& e) {

@@ -20,7 +20,7 @@ using namespace workspace;  // the workspace manager and its layout
 
 namespace {
 
-constexpr const char* kUsage = "usage: cellgate restore [--data-dir DIR] [--owner USER] WORKSPACE SNAPSHOT\n";
+constexpr const char* kUsage = "usage: cellgate restore [--data-dir DIR] [--store-dir DIR] [--owner USER] WORKSPACE SNAPSHOT\n";
 
 int usage_error(const std::string& what) {
   std::fprintf(stderr, "cellgate restore: %s\n%s", what.c_str(), kUsage);
@@ -33,6 +33,7 @@ int restore_main(int argc, char** argv) {
   const char* env_dir = std::getenv("CELLGATE_DATA_DIR");
   std::string data_dir = env_dir ? env_dir : "./data";
   std::string owner = "default";  // the implicit user of a gateway without users
+  WorkspaceConfig config;         // the store: --store-dir's (as `serve` was given), else the data dir's
   std::vector<std::string> args;
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
@@ -40,10 +41,12 @@ int restore_main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    if ((a == "--data-dir" || a == "--owner") && i + 1 < argc) {
-      (a == "--data-dir" ? data_dir : owner) = argv[++i];
+    if ((a == "--data-dir" || a == "--owner" || a == "--store-dir") && i + 1 < argc) {
+      (a == "--data-dir" ? data_dir : a == "--owner" ? owner : config.store_dir) = argv[++i];
     } else if (a.rfind("--data-dir=", 0) == 0) {
       data_dir = a.substr(11);
+    } else if (a.rfind("--store-dir=", 0) == 0) {
+      config.store_dir = a.substr(12);
     } else if (a.rfind("--owner=", 0) == 0) {
       owner = a.substr(8);
     } else if (a.rfind("--", 0) == 0) {
@@ -54,8 +57,9 @@ int restore_main(int argc, char** argv) {
   }
   if (args.size() != 2) return usage_error("expected a workspace and a snapshot");
   struct stat sb {};
-  if (::stat(store_dir(data_dir).c_str(), &sb) != 0) return usage_error("no object store under " + data_dir);
-  auto mgr = WorkspaceManager::open(data_dir, WorkspaceConfig{});  // would create a missing one
+  const std::string store = config.store_dir.empty() ? store_dir(data_dir) : config.store_dir;
+  if (::stat(store.c_str(), &sb) != 0) return usage_error("no object store at " + store);
+  auto mgr = WorkspaceManager::open(data_dir, config);  // would create a missing one
   if (!mgr) return usage_error("cannot open " + data_dir + ": " + mgr.error().message);
   auto ws = (*mgr)->open(WorkspaceRef{owner, args[0]});
   if (!ws) return usage_error(owner + "/" + args[0] + ": " + ws.error().message);

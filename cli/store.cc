@@ -21,21 +21,27 @@
 
 namespace cellgate::cli {
 
-std::string data_dir_arg(int argc, char** argv) {
-  std::string dir = std::getenv("CELLGATE_DATA_DIR") ? std::getenv("CELLGATE_DATA_DIR") : "./data";
+std::string StoreArgs::store() const { return store_dir.empty() ? workspace::store_dir(data_dir) : store_dir; }
+
+StoreArgs store_args(int argc, char** argv) {
+  StoreArgs out;
+  out.data_dir = std::getenv("CELLGATE_DATA_DIR") ? std::getenv("CELLGATE_DATA_DIR") : "./data";
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--data-dir" && i + 1 < argc) dir = argv[++i];
-    else if (a.rfind("--data-dir=", 0) == 0) dir = a.substr(11);
-    else throw common::ConfigError("unexpected argument '" + a + "' (usage: --data-dir DIR)");
+    if (a == "--data-dir" && i + 1 < argc) out.data_dir = argv[++i];
+    else if (a.rfind("--data-dir=", 0) == 0) out.data_dir = a.substr(11);
+    else if (a == "--store-dir" && i + 1 < argc) out.store_dir = argv[++i];
+    else if (a.rfind("--store-dir=", 0) == 0) out.store_dir = a.substr(12);
+    else throw common::ConfigError("unexpected argument '" + a + "' (usage: [--data-dir DIR] [--store-dir DIR])");
   }
-  return dir;
+  return out;
 }
 
-int gc_main(const std::string& data_dir) {
-  auto store = workspace::ObjectStore::open(workspace::store_dir(data_dir));
+int gc_main(const StoreArgs& args) {
+  const std::string& data_dir = args.data_dir;
+  auto store = workspace::ObjectStore::open(args.store());
   if (!store) {
-    std::fprintf(stderr, "cellgate: cannot open the store in %s: %s\n", data_dir.c_str(), store.error().message.c_str());
+    std::fprintf(stderr, "cellgate: cannot open the store %s: %s\n", args.store().c_str(), store.error().message.c_str());
     return 2;
   }
   auto volume = workspace::Volume::open_existing(data_dir);  // the manifests are in it
@@ -55,13 +61,14 @@ int gc_main(const std::string& data_dir) {
   return 0;
 }
 
-int fsck_main(const std::string& data_dir, std::ostream& out) {
+int fsck_main(const StoreArgs& args, std::ostream& out) {
+  const std::string& data_dir = args.data_dir;
   struct stat sb {};
-  if (::stat(workspace::store_dir(data_dir).c_str(), &sb) != 0) {
-    out << "fsck: no object store under " << data_dir << "\n";
+  if (::stat(args.store().c_str(), &sb) != 0) {
+    out << "fsck: no object store at " << args.store() << "\n";
     return 2;
   }
-  auto store = workspace::ObjectStore::open(workspace::store_dir(data_dir));
+  auto store = workspace::ObjectStore::open(args.store());
   if (!store) {
     out << "fsck: " << store.error().message << "\n";
     return 2;

@@ -7,16 +7,23 @@
 
 namespace cellgate::cli {
 
-// The data dir of `cellgate fsck|gc [--data-dir DIR]` (argv after the subcommand): DIR, else
-// $CELLGATE_DATA_DIR, else ./data. Throws common::ConfigError for any other argument.
-std::string data_dir_arg(int argc, char** argv);
+// `cellgate fsck|gc [--data-dir DIR] [--store-dir DIR]` (argv after the subcommand): the data dir is
+// DIR, else $CELLGATE_DATA_DIR, else ./data; the store is --store-dir's (as `serve` was given), else
+// the data dir's.
+struct StoreArgs {
+  std::string data_dir;   // --data-dir, $CELLGATE_DATA_DIR, or ./data
+  std::string store_dir;  // --store-dir; "" = <data_dir>/store
+  std::string store() const;
+};
+// Throws ConfigError (one line) on anything else.
+StoreArgs store_args(int argc, char** argv);
 
 // Verifies every object (rehash) and manifest; prints a summary and each problem to out. 0 clean,
 // 1 damaged, 2 when the store cannot be opened or read. Objects checked are shown on stderr while it
 // runs, when stderr is a terminal (gc's progress too).
-int fsck_main(const std::string& data_dir, std::ostream& out);
+int fsck_main(const StoreArgs& args, std::ostream& out);
 
 // Removes the objects no snapshot references; prints how many. 0 done, 1 gc failed, 2 no store.
-int gc_main(const std::string& data_dir);
+int gc_main(const StoreArgs& args);
 
 }  // namespace cellgate::cli

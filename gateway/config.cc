@@ -93,6 +93,14 @@ const std::vector<Option>& options() {
        [](Config& c, const std::string& v) { c.token_file = v; }},
       {"data-dir", "DIR", false, "workspaces and gateway state (default ./data)",
        [](Config& c, const std::string& v) { c.data_dir = v; }},
+      {"store-dir", "DIR", false,
+       "the snapshot store (default <data-dir>/store); cluster nodes share one on a filesystem they all mount "
+       "(NFS, CephFS, EFS), where every snapshot's manifest is published too, so that a workspace whose node "
+       "was lost is restored on the node that starts its next kernel (docs/cluster.md)",
+       [](Config& c, const std::string& v) {
+         if (v.empty()) throw ConfigError("--store-dir: expected a directory");
+         c.store_dir = v;
+       }},
       {"database", "URL", false,
        "state database: postgresql://USER@HOST/DB (libpq URI; put the password in ~/.pgpass or PGPASSWORD, "
        "not here) or sqlite:///PATH (default: <data-dir>/cellgate.db)",
@@ -485,6 +493,10 @@ void finish(Config& c) {
   std::error_code ec;
   c.data_dir = std::filesystem::absolute(c.data_dir, ec).lexically_normal().string();
   while (c.data_dir.size() > 1 && c.data_dir.back() == '/') c.data_dir.pop_back();
+  if (!c.store_dir.empty()) {
+    c.store_dir = std::filesystem::absolute(c.store_dir, ec).lexically_normal().string();
+    while (c.store_dir.size() > 1 && c.store_dir.back() == '/') c.store_dir.pop_back();
+  }
   c.runtime_dir_default = c.runtime_dir.empty();
   if (c.runtime_dir.empty())
     c.runtime_dir = ::geteuid() == 0 ? "/run/cellgate" : fmt::format("/tmp/cellgate-{}", ::geteuid());

@@ -27,6 +27,7 @@ struct Config {
   std::string token_file;                    // --token-file: the token's file (read by load)
   bool token_generated = false;
   std::string data_dir = "./data";           // made absolute
+  std::string store_dir;                     // "" = <data_dir>/store; set: may be shared by cluster nodes (made absolute)
   std::string database;                      // "" = SQLite in data_dir; postgresql://… (docs/cluster.md)
   std::string runtime_dir;                   // default /run/cellgate (root) or /tmp/cellgate-<uid>
   bool runtime_dir_default = false;          // set by finish(): no --runtime-dir was given

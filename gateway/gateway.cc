@@ -66,6 +66,7 @@ Gateway::Gateway(boost::asio::io_context& io, Config config, std::unique_ptr<lau
               : config_.workspace_volume == "off" ? workspace::VolumeMode::kOff
                                                   : workspace::VolumeMode::kAuto;
   wc.volume_bytes = config_.workspace_volume_bytes;
+  wc.store_dir = config_.store_dir;
   auto ws = workspace::WorkspaceManager::open(config_.data_dir, wc);
   if (!ws) throw ConfigError("cannot open the workspace store: " + ws.error().message);
   workspaces_ = std::move(ws.value());

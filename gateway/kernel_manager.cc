@@ -314,6 +314,14 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
   workspace::WorkspaceRef ref{user.name, ws_name, workspace_config_for(workspaces.config(), user).max_bytes};
   auto ws = co_await services_.offload.run([&] { return workspaces.ensure(ref); });
   if (!ws) co_return ws.error();
+  // With a shared store the workspace may have run on another node since this one held it (that node
+  // was lost, or placement moved it): its newest snapshot is restored here first (docs/cluster.md §6).
+  auto caught_up = co_await services_.offload.run([&] { return ws->catch_up(); });
+  if (!caught_up) co_return make_error(caught_up.error().code, "workspace " + ws_name + ": restoring its newest snapshot "
+                                                               "from the shared store: " + caught_up.error().message);
+  if (caught_up.value())
+    common::log_info("kernel={} user={} workspace={} snapshot={} msg=\"workspace restored from the shared store\"", id,
+                     user.name, ws_name, *caught_up.value());
   auto ko = cold_start_plan(config_, read_budget_, id, spec->second, user, ws_name, ws->tree_path(), client_env.value());
   const json network_json = egress::policy_json(network.value());
   if (networked) {

@@ -2,6 +2,8 @@
 // gc: removes objects no snapshot of any workspace references.
 #include "workspace/gc.h"
 
+#include <sys/stat.h>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -23,6 +25,11 @@ common::Result<GcResult> collect_garbage(ObjectStore& store, const std::string& 
                                          const common::ProgressFn& progress) {
   auto lock = store.lock(FileLock::Mode::kExclusive);
   if (!lock) return lock.error();
+  // A store that cluster nodes share holds objects that only other nodes' manifests and pins name:
+  // this node cannot see them all, so it deletes nothing (docs/cluster.md §6).
+  if (struct stat sb {}; ::stat((store.dir() + "/manifests").c_str(), &sb) == 0)
+    return make_error(Errc::kUnavailable, "the store " + store.dir() + " is shared by cluster nodes (it has manifests/): "
+                                          "gc cannot see the other nodes' snapshots and pins, so it deleted nothing");
   auto refs = enumerate_manifests(data_dir);
   if (!refs) return refs.error();
   std::unordered_set<std::string> live;

@@ -228,6 +228,7 @@ common::Result<SnapshotResult> Workspace::snapshot(const SnapshotOptions& option
   });
   if (!st) return st.error();
   if (auto hs = write_file_atomic(dir->get(), "head", m.id); !hs) return hs.error();
+  if (options.publish) publish_copy(m.id, manifest_text);
   save_index();
   result.created = true;
   result.id = m.id;
@@ -238,6 +239,7 @@ common::Result<SnapshotResult> Workspace::snapshot(const SnapshotOptions& option
   for (const auto& id : prune) {
     std::string path = dir_ + "/snapshots/" + id;
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) return errno_error("unlink " + path, errno);
+    unpublish(id);
     result.pruned.push_back(id);
   }
   // A refs file that failed to save is rebuilt from the manifests at the next snapshot.
@@ -288,6 +290,7 @@ common::Result<std::vector<std::string>> Workspace::retention_locked() {
   for (const auto& id : retention_plan(*list, head_id())) {
     std::string path = dir_ + "/snapshots/" + id;
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) return errno_error("unlink " + path, errno);
+    unpublish(id);
     pruned.push_back(id);
   }
   return pruned;
@@ -316,6 +319,7 @@ common::Status Workspace::delete_snapshot(const std::string& id) {
   }
   std::string path = dir_ + "/snapshots/" + id;
   if (::unlink(path.c_str()) != 0) return errno_error("delete snapshot " + id, errno);
+  unpublish(id);
   if (refs) (void)refs->save(dir_);
   return common::ok();
 }
@@ -375,7 +379,9 @@ common::Result<RestoreResult> Workspace::adopt(const Manifest& manifest) {
   }
   if (auto st = write_file_atomic(snaps->get(), manifest.id, text); !st) return st.error();
   if (refs) (void)refs->save(dir_);
-  return restore_locked(manifest);
+  auto restored = restore_locked(manifest);
+  if (restored) publish_copy(manifest.id, text);
+  return restored;
 }
 
 common::Status Workspace::write_tar(const std::string& id, const TarSink& sink) const {

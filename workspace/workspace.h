@@ -5,12 +5,14 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/progress.h"
 #include "common/result.h"
 #include "workspace/manifest.h"
+#include "workspace/published_manifests.h"
 #include "workspace/object_store.h"
 #include "workspace/store_usage.h"
 #include "workspace/tar_writer.h"
@@ -33,6 +35,9 @@ struct WorkspaceConfig {
   int tree_gid = -1;
   VolumeMode volume = VolumeMode::kOff;
   uint64_t volume_bytes = 0;                // the volume's size when made or grown; 0 = volume.h's default
+  // The object store: "" = <data>/store. Given (--store-dir), it may be shared by cluster nodes, and
+  // every snapshot's manifest is published there too (published_manifests.h).
+  std::string store_dir;
 };
 
 // Test seam: called at each point; a test child may _exit() there to simulate a crash.
@@ -45,6 +50,7 @@ struct SnapshotOptions {
   bool automatic = true;
   std::string label;            // non-empty keeps it through retention (≤ 128 bytes)
   bool only_if_changed = true;  // no new snapshot when the tree equals the head snapshot
+  bool publish = true;          // into a shared store too (WorkspaceConfig::store_dir); false: here only
 };
 
 struct SnapshotResult {
@@ -79,7 +85,8 @@ struct RestoreResult {
 class Workspace {
  public:
   Workspace(ObjectStore& store, std::string dir, const WorkspaceConfig& config)
-      : store_(&store), dir_(std::move(dir)), config_(config) {}
+      : store_(&store), dir_(std::move(dir)), config_(config),
+        published_(PublishedManifests::for_workspace(config.store_dir, dir_)) {}
 
   std::string tree_path() const { return dir_ + "/tree"; }
   const std::string& dir() const { return dir_; }
@@ -104,6 +111,10 @@ class Workspace {
   common::Status write_tar(const std::string& id, const TarSink& sink) const;
   // Copies a manifest in as this workspace's head (fork) and restores it.
   common::Result<RestoreResult> adopt(const Manifest& manifest);
+  // With a shared store: adopts the newest published snapshot when this node does not have it and its
+  // own head is older (the workspace ran on another node since). What the tree holds beyond its head
+  // is first kept as a labelled snapshot, here only. The adopted id, or nullopt when nothing changed.
+  common::Result<std::optional<std::string>> catch_up();
 
   void set_fault_hook(FaultHook hook) { fault_hook_ = std::move(hook); }
 
@@ -118,10 +129,15 @@ class Workspace {
                                               const std::vector<std::string>& prune) const;
   uint64_t object_charge(const std::string& hash) const;
   common::Result<RestoreResult> restore_locked(const Manifest& target, const common::ProgressFn& progress = {});
+  // The shared store's copy follows the local one; a failure is logged, not returned: the snapshot is
+  // whole here, and the next one publishes the newest state.
+  void publish_copy(const std::string& id, const std::string& text);
+  void unpublish(const std::string& id);
 
   ObjectStore* store_;
   std::string dir_;
   WorkspaceConfig config_;
+  std::optional<PublishedManifests> published_;
   FaultHook fault_hook_;
 };
 

@@ -15,6 +15,7 @@
 #include "common/random.h"
 #include "workspace/io_util.h"
 #include "workspace/layout.h"
+#include "workspace/published_manifests.h"
 #include "workspace/safe_path.h"
 
 namespace cellgate::workspace {
@@ -58,7 +59,7 @@ common::Result<std::unique_ptr<WorkspaceManager>> WorkspaceManager::open(std::st
   for (const auto& d : {workspaces_dir(data_dir), data_tmp_dir(data_dir)}) {
     if (auto st = make_dir(d, 0711); !st) return st.error();
   }
-  auto store = ObjectStore::open(store_dir(data_dir));
+  auto store = ObjectStore::open(config.store_dir.empty() ? store_dir(data_dir) : config.store_dir);
   if (!store) return store.error();
   std::unique_ptr<WorkspaceManager> mgr(
       new WorkspaceManager(std::move(data_dir), config, std::move(store.value()), std::move(volume)));
@@ -172,6 +173,9 @@ common::Status WorkspaceManager::remove(const WorkspaceRef& ref) {
   if (!is_dir(*dir)) return make_error(Errc::kNotFound, "no such workspace");
   auto lock = FileLock::acquire(*dir + "/lock", FileLock::Mode::kExclusive);
   if (!lock) return lock.error();
+  // The shared store's copies first: no node may restore a workspace that is being deleted.
+  if (!config_.store_dir.empty())
+    if (auto st = PublishedManifests(config_.store_dir, ref.owner, ref.name).remove_all(); !st) return st;
   std::string doomed = staging_dir() + "/rm-" + common::random_hex(8);
   if (::rename(dir->c_str(), doomed.c_str()) != 0) return errno_error("remove workspace", errno);
   return discard(doomed);

@@ -12,7 +12,6 @@
 #include "gateway/node_membership.h"
 #include "gateway/offload.h"
 #include "state/database.h"
-#include "workspace/layout.h"
 
 namespace cellgate::api {
 
@@ -43,7 +42,7 @@ boost::asio::awaitable<std::string> HealthApi::first_failure() {
   if (!gw_.db().exec("SELECT 1")) co_return "the database does not answer";
   // A cluster node that cannot renew its lease serves none of its kernels (gateway/lease_fence.h).
   if (auto* m = gw_.membership(); m && !m->fence()->holds()) co_return "the node cannot renew its cluster lease";
-  const std::string store = workspace::store_dir(config.data_dir);
+  const std::string store = gw_.workspaces().store().dir();
   if (::access(store.c_str(), W_OK | X_OK) != 0) co_return "the snapshot store " + store + " is not writable";
   if (config.spawner == "jail") {
     if (::access(config.jail_helper.c_str(), X_OK) != 0) co_return "the jail helper " + config.jail_helper + " cannot run";

@@ -15,7 +15,6 @@
 #include "gateway/offload.h"
 #include "metrics/exposition.h"
 #include "state/workspace_records.h"
-#include "workspace/layout.h"
 
 namespace cellgate::api {
 namespace {
@@ -54,7 +53,7 @@ boost::asio::awaitable<void> MetricsApi::measure_storage() {
   measuring_ = true;
   measured_changes_ = changes;
   Storage s;
-  const std::string store = workspace::store_dir(gw_.config().data_dir);
+  const std::string store = gw_.workspaces().store().dir();
   // By reference: GCC 12 may destroy a temporary in a co_await operand twice (see health_api.cc).
   auto [bytes, objects] = co_await gw_.offload().run([&store] { return walk_store(store); });
   s.store_bytes = bytes;

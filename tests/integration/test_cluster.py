@@ -102,14 +102,15 @@ def make_cert(d, ca, name, address):
 class Node(targets_mod.CellgateTarget):
     """`cellgate serve` run inside its namespace."""
 
-    def __init__(self, binary, ns, name, address, certs, ca, database, egress_hosts, upstream_net):
+    def __init__(self, binary, ns, name, address, certs, ca, database, egress_hosts, upstream_net, store):
         spawner = os.environ.get("CELLGATE_TEST_SPAWNER", "plain")
         # The egress proxy runs as `serve` runs it by default (on with the jail spawner; a plain kernel
         # has the host's network and no proxy), in the node's namespace: names from a hosts file only.
         super().__init__(binary, spawner=spawner, extra_args=[
             "--ip", address, "--cluster-listen", address + ":9443", "--node-id", name,
             "--cluster-cert", certs[0], "--cluster-key", certs[1], "--cluster-ca", ca,
-            "--node-lease", str(LEASE), "--egress-hosts", egress_hosts, "--egress-dns", "false"])
+            "--node-lease", str(LEASE), "--egress-hosts", egress_hosts, "--egress-dns", "false",
+            "--store-dir", store])
         self.ns, self.name, self.address = ns, name, address
         self.database = database
         self.http.trust_env = False  # no proxy from the environment between the test and its namespaces
@@ -151,13 +152,15 @@ class Cluster:
             with open(hosts, "w") as f:
                 f.write("%s %s\n" % (pg_address, UPSTREAM_HOST))
             os.chmod(self.tmp, 0o711)  # the proxy may read the hosts file as its own uid
+            self.store = os.path.join(self.tmp, "shared-store")
             ca = make_ca(self.tmp, "cluster-ca")
             self.ca = ca[1]
             for i, name in enumerate(NAMES):
                 ns, address = self.net.add(name, 10 + i)
                 certs = make_cert(self.tmp, ca, name, address)
+                # One snapshot store for all three, as a shared filesystem (NFS, CephFS, EFS) would be.
                 self.nodes[name] = Node(path, ns, name, address, certs, self.ca, self.url, hosts,
-                                        self.net.prefix + ".0/24")
+                                        self.net.prefix + ".0/24", self.store)
             a = self.nodes["a"]
             self.tokens = {u: a.add_user(u, *flags) for u, flags in
                            (("alice", ()), ("bob", ()), ("carol", ("--max-kernels", "2")), ("dave", ()))}
@@ -534,6 +537,46 @@ def test_a_node_cut_off_has_its_kernels_reported_dead_within_the_lease_while_the
     assert cluster.node_of(by_node["c"]) is None, cluster.node_of(by_node["c"])
     for name in ("a", "b"):
         s.delete(survivors[0].url + "api/kernels/" + by_node[name], timeout=60)
+
+
+def test_a_workspace_is_restored_on_another_node_after_its_node_is_lost(cluster):
+    s = cluster.session("dave")
+    a = cluster.nodes["a"]
+    kid = start(s, a, workspace="lab")["id"]
+    holder = cluster.nodes[cluster.node_of(kid)[0]]
+    survivors = others(cluster, holder.name)
+    # Each execute's snapshot is taken before its reply: what the cell wrote is in the shared store.
+    rep = execute(s, a, kid, "open('results.csv', 'w').write('run,score\\n1,0.93\\n'); print('saved')")
+    assert stdout_of(rep).strip() == "saved", rep
+    published = os.path.join(cluster.store, "manifests", "dave", "lab")
+    assert os.listdir(published), "no manifest published to the shared store"
+    cluster.net.link(holder.name, False)
+    try:
+        deadline = time.monotonic() + LEASE + 2 * LEASE / 5 + 15
+        state = None
+        while time.monotonic() < deadline:
+            r = s.get(survivors[0].url + "api/kernels/" + kid, timeout=30)
+            if r.status_code == 200:
+                state = r.json()
+                if state["execution_state"] == "dead":
+                    break
+            time.sleep(0.5)
+        assert state and state["execution_state"] == "dead" and state["reason"] == "node lost", state
+        # The workspace's node is lost: the next kernel in it starts on a survivor, from its newest snapshot.
+        again = start(s, survivors[1], workspace="lab")["id"]
+        assert cluster.node_of(again)[0] in [n.name for n in survivors], cluster.node_of(again)
+        rep = execute(s, survivors[0], again, "print(open('results.csv').read(), end='')")
+        assert stdout_of(rep) == "run,score\n1,0.93\n", rep
+        s.delete(survivors[0].url + "api/kernels/" + again, timeout=60)
+    finally:
+        cluster.net.link(holder.name, True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        rows = holder.db_query("SELECT state FROM nodes WHERE id = ?", holder.name)
+        if rows and rows[0][0] == "up" and cluster.node_of(kid) is None:
+            break
+        time.sleep(0.5)
+    assert rows[0][0] == "up" and cluster.node_of(kid) is None, (rows, cluster.node_of(kid))
 
 
 def test_a_node_that_cannot_renew_its_lease_stops_serving_its_kernels_before_it_may_be_declared_lost(cluster):

@@ -259,7 +259,7 @@ TEST_CASE("fsck catches a corrupted object and a missing one", "[workspace]") {
   test::write_text(ws.tree_path() + "/b", "other content");
   REQUIRE(ws.snapshot({}));
   std::ostringstream clean;
-  CHECK(cellgate::cli::fsck_main(mgr->data_dir(), clean) == 0);
+  CHECK(cellgate::cli::fsck_main({mgr->data_dir(), ""}, clean) == 0);
   CHECK(clean.str().find("0 problems") != std::string::npos);
 
   auto m = ws.load_snapshot(ws.list_snapshots()->at(0).id);
@@ -272,14 +272,14 @@ TEST_CASE("fsck catches a corrupted object and a missing one", "[workspace]") {
   test::write_text(obj_a, bytes);
   ::unlink(obj_b.c_str());
   std::ostringstream out;
-  CHECK(cellgate::cli::fsck_main(mgr->data_dir(), out) == 1);
+  CHECK(cellgate::cli::fsck_main({mgr->data_dir(), ""}, out) == 1);
   CHECK(out.str().find("corrupt") != std::string::npos);
   CHECK(out.str().find("missing") != std::string::npos);
   auto report = fsck(mgr->store(), mgr->data_dir());
   REQUIRE(report);
   CHECK(report->problems.size() == 2);
   std::ostringstream none;
-  CHECK(cellgate::cli::fsck_main(tmp.path() + "/nowhere", none) == 2);
+  CHECK(cellgate::cli::fsck_main({tmp.path() + "/nowhere", ""}, none) == 2);
 }
 
 TEST_CASE("tar of a snapshot is readable by /bin/tar", "[workspace]") {
