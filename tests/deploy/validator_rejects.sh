@@ -28,7 +28,7 @@ expect() {
 }
 
 expect misspelt-field 's/readinessProbe:/readinesProbe:/' cellgate.yaml "no such field in V1Container"
-expect wrong-type 's/replicas: 1/replicas: one/' cellgate.yaml "replicas"
+expect wrong-type 's/replicas: 3/replicas: three/' cellgate.yaml "replicas"
 expect missing-required 's/^  serviceName: cellgate-nodes$//' cellgate.yaml "serviceName"
 expect selector-mismatch '0,/        app.kubernetes.io\/name: cellgate$/s//        app.kubernetes.io\/name: other/' cellgate.yaml "selector"
 expect unknown-volume '0,/- name: config$/s//- name: konfig/' cellgate.yaml "mounts unknown volume"
