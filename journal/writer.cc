@@ -283,8 +283,12 @@ std::vector<Writer::Op> Writer::prepare(std::vector<Event>& events) {
 common::Status Writer::apply(std::vector<Op>& ops) {
   auto tx = state::Transaction::begin(*db_);
   if (!tx) return tx.error();
-  auto stmts = state::EntryStatements::prepare(*db_);
-  if (!stmts) return stmts.error();
+  if (!stmts_) {
+    auto prepared = state::EntryStatements::prepare(*db_);
+    if (!prepared) return prepared.error();
+    stmts_.emplace(std::move(prepared.value()));
+  }
+  state::EntryStatements* stmts = &*stmts_;
   std::unordered_map<std::string, int64_t> running;  // committed into running_bytes_ after commit
   for (auto& op : ops) {
     const std::string& kid = op.journal.kernel_id;

@@ -91,6 +91,9 @@ class Writer {
   workspace::WorkspaceManager& workspaces_;
   std::string data_dir_;
   std::optional<state::Database> db_;
+  // Compiled once, reused by every batch (after db_: finalized before the connection closes). The
+  // backends keep them valid across reconnects (PostgreSQL's are SQL text and parameters).
+  std::optional<state::EntryStatements> stmts_;
   std::unique_ptr<Retention> retention_;
 
   mutable std::mutex mu_;
