@@ -345,6 +345,15 @@ void KernelHub::dispatch(Channel channel, protocol::Message message, std::string
     if (parent_id.empty()) parent_id = protocol::peek_parent_msg_id(message.parent_header);
     journal_->on_message(channel == Channel::kIopub, parent_id, message, snapshot);
   }
+  // A node that cannot renew its cluster lease acts for none of its kernels: nothing of theirs reaches
+  // a client, however it got here. A reply to a request accepted while the fence held can be held up
+  // past it (its snapshot's index row waits on a database that has gone away), and the other nodes may
+  // have declared the kernel dead by then (docs/cluster.md §3). Its clients reconnect elsewhere.
+  if (fence && !fence->holds()) {
+    auto sessions = sessions_;  // a close detaches the session from sessions_
+    for (auto& s : sessions) s->close("this node cannot renew its cluster lease; reconnect", 1001);
+    return;
+  }
   if (!watchers_.empty()) {
     // Only paid while an agent request is in flight: find the request this message answers.
     if (parent_id.empty()) parent_id = protocol::peek_parent_msg_id(message.parent_header);
