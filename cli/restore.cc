@@ -2,6 +2,8 @@
 // restore: `cellgate restore`, a workspace put back to one of its snapshots from the data dir.
 #include "cli/restore.h"
 
+#include "cli/option_value.h"
+
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -36,19 +38,15 @@ int restore_main(int argc, char** argv) {
   WorkspaceConfig config;         // the store: --store-dir's (as `serve` was given), else the data dir's
   std::vector<std::string> args;
   for (int i = 0; i < argc; ++i) {
-    const std::string a = argv[i];
+    std::string a = argv[i];
     if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    if ((a == "--data-dir" || a == "--owner" || a == "--store-dir") && i + 1 < argc) {
-      (a == "--data-dir" ? data_dir : a == "--owner" ? owner : config.store_dir) = argv[++i];
-    } else if (a.rfind("--data-dir=", 0) == 0) {
-      data_dir = a.substr(11);
-    } else if (a.rfind("--store-dir=", 0) == 0) {
-      config.store_dir = a.substr(12);
-    } else if (a.rfind("--owner=", 0) == 0) {
-      owner = a.substr(8);
+    const std::string flag = a.substr(0, a.find('='));
+    if (flag == "--data-dir" || flag == "--owner" || flag == "--store-dir") {
+      if (a == flag && i + 1 >= argc) return usage_error(flag + " needs a value");
+      (flag == "--data-dir" ? data_dir : flag == "--owner" ? owner : config.store_dir) = option_value(a, argc, argv, i);
     } else if (a.rfind("--", 0) == 0) {
       return usage_error("unknown option " + a);
     } else {

@@ -2,6 +2,8 @@
 // store: `cellgate fsck` and `cellgate gc`, the snapshot store's own commands.
 #include "cli/store.h"
 
+#include "cli/option_value.h"
+
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -28,11 +30,11 @@ StoreArgs store_args(int argc, char** argv) {
   out.data_dir = std::getenv("CELLGATE_DATA_DIR") ? std::getenv("CELLGATE_DATA_DIR") : "./data";
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--data-dir" && i + 1 < argc) out.data_dir = argv[++i];
-    else if (a.rfind("--data-dir=", 0) == 0) out.data_dir = a.substr(11);
-    else if (a == "--store-dir" && i + 1 < argc) out.store_dir = argv[++i];
-    else if (a.rfind("--store-dir=", 0) == 0) out.store_dir = a.substr(12);
-    else throw common::ConfigError("unexpected argument '" + a + "' (usage: [--data-dir DIR] [--store-dir DIR])");
+    const bool data = a == "--data-dir" || a.rfind("--data-dir=", 0) == 0;
+    const bool store = a == "--store-dir" || a.rfind("--store-dir=", 0) == 0;
+    if (!data && !store)
+      throw common::ConfigError("unexpected argument '" + a + "' (usage: [--data-dir DIR] [--store-dir DIR])");
+    (data ? out.data_dir : out.store_dir) = option_value(a, argc, argv, i);
   }
   return out;
 }
