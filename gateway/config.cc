@@ -238,6 +238,11 @@ const std::vector<Option>& options() {
        [](Config& c, const std::string& v) { c.max_artifacts_per_user = static_cast<int>(parse_int("max-artifacts-per-user", v, 0, 1 << 20)); }},
       {"workspace-bytes", "SIZE", false, "default cap on a workspace's bytes (default 10G)",
        [](Config& c, const std::string& v) { c.workspace_bytes = parse_size("workspace-bytes", v); }},
+      {"user-workspace-bytes", "SIZE", false,
+       "cap on what all of one user's workspaces hold together on the workspace volume, enforced at write time "
+       "like --workspace-bytes (EDQUOT inside the kernel, 507 for an upload): a user with many workspaces or "
+       "kernels cannot fill the volume; 0 = no cap (default)",
+       [](Config& c, const std::string& v) { c.user_workspace_bytes = parse_size("user-workspace-bytes", v); }},
       {"store-bytes", "SIZE", false,
        "default cap on what all of a user's snapshots hold in the snapshot store (each object a user's workspace "
        "references, once per workspace, in 4 KiB blocks, plus manifests); 0 = no cap (default 20G)",

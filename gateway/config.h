@@ -67,6 +67,7 @@ struct Config {
   int max_sessions_per_user = 256;            // session rows (/api/sessions) per user; 0 = none
   int max_artifacts_per_user = 1000;          // published artifacts per user (their bytes: store_bytes); 0 = none
   uint64_t workspace_bytes = 10ull << 30;     // per workspace
+  uint64_t user_workspace_bytes = 0;          // per user, all their workspaces on the volume together; 0 = no cap
   uint64_t workspace_files = 200000;
   uint64_t store_bytes = 20ull << 30;         // per user: what all their snapshots may hold in the store; 0 = no cap
   std::string workspace_volume = "auto";      // auto | on | off: workspace trees in a btrfs volume with live quotas

@@ -57,6 +57,7 @@ Gateway::Gateway(boost::asio::io_context& io, Config config, std::unique_ptr<lau
   audit_ = std::make_unique<Audit>(*audit_log_);
   workspace::WorkspaceConfig wc;
   wc.max_bytes = config_.workspace_bytes;
+  wc.owner_max_bytes = config_.user_workspace_bytes;
   wc.max_files = config_.workspace_files;
   wc.store_bytes = config_.store_bytes;
   wc.keep_auto = config_.snapshot_keep;

@@ -234,6 +234,28 @@ common::Result<btrfs::Usage> Volume::usage(const std::string& tree) const {
   return btrfs::usage(fd.get());
 }
 
+namespace {
+common::Result<uint64_t> owner_group(int owner_fd) {
+  struct stat st {};
+  if (::fstat(owner_fd, &st) != 0) return sys_error("stat an owner dir", errno);
+  return btrfs::group_qgroup(static_cast<uint64_t>(st.st_ino));
+}
+}  // namespace
+
+common::Status Volume::group_tree(int tree_fd, int owner_fd, uint64_t max_bytes) const {
+  auto group = owner_group(owner_fd);
+  if (!group) return group.error();
+  auto id = btrfs::subvolume_id(tree_fd);
+  if (!id) return id.error();
+  return btrfs::join_group(owner_fd, *id, *group, max_bytes);
+}
+
+common::Result<btrfs::Usage> Volume::group_usage(int owner_fd) const {
+  auto group = owner_group(owner_fd);
+  if (!group) return group.error();
+  return btrfs::qgroup_usage(owner_fd, *group);
+}
+
 common::Status Volume::remove_tree(int parent_fd, const std::string& name) const {
   struct stat st {};
   if (::fstatat(parent_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) || st.st_ino != 256)

@@ -46,6 +46,13 @@ class Volume {
   // Changes the limit of the tree at `tree` (a subvolume made by make_tree).
   common::Status set_limit(const std::string& tree, uint64_t max_bytes) const;
   common::Result<btrfs::Usage> usage(const std::string& tree) const;
+  // Puts the tree at tree_fd (a subvolume made by make_tree) in its owner's group: the trees under
+  // owner_fd (<data>/workspaces/<owner>, a directory of the volume) together hold at most max_bytes
+  // (0: no bound), enforced at write time like each tree's own limit. The group is the level-1 qgroup
+  // numbered after owner_fd's inode: stable across mounts, one per owner dir, no table to keep.
+  common::Status group_tree(int tree_fd, int owner_fd, uint64_t max_bytes) const;
+  // What the trees of the owner dir at owner_fd hold together, and their group's limit.
+  common::Result<btrfs::Usage> group_usage(int owner_fd) const;
   // Deletes parent_fd/name when it is a subvolume (whatever it holds, in O(1)); else does nothing.
   common::Status remove_tree(int parent_fd, const std::string& name) const;
   // Unmounts <data>/workspaces unless another opener (a gateway, `cellgate gc`) holds it (each holds

@@ -27,6 +27,9 @@ enum class VolumeMode { kOff, kAuto, kOn };
 
 struct WorkspaceConfig {
   uint64_t max_bytes = uint64_t{10} << 30;  // per workspace, sum of file sizes; with a volume, also its live quota
+  // With a volume: what all of one owner's workspace trees may hold together, a live quota like each
+  // tree's own (a user with many workspaces or kernels cannot fill the volume); 0 = no bound.
+  uint64_t owner_max_bytes = 0;
   uint64_t max_files = 200'000;             // per workspace, entries of any type
   size_t keep_auto = 20;                    // automatic unlabelled snapshots kept by retention
   uint64_t store_bytes = 0;                 // the owner's store quota over all their workspaces (store_usage.h); 0 = none

@@ -95,6 +95,23 @@ common::Result<btrfs::Usage> WorkspaceManager::quota(const WorkspaceRef& ref) co
   return volume_->usage(*dir + "/tree");
 }
 
+common::Result<btrfs::Usage> WorkspaceManager::owner_quota(const std::string& owner) const {
+  if (!volume_) return make_error(Errc::kUnavailable, "workspaces have no live quota here");
+  if (auto st = validate_name(owner); !st) return st.error();
+  const std::string owner_dir = workspaces_dir(data_dir_) + "/" + owner;
+  common::UniqueFd fd(::open(owner_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return errno_error("open " + owner_dir, errno);
+  return volume_->group_usage(fd.get());
+}
+
+common::Status WorkspaceManager::group(const std::string& owner_dir, const std::string& tree) const {
+  common::UniqueFd owner_fd(::open(owner_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!owner_fd) return errno_error("open " + owner_dir, errno);
+  common::UniqueFd tree_fd(::open(tree.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!tree_fd) return errno_error("open " + tree, errno);
+  return volume_->group_tree(tree_fd.get(), owner_fd.get(), config_.owner_max_bytes);
+}
+
 common::Result<std::string> WorkspaceManager::checked_dir(const WorkspaceRef& ref) const {
   if (auto st = validate_name(ref.owner); !st) return st.error();
   if (auto st = validate_name(ref.name); !st) return st.error();
@@ -116,6 +133,8 @@ common::Result<Workspace> WorkspaceManager::create(const WorkspaceRef& ref) {
     common::UniqueFd staged_fd(::open(staged.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     auto st = staged_fd ? volume_->make_tree(staged_fd.get(), "tree", quota_of(ref), config_.tree_uid, config_.tree_gid)
                         : common::Status(errno_error("open " + staged, errno));
+    // In its owner's group before anything can write into it.
+    if (st) st = group(owner_dir, tree);
     if (!st) {
       (void)discard(staged);
       return st.error();
@@ -156,9 +175,13 @@ common::Result<Workspace> WorkspaceManager::ensure(const WorkspaceRef& ref) {
   // Every kernel start ensures its workspace and nearly always finds it: look before staging a new
   // one (staging and removing it again costs several ms of directory syscalls on a busy disk).
   if (auto found = open(ref); found || found.error().code != Errc::kNotFound) {
-    // The owner's quota may have changed since (cellgate user set-limits): one ioctl.
+    // The owner's quota may have changed since (cellgate user set-limits): one ioctl. The owner's
+    // group (a tree made before there were groups joins it here; its limit follows the config's).
     if (found && volume_ && ref.max_bytes != 0) {
       if (auto st = volume_->set_limit(found->tree_path(), ref.max_bytes); !st) return st.error();
+    }
+    if (found && volume_) {
+      if (auto st = group(workspaces_dir(data_dir_) + "/" + ref.owner, found->tree_path()); !st) return st.error();
     }
     return found;
   }

@@ -47,6 +47,8 @@ class WorkspaceManager {
 
   // The live quota of ref's tree: its limit and what it holds. kUnavailable without a volume.
   common::Result<btrfs::Usage> quota(const WorkspaceRef& ref) const;
+  // The live quota of all of owner's trees together (config().owner_max_bytes). kUnavailable without a volume.
+  common::Result<btrfs::Usage> owner_quota(const std::string& owner) const;
   // The volume holding the trees, or nullptr (VolumeMode kOff, or kAuto where it was not possible).
   Volume* volume() const { return volume_.get(); }
   // Where workspaces are staged while made or removed: on the trees' file system (renames are atomic).
@@ -62,6 +64,8 @@ class WorkspaceManager {
   common::Result<std::string> checked_dir(const WorkspaceRef& ref) const;
   // Removes a staged or doomed workspace dir (its tree in one go when it is a subvolume).
   common::Status discard(const std::string& staged) const;
+  // Puts the tree at `tree` (a subvolume) in the group of owner_dir's trees, limited to owner_max_bytes.
+  common::Status group(const std::string& owner_dir, const std::string& tree) const;
   uint64_t quota_of(const WorkspaceRef& ref) const { return ref.max_bytes != 0 ? ref.max_bytes : config_.max_bytes; }
   // The config with ref's own quotas in.
   WorkspaceConfig config_for(const WorkspaceRef& ref) const {

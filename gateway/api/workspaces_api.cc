@@ -33,6 +33,11 @@ const char* type_name(workspace::NodeType t) {
 
 // A write refused by the workspace's live quota (EDQUOT, or ENOSPC when the whole volume is full).
 std::string quota_message(const workspace::WorkspaceManager& mgr, const workspace::WorkspaceRef& ref, uint64_t max_bytes) {
+  // The owner's workspaces together (--user-workspace-bytes), when they are what is full: within a
+  // write's reservation of their limit (btrfs reserves ahead, up to a few MiB).
+  if (auto g = mgr.owner_quota(ref.owner); g && g->limit != 0 && g->referenced + (8u << 20) >= g->limit)
+    return fmt::format("the workspaces of user {} are full: together they may hold {} bytes (user_workspace_bytes) "
+                       "and hold {}", ref.owner, g->limit, g->referenced);
   if (auto q = mgr.quota(ref); q && q->limit != 0)
     return fmt::format("workspace {} is full: its quota (workspace_bytes) is {} bytes and it holds {}", ref.name,
                        q->limit, q->referenced);

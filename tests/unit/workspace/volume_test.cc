@@ -181,3 +181,46 @@ TEST_CASE("auto as root never falls back to plain directories unnoticed", "[work
   REQUIRE(plain);
   CHECK((*plain)->volume() == nullptr);
 }
+
+TEST_CASE("an owner's workspaces together hold at most owner_max_bytes, at write time", "[workspace][volume]") {
+  if (!can_run()) {
+    WARN("needs root, btrfs, /dev/loop-control and mkfs.btrfs: nothing to check");
+    return;
+  }
+  TempDir tmp("/var/tmp");
+  const std::string data = tmp.path() + "/data";
+  VolumeCleanup cleanup(data);
+  WorkspaceConfig config;
+  config.volume = VolumeMode::kOn;
+  config.volume_bytes = uint64_t{1} << 30;
+  config.max_bytes = 16 << 20;
+  {
+    // Made while the owner had no cap: the cap that came since holds from the next ensure().
+    auto mgr = WorkspaceManager::open(data, config);
+    REQUIRE(mgr);
+    REQUIRE((*mgr)->create({"u", "a"}));
+    CHECK(fill(workspaces_dir(data) + "/u/a/tree/f", 12) == std::pair<int, int>{12, 0});
+    (*mgr)->volume()->release();
+  }
+  config.owner_max_bytes = 24 << 20;
+  auto mgr = WorkspaceManager::open(data, config);
+  REQUIRE(mgr);
+  REQUIRE((*mgr)->ensure({"u", "a"}));
+  auto b = (*mgr)->create({"u", "b"});
+  REQUIRE(b);
+  // Each under its own 16 MiB, together past the owner's 24.
+  auto [written, err] = fill(b->tree_path() + "/f", 12);
+  CHECK(written < 12);
+  CHECK((err == EDQUOT || err == ENOSPC));
+  auto group = (*mgr)->owner_quota("u");
+  REQUIRE(group);
+  CHECK(group->limit == (24u << 20));
+  // Another owner has a group of their own; what u freed is u's again at once.
+  auto c = (*mgr)->create({"v", "c"});
+  REQUIRE(c);
+  CHECK(fill(c->tree_path() + "/f", 12) == std::pair<int, int>{12, 0});
+  REQUIRE(::unlink((workspaces_dir(data) + "/u/a/tree/f").c_str()) == 0);
+  CHECK(fill(b->tree_path() + "/f", 12) == std::pair<int, int>{12, 0});
+  REQUIRE((*mgr)->remove({"u", "a"}));
+  (*mgr)->volume()->release();
+}
