@@ -21,6 +21,20 @@ using launcher::Channel;
 using launcher::KernelState;
 
 namespace {
+
+// Calls fn on each session. fn may detach the session it is given (deliver() closes a client too slow
+// for its queue bound and hands its unsent messages back through detach(), which erases it from
+// sessions): a range-for went on past the shortened vector into a moved-from pointer, a SIGSEGV of the
+// whole gateway from one user's two sockets on one kernel, one of them not reading.
+template <class Fn>
+void for_each_session(std::vector<std::shared_ptr<WsSession>>& sessions, Fn&& fn) {
+  for (size_t i = 0; i < sessions.size();) {
+    WsSession* s = sessions[i].get();
+    fn(*s);
+    if (i < sessions.size() && sessions[i].get() == s) ++i;
+  }
+}
+
 constexpr size_t kMaxPendingRequests = 8192;
 constexpr size_t kMaxOfflineSessions = 32;
 constexpr size_t kMaxSilentPending = 1024;
@@ -202,12 +216,11 @@ void KernelHub::release_held() {
 
 void KernelHub::deliver_to_session(const std::string& session_id, const OutgoingPtr& m) {
   bool delivered = false;
-  for (auto& s : sessions_) {
-    if (s->session_id() == session_id) {
-      s->deliver(m);
-      delivered = true;
-    }
-  }
+  for_each_session(sessions_, [&](WsSession& s) {
+    if (s.session_id() != session_id) return;
+    s.deliver(m);
+    delivered = true;
+  });
   if (!delivered) {
     auto it = offline_.find(session_id);
     if (it != offline_.end()) buffer(it->second, m);
@@ -215,7 +228,7 @@ void KernelHub::deliver_to_session(const std::string& session_id, const Outgoing
 }
 
 void KernelHub::broadcast(const OutgoingPtr& m) {
-  for (auto& s : sessions_) s->deliver(m);
+  for_each_session(sessions_, [&](WsSession& s) { s.deliver(m); });
   for (auto& [sid, r] : offline_) buffer(r, m);
 }
 

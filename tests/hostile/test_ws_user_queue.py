@@ -4,6 +4,7 @@
 # What one user's sockets queue together is now bounded too (4 x --ws-queue), past which the socket
 # that adds to it is closed with 1008, its unsent output kept in its session's replay buffer.
 import socket
+import threading
 import time
 
 import websocket
@@ -56,4 +57,61 @@ def test_a_users_sockets_together_are_bounded():
                 s.close()
             except Exception:
                 pass
+        t.stop()
+
+
+def test_a_slow_socket_closed_mid_broadcast_leaves_the_kernels_other_sockets_serving():
+    """Two sockets on one kernel, one not reading: the gateway closed the slow one (1008) while it
+    handed a message to both, and went on into the slot the closed one had left (SIGSEGV of the whole
+    gateway, every user's kernels and sockets with it, from one user's two sockets)."""
+    t = h.jailed("--ws-queue", "4M")
+    lines = 16 * 16
+    try:
+        t.start()
+        kid = t.start_kernel()["id"]
+        slow = websocket.create_connection(
+            jws.ws_url(t.url, kid, "slow"), header=["Authorization: token %s" % t.token], timeout=30,
+            sockopt=((socket.SOL_SOCKET, socket.SO_RCVBUF, 4096),))
+        fast = jws.KernelWS(t.url, t.token, kid)
+        got = []
+
+        def read_fast():
+            try:
+                while sum(got) < lines * 65536:
+                    m = fast.recv(timeout=60)
+                    if m.get("channel") == "iopub" and jws.msg_type(m) == "stream":
+                        got.append(len(m["content"]["text"]))
+            except Exception as e:  # the gateway went away, or too slow: judged below
+                print("the reading socket ended:", e)
+
+        reader = threading.Thread(target=read_fast, daemon=True)
+        reader.start()
+        # 16 MiB at about 10 MiB/s: the reading socket keeps up, the other passes its 4 MiB in a second.
+        code = "import time\nline = 'x' * 65535\nfor i in range(%d):\n    print(line)\n    time.sleep(0.006)\n" % lines
+        try:
+            r = t.post("api/kernels/%s/execute" % kid, json={"code": code, "timeout": 60}, timeout=90)
+            status = r.status_code
+        except Exception as e:
+            status = "no answer (%s)" % e
+        reader.join(60)
+        time.sleep(0.5)
+        print("execute: %s; the reading socket got %d of %d bytes; gateway exit status %s" %
+              (status, sum(got), lines * 65536, t.proc.poll()))
+        assert t.proc.poll() is None, "the gateway died (exit status %s) when it closed one of a kernel's two " \
+                                      "sockets as too slow" % t.proc.poll()
+        assert status == 200, status
+        assert sum(got) == lines * 65536, "the kernel's reading socket missed output: %d bytes" % sum(got)
+        slow.settimeout(10)
+        closed = None
+        try:
+            while closed is None:
+                op, frame = slow.recv_data_frame(True)
+                if op == websocket.ABNF.OPCODE_CLOSE:
+                    closed = frame.data[:2]
+        except (websocket.WebSocketTimeoutException, websocket.WebSocketConnectionClosedException, OSError):
+            pass
+        assert closed == b"\x03\xf0", "the slow socket was not closed with 1008: %r" % closed
+        fast.close()
+        slow.close()
+    finally:
         t.stop()
