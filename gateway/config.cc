@@ -215,6 +215,13 @@ const std::vector<Option>& options() {
          c.kernel_read_budget = parse_size("kernel-read-budget", v);
          if (c.kernel_read_budget == 0) throw ConfigError("--kernel-read-budget: expected a size above 0, got '" + v + "'");
        }},
+      {"ws-read-per-user", "SIZE", false,
+       "memory one user's WebSocket messages may hold together while they are being read (default twice "
+       "--max-ws-message); the socket whose message does not fit is closed with 1009",
+       [](Config& c, const std::string& v) {
+         c.ws_read_per_user_bytes = parse_size("ws-read-per-user", v);
+         if (c.ws_read_per_user_bytes < (64ull << 10)) throw ConfigError("--ws-read-per-user: expected at least 64K, got '" + v + "'");
+       }},
       {"ws-queue", "SIZE", false, "bytes queued to one WebSocket before it is closed as too slow (default 64M); one user's WebSockets "
        "together, 4 times this",
        [](Config& c, const std::string& v) { c.ws_queue_bytes = parse_size("ws-queue", v); }},

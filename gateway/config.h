@@ -57,6 +57,7 @@ struct Config {
   uint64_t max_kernel_message_bytes = 512ull << 20;  // kernel -> gateway, per message
   uint64_t kernel_read_budget = 0;  // all kernels' partly received large messages; 0 = max(1G, 2 × the above)
   uint64_t ws_queue_bytes = 64ull << 20;     // per WebSocket; see README "slow clients"
+  uint64_t ws_read_per_user_bytes = 0;       // one user's client messages being read at once; 0 = 2 × max_ws_message_bytes
   uint64_t replay_bytes = 16ull << 20;       // per offline session_id
   uint64_t execute_output_bytes = 1ull << 20;  // agent API: outputs kept per execute
   int execute_limit_s = 0;                    // per-execute wall-clock limit; 0 = off

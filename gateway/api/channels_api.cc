@@ -52,12 +52,12 @@ protocol::WsProtocol negotiate(const http::Request& req) {
 }  // namespace
 
 std::shared_ptr<http::WsUserQueue> ChannelsApi::user_queue(const std::string& user) {
-  if (options_.user_queue_bytes == 0) return nullptr;
+  if (options_.user_queue_bytes == 0 && options_.user_read_bytes == 0) return nullptr;
   std::erase_if(queues_, [](const auto& entry) { return entry.second.expired(); });  // users with no socket open
   auto& slot = queues_[user];
   auto queue = slot.lock();
   if (!queue) {
-    queue = std::make_shared<http::WsUserQueue>(http::WsUserQueue{options_.user_queue_bytes, 0});
+    queue = std::make_shared<http::WsUserQueue>(http::WsUserQueue{options_.user_queue_bytes, 0, options_.user_read_bytes, 0});
     slot = queue;
   }
   return queue;

@@ -19,6 +19,7 @@ struct ChannelsOptions {
   http::WsLimits limits;
   int64_t max_connections_per_user = 64;  // 0 = none; a user's own max_connections wins
   uint64_t user_queue_bytes = 0;          // what one user's WebSockets may queue together; 0 = no bound
+  uint64_t user_read_bytes = 0;           // what one user's client messages being read may hold together; 0 = no bound
   metrics::GatewayMetrics* metrics = nullptr;  // refusals counted (null: not)
   events::EventLog* events = nullptr;          // refusals told (null: not)
 };
@@ -34,7 +35,7 @@ class ChannelsApi {
   ChannelsOptions options_;
   // user → open WebSockets; shared with the leases, so one outliving this is safe.
   std::shared_ptr<std::map<std::string, int>> open_ = std::make_shared<std::map<std::string, int>>();
-  // user → what their open WebSockets have queued together (held by the connections).
+  // user → what their open WebSockets hold together (held by the connections).
   std::map<std::string, std::weak_ptr<http::WsUserQueue>> queues_;
   std::shared_ptr<http::WsUserQueue> user_queue(const std::string& user);
 };

@@ -30,9 +30,12 @@ Handlers::Handlers(gateway::Gateway& gw)
       status(gw.kernels(), gw.started(), mcp),
       kernelspecs(gw.kernels(), gw.config().base_url, gw.config().default_kernel),
       kernels(gw.kernels(), cluster, gw.config().base_url),
-      // A user's WebSockets together may queue 4 times what one may (--ws-queue).
+      // A user's WebSockets together may queue 4 times what one may (--ws-queue), and be reading
+      // messages of twice the largest one may send (--ws-read-per-user).
       channels(cluster, ChannelsOptions{{gw.config().max_ws_message_bytes, gw.config().ws_queue_bytes, gw.config().ws_ping_interval_s, nullptr},
                                         gw.config().max_connections_per_user, 4 * gw.config().ws_queue_bytes,
+                                        gw.config().ws_read_per_user_bytes != 0 ? gw.config().ws_read_per_user_bytes
+                                                                                : 2 * gw.config().max_ws_message_bytes,
                                         &gw.metrics(), &gw.events()}),
       execute(gw.config().execute_output_bytes),
       tools(gw.offload(), gw.audit(),

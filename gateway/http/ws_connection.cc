@@ -23,6 +23,10 @@ namespace {
 // A write the client takes no byte of for this long drops it: a client that does not read holds its
 // queue (at most queue_bytes) for this long at most, even when the kernel sends nothing more.
 constexpr auto kWriteStall = std::chrono::seconds(30);
+// What one read takes from the socket at most: the granularity at which a message's bytes are read
+// (its whole length is charged once its frame header is in, see charge_reading), and the most
+// buffer an idle connection keeps after a larger message.
+constexpr size_t kReadChunk = 256 * 1024;
 }  // namespace
 
 template <class Stream>
@@ -70,17 +74,47 @@ asio::awaitable<boost::system::error_code> WsConnection<Stream>::run(Request req
   beast::flat_buffer buffer;
   while (!closed_) {
     buffer.clear();
-    co_await ws_.async_read(buffer, asio::redirect_error(asio::use_awaitable, ec));
+    bool refused = false;
+    do {
+      co_await ws_.async_read_some(buffer, kReadChunk, asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) break;
+      // The bytes in, and the rest of the frame being read as its header declared it (read_size_hint
+      // is exactly that while a frame is unfinished): what this message will hold, charged before it is.
+      const uint64_t whole = buffer.size() + (ws_.is_message_done() ? 0 : ws_.read_size_hint(1));
+      if (!charge_reading(whole)) {
+        refused = true;
+        break;
+      }
+      // One allocation of what was charged, rather than doublings of it.
+      if (buffer.capacity() < whole) buffer.reserve(static_cast<size_t>(whole));
+    } while (!ws_.is_message_done());
     if (ec) break;
+    if (refused) {
+      common::log_warn("kernel={} session={} user={} msg=\"client message refused: the user's messages being read "
+                       "would hold more than ws-read-per-user\" read_cap={} reading={}",
+                       endpoint_->log_id(), session_id(), user(), limits_.user_queue->read_cap,
+                       limits_.user_queue->reading);
+      buffer = beast::flat_buffer();
+      close("message too big: past this user's ws-read-per-user", 1009);
+      // Read on, keeping nothing, until the close handshake ends the connection (Beast's handshake
+      // timeout bounds it; a client that reads nothing is dropped by the write stall).
+      while (!ec) {
+        buffer.clear();
+        co_await ws_.async_read_some(buffer, kReadChunk, asio::redirect_error(asio::use_awaitable, ec));
+      }
+      ec = websocket::error::message_too_big;
+      break;
+    }
     std::string_view data(static_cast<const char*>(buffer.data().data()), buffer.size());
-    auto decoded = protocol::decode_ws(protocol_, data, ws_.got_binary());
-    if (!decoded) {
+    if (auto decoded = protocol::decode_ws(protocol_, data, ws_.got_binary()))
+      endpoint_->from_client(*this, decoded->channel, std::move(decoded->message));
+    else
       common::log_warn("kernel={} session={} msg=\"dropped client frame\" error=\"{}\"", endpoint_->log_id(),
                        session_id(), decoded.error().message);
-      continue;
-    }
-    endpoint_->from_client(*this, decoded->channel, std::move(decoded->message));
+    (void)charge_reading(0);
+    if (buffer.capacity() > kReadChunk) buffer = beast::flat_buffer();  // a large message's memory goes back now
   }
+  (void)charge_reading(0);
   closed_ = true;
   endpoint_->detach(this, take_unsent());
   charge_user();
@@ -125,8 +159,21 @@ void WsConnection<Stream>::charge_user() {
 }
 
 template <class Stream>
+bool WsConnection<Stream>::charge_reading(uint64_t bytes) {
+  if (!limits_.user_queue) return true;
+  WsUserQueue& q = *limits_.user_queue;
+  const uint64_t others = q.reading - std::min(q.reading, read_charged_);
+  if (bytes > read_charged_ && q.read_cap > 0 && others + bytes > q.read_cap) return false;
+  q.reading = others + bytes;
+  read_charged_ = bytes;
+  return true;
+}
+
+template <class Stream>
 WsConnection<Stream>::~WsConnection() {
-  if (limits_.user_queue) limits_.user_queue->bytes -= std::min(limits_.user_queue->bytes, charged_);
+  if (!limits_.user_queue) return;
+  limits_.user_queue->bytes -= std::min(limits_.user_queue->bytes, charged_);
+  limits_.user_queue->reading -= std::min(limits_.user_queue->reading, read_charged_);
 }
 
 template <class Stream>

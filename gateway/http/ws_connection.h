@@ -22,11 +22,15 @@
 
 namespace cellgate::http {
 
-// What all of one user's connections have queued together, and the most they may (0 = no bound):
-// a user's many slow sockets are charged to that user. Shared by those connections; io thread only.
+// What all of one user's connections hold together, and the most they may (0 = no bound): what they
+// have queued to send (cap, bytes), and what the client messages they are reading will hold when read
+// whole (read_cap, reading). A user's many sockets are charged to that user. Shared by those
+// connections; io thread only.
 struct WsUserQueue {
   uint64_t cap = 0;
   uint64_t bytes = 0;
+  uint64_t read_cap = 0;
+  uint64_t reading = 0;
 };
 
 struct WsLimits {
@@ -88,6 +92,9 @@ class WsEndpoint {
 // 5.2) go to the socket in one sendmsg when it takes them, with no Beast write operation per message;
 // Beast still reads, and writes the control frames (coalescing_stream.h keeps the two writers' frames
 // whole and in order).
+// Read policy: a client message is read a chunk at a time, and as soon as a frame's header says how long
+// it is, its whole length is charged to the user (read_cap): a message that does not fit closes the
+// connection with 1009 before its bytes are read. A large message's buffer is freed once it is handed on.
 // Slow-client policy: when more than queue_bytes are waiting, the connection is closed with 1008
 // and what it had not been sent goes back to the endpoint (the session's replay buffer), so a reconnect with the same
 // session_id gets it: memory stays bounded and nothing is dropped silently.
@@ -114,6 +121,9 @@ class WsConnection final : public WsSession {
  private:
   void check_drained();
   void charge_user();  // the user's queue holds what this one's queue holds now
+  // The message this connection is reading will hold `bytes`: false, with nothing charged, when that
+  // would take the user's messages being read past read_cap (never for a smaller charge).
+  bool charge_reading(uint64_t bytes);
   void schedule_write();  // at the end of this turn of the io loop: one write for all it delivered
   void do_write();
   void watch_stall();         // a write pending kWriteStall without progress drops the client
@@ -138,7 +148,8 @@ class WsConnection final : public WsSession {
   bool closed_ = false;
   boost::beast::websocket::close_reason close_reason_;
   size_t drain_level_ = 0;
-  uint64_t charged_ = 0;  // what this connection counts in limits_.user_queue
+  uint64_t charged_ = 0;       // what this connection counts in limits_.user_queue->bytes
+  uint64_t read_charged_ = 0;  // and in limits_.user_queue->reading
   std::function<void()> on_drained_;
   boost::asio::steady_timer stall_;  // the pending write's deadline (watch_stall)
 };
