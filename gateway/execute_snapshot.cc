@@ -9,6 +9,7 @@
 #include "gateway/kernel_hub.h"
 #include "gateway/offload.h"
 #include "gateway/snapshot_index.h"
+#include "state/database_thread.h"
 #include "protocol/json_scan.h"
 #include "protocol/json_text.h"
 
@@ -64,9 +65,9 @@ bool splice_snapshot_info(protocol::Message& reply, const std::string& info_text
 
 }  // namespace
 
-Snapshots::Snapshots(asio::io_context& io, workspace::WorkspaceManager& workspaces, state::Database& db, Offload& offload,
-                     metrics::GatewayMetrics* metrics, events::EventLog* events)
-    : io_(io), workspaces_(workspaces), db_(db), offload_(offload), metrics_(metrics), events_(events),
+Snapshots::Snapshots(asio::io_context& io, workspace::WorkspaceManager& workspaces, state::DatabaseThread& db_thread,
+                     Offload& offload, metrics::GatewayMetrics* metrics, events::EventLog* events)
+    : io_(io), workspaces_(workspaces), db_thread_(db_thread), offload_(offload), metrics_(metrics), events_(events),
       walk_strand_(offload.executor()) {}
 
 void Snapshots::forget(const workspace::WorkspaceRef& ref) {
@@ -113,7 +114,7 @@ void Snapshots::start_walk(const workspace::WorkspaceRef& ref) {
   walks.running = true;
   auto batch = std::make_shared<std::vector<Waiter>>(std::move(walks.next));
   walks.next.clear();
-  asio::post(walk_strand_, [this, ref, key, config = walks.config, batch]() mutable {
+  asio::post(walk_strand_, [this, ref, config = walks.config, batch]() mutable {
     json info;
     workspace::SnapshotResult taken;
     const std::string& id = batch->front().kernel_id;
@@ -142,26 +143,53 @@ void Snapshots::start_walk(const workspace::WorkspaceRef& ref) {
         content.is_object() && content.contains("execution_count") && content["execution_count"].is_number_integer())
       origin.execution_count = content["execution_count"].get<int64_t>();
     for (auto& waiter : *batch) attach_snapshot_info(waiter.reply, info);
-    asio::post(io_, [this, ref, key, taken = std::move(taken), origin = std::move(origin), batch]() mutable {
-      // The database is the io thread's; the index is written before the client hears of the snapshot.
+    asio::post(io_, [this, ref, taken = std::move(taken), origin = std::move(origin), batch]() mutable {
       if (taken.created && events_)
         events_->publish(events::EventType::kSnapshot, ref.owner,
                          {{"workspace", ref.name}, {"snapshot", taken.id}, {"kernel_id", origin.kernel_id}, {"automatic", true}});
-      if (taken.created || !taken.pruned.empty()) {
-        if (auto st = index_snapshot(db_, ref, taken, workspace::SnapshotOptions{}, origin); !st)
-          common::log_error("kernel={} msg=\"cannot index snapshot\" error=\"{}\"", origin.kernel_id, st.error().message);
-      }
-      for (auto& waiter : *batch) waiter.deliver(std::move(waiter.reply), taken.id);
-      auto it = walks_.find(key);
-      if (it == walks_.end()) return;
-      it->second.running = false;
-      if (it->second.next.empty()) {
-        walks_.erase(it);
-      } else {
-        start_walk(ref);
-      }
+      if (!taken.created && taken.pruned.empty()) return walk_done(ref, *batch, taken.id);
+      // The index is written before the client hears of the snapshot.
+      std::string snap_id = taken.id;
+      index_then(ref, std::move(taken), workspace::SnapshotOptions{}, std::move(origin),
+                 [this, ref, batch, snap_id] { walk_done(ref, *batch, snap_id); });
     });
   });
+}
+
+void Snapshots::walk_done(const workspace::WorkspaceRef& ref, std::vector<Waiter>& batch, const std::string& snapshot_id) {
+  for (auto& waiter : batch) waiter.deliver(std::move(waiter.reply), snapshot_id);
+  auto it = walks_.find(ref.owner + "/" + ref.name);
+  if (it == walks_.end()) return;
+  it->second.running = false;
+  if (it->second.next.empty()) {
+    walks_.erase(it);
+  } else {
+    start_walk(ref);
+  }
+}
+
+void Snapshots::index_then(const workspace::WorkspaceRef& ref, workspace::SnapshotResult taken,
+                           workspace::SnapshotOptions options, SnapshotOrigin origin, std::function<void()> then) {
+  const std::string kernel_id = origin.kernel_id;
+  auto work = [ref, taken = std::move(taken), options = std::move(options), origin = std::move(origin)](state::Database& db) {
+    return index_snapshot(db, ref, taken, options, origin);
+  };
+  // Runs on the database thread: back to the io thread with the outcome.
+  auto done = [this, kernel_id, then](common::Status st) {
+    asio::post(io_, [kernel_id, then, st = std::move(st)] {
+      if (!st)
+        common::log_error("kernel={} msg=\"cannot index snapshot (the store has it; the next start's reconcile indexes "
+                          "it)\" error=\"{}\"", kernel_id, st.error().message);
+      then();
+    });
+  };
+  // The owner's walks have filled their share of the queue (one index job per workspace at a time, so
+  // only behind a database that does not answer): this owner's reply goes out now, unlisted until then.
+  if (!db_thread_.post(ref.owner, std::move(work), std::move(done))) {
+    common::log_warn("kernel={} owner={} msg=\"snapshot not indexed: the database thread's queue is full (the database "
+                     "is slow or away); the next start's reconcile indexes it\"", kernel_id, ref.owner);
+    then();
+  }
 }
 
 void Snapshots::baseline(const std::shared_ptr<KernelHub>& hub,
@@ -195,11 +223,12 @@ void Snapshots::baseline(const std::shared_ptr<KernelHub>& hub,
     }
     asio::post(io_, [this, ref, id, options, taken = std::move(taken), error = std::move(error),
                      done = std::move(done)]() mutable {
-      if (taken.created)
-        if (auto st = index_snapshot(db_, ref, taken, options, SnapshotOrigin{id, std::nullopt}); !st)
-          common::log_error("kernel={} msg=\"cannot index snapshot\" error=\"{}\"", id, st.error().message);
       if (!error.empty()) common::log_warn("kernel={} msg=\"no journal baseline\" error=\"{}\"", id, error);
-      done(taken.id, error, taken.bytes);
+      if (!taken.created) return done(taken.id, error, taken.bytes);
+      std::string snap_id = taken.id;
+      const uint64_t bytes = taken.bytes;
+      auto then = [done = std::move(done), snap_id, error, bytes] { done(snap_id, error, bytes); };
+      index_then(ref, std::move(taken), options, SnapshotOrigin{id, std::nullopt}, std::move(then));
     });
   });
 }

@@ -20,20 +20,24 @@
 #include "workspace/workspace_manager.h"
 
 namespace cellgate::state {
-class Database;
+class DatabaseThread;
 }
 
 namespace cellgate::gateway {
 
 class KernelHub;
 class Offload;
+struct SnapshotOrigin;
 
 // Io thread only. The walks run on the offload pool, one at a time (the pool's other thread stays free
 // for everyone's file requests). Each workspace has at most one walk running and one waiting: the
-// replies that arrive meanwhile join the waiting one, and are delivered in order once it is done.
+// replies that arrive meanwhile join the waiting one, and are delivered in order once it is done. A new
+// snapshot's index row is written on the database thread (its own connection), and the replies go out
+// once it is written: a listing after the reply has the snapshot, and a database that does not answer
+// holds those replies, never the io thread. So each workspace has at most one index job at a time.
 class Snapshots {
  public:
-  Snapshots(boost::asio::io_context& io, workspace::WorkspaceManager& workspaces, state::Database& db,
+  Snapshots(boost::asio::io_context& io, workspace::WorkspaceManager& workspaces, state::DatabaseThread& db_thread,
             Offload& offload, metrics::GatewayMetrics* metrics = nullptr, events::EventLog* events = nullptr);
   // KernelHub's execute-reply hook: snapshots the kernel's workspace if anything changed (most cells
   // write no file: inotify says so, and the walk is skipped), then calls deliver with the reply and the
@@ -60,10 +64,16 @@ class Snapshots {
   };
   // Starts the walk for what waits on ref's workspace (none may be running).
   void start_walk(const workspace::WorkspaceRef& ref);
+  // Io thread: indexes what a walk took on the database thread, then runs then (on the io thread, also
+  // when the row could not be written: the next start's reconcile writes it from the store).
+  void index_then(const workspace::WorkspaceRef& ref, workspace::SnapshotResult taken, workspace::SnapshotOptions options,
+                  SnapshotOrigin origin, std::function<void()> then);
+  // Io thread: delivers a finished walk's replies, and starts the next walk of the workspace if any waits.
+  void walk_done(const workspace::WorkspaceRef& ref, std::vector<Waiter>& batch, const std::string& snapshot_id);
 
   boost::asio::io_context& io_;
   workspace::WorkspaceManager& workspaces_;
-  state::Database& db_;
+  state::DatabaseThread& db_thread_;
   Offload& offload_;
   metrics::GatewayMetrics* metrics_;  // walks' durations (null: not counted)
   events::EventLog* events_;          // a snapshot that was taken (null: not told)

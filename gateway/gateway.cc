@@ -19,6 +19,7 @@
 #include "kernel-launcher/spawner.h"
 #include "state/audit_log.h"
 #include "state/database.h"
+#include "state/database_thread.h"
 #include "state/users.h"
 #include "workspace/volume.h"
 #include "workspace/workspace_manager.h"
@@ -92,19 +93,22 @@ void Gateway::finish_setup(std::unique_ptr<launcher::Spawner> spawner) {
     common::log_info("msg=\"snapshot index reconciled with the store\" rebuilt={} dropped={}", reconciled->rebuilt,
                      reconciled->dropped);
   offload_ = std::make_unique<Offload>(2);
-  // The journal writes from a thread of its own, on a connection of its own (the io thread's is the io
-  // thread's alone).
-  journal_ = std::make_unique<journal::Journal>(
-      io_, *db_, journal_config(config_),
-      [spec = config_.database, dir = config_.data_dir] {
-        state::DatabaseOptions options;
-        options.connect_wait = std::chrono::seconds(30);
-        return state::Database::connect(spec, dir, options);
-      },
-      *workspaces_, config_.data_dir);
+  // The io thread's connection is the io thread's alone. What writes on the execute path does so from a
+  // thread of its own, on a connection of its own, so that a database that stops answering holds that
+  // thread, never the io thread and every kernel's traffic with it: the journal, and the snapshot index.
+  auto connect = [spec = config_.database, dir = config_.data_dir] {
+    state::DatabaseOptions options;
+    options.connect_wait = std::chrono::seconds(30);
+    return state::Database::connect(spec, dir, options);
+  };
+  journal_ = std::make_unique<journal::Journal>(io_, *db_, journal_config(config_), connect, *workspaces_,
+                                                config_.data_dir);
   if (auto st = journal_->start(); !st)
     throw ConfigError("cannot open the journal's database connection: " + st.error().message);
-  snapshots_ = std::make_unique<Snapshots>(io_, *workspaces_, *db_, *offload_, &metrics_, &events_);
+  db_thread_ = std::make_unique<state::DatabaseThread>(state::DatabaseThreadOptions{}, connect);
+  if (auto st = db_thread_->start(); !st)
+    throw ConfigError("cannot open the database thread's connection: " + st.error().message);
+  snapshots_ = std::make_unique<Snapshots>(io_, *workspaces_, *db_thread_, *offload_, &metrics_, &events_);
   kernels_ = std::make_unique<KernelManager>(
       io_, config_,
       KernelManager::Services{*db_, *users_, *workspaces_, *offload_, *audit_, snapshots_.get(), &metrics_, &events_,
@@ -139,6 +143,7 @@ Gateway::~Gateway() {
   // Blocking work in flight uses the services below: it ends before they go.
   if (offload_) offload_->join();
   if (journal_) journal_->stop();
+  if (db_thread_) db_thread_->stop();
   // Ended without stop() (a start-up failure after the constructor): with no kernel, no mount stays.
   release_volume_if_unused();
 }
@@ -153,6 +158,7 @@ boost::asio::awaitable<void> Gateway::stop() {
   if (membership_) membership_->stop();
   co_await kernels_->stop();
   journal_->stop();
+  db_thread_->stop();
   // Kernels that live on keep using the workspace volume: it stays mounted for them and the next start.
   release_volume_if_unused();
 }

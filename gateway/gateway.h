@@ -23,6 +23,7 @@ class Spawner;
 namespace cellgate::state {
 class AuditLog;
 class Database;
+class DatabaseThread;
 class UserStore;
 }  // namespace cellgate::state
 namespace cellgate::workspace {
@@ -60,6 +61,8 @@ class Gateway {
   boost::asio::io_context& io() { return io_; }
   common::SystemTime started() const { return started_; }
   state::Database& db() { return *db_; }
+  // Statements that must not hold the io thread (gateway/database_call.h).
+  state::DatabaseThread& db_thread() { return *db_thread_; }
   state::UserStore& users() { return *users_; }
   Authenticator& auth() { return *auth_; }
   Audit& audit() { return *audit_; }
@@ -94,6 +97,8 @@ class Gateway {
   std::unique_ptr<workspace::WorkspaceManager> workspaces_;
   std::unique_ptr<Offload> offload_;
   std::unique_ptr<journal::Journal> journal_;  // before the kernels, whose recorders write into it
+  // The io thread's writes on the execute path (the snapshot index), on a thread and connection of its own.
+  std::unique_ptr<state::DatabaseThread> db_thread_;
   std::unique_ptr<Snapshots> snapshots_;
   std::unique_ptr<KernelManager> kernels_;
   std::unique_ptr<NodeMembership> membership_;

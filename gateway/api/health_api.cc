@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "gateway/database_call.h"
 #include "gateway/gateway.h"
 #include "gateway/jail_probe.h"
 #include "gateway/node_membership.h"
@@ -39,7 +40,18 @@ boost::asio::awaitable<std::string> HealthApi::jail_failure() {
 
 boost::asio::awaitable<std::string> HealthApi::first_failure() {
   const auto& config = gw_.config();
-  if (!gw_.db().exec("SELECT 1")) co_return "the database does not answer";
+  // A database that stopped answering keeps its probe's statement until that statement's deadline (12 s):
+  // meanwhile the next probes say so at once rather than queue more behind it.
+  if (db_probing_->exchange(true)) co_return "the database does not answer";
+  const state::DatabaseThread::Work ping = [probing = db_probing_](state::Database& db) {
+    auto st = db.exec("SELECT 1");
+    probing->store(false);
+    return st;
+  };
+  const std::string tenant = "readyz";
+  auto answered = co_await gateway::on_database_thread(gw_.db_thread(), tenant, ping, std::chrono::seconds(2));
+  if (!answered && answered.error().code == common::Errc::kTooManyRequests) db_probing_->store(false);
+  if (!answered) co_return "the database does not answer";
   // A cluster node that cannot renew its lease serves none of its kernels (gateway/lease_fence.h).
   if (auto* m = gw_.membership(); m && !m->fence()->holds()) co_return "the node cannot renew its cluster lease";
   const std::string store = gw_.workspaces().store().dir();

@@ -4,6 +4,7 @@
 # server (tests/postgres/pg_server.py), so restarting it disturbs no other test.
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -13,7 +14,7 @@ import pytest
 import requests
 
 import targets as targets_mod
-from jupyter_ws import KernelWS
+from jupyter_ws import KernelWS, msg_type
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "postgres"))
 from pg_server import PgServer  # noqa: E402
@@ -216,3 +217,69 @@ def test_a_second_node_on_one_database_is_refused_with_one_line(pg):
         shutil.rmtree(second.tmp, ignore_errors=True)
     finally:
         first.stop()
+
+
+def server_pids(pg):
+    """The postmaster and every process it forked (the backends, the gateway's connections among them)."""
+    with open(os.path.join(pg.data, "postmaster.pid")) as f:
+        postmaster = int(f.readline())
+    pids = [postmaster]
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == postmaster:
+                        pids.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                pass
+    return pids
+
+
+def test_a_stalled_database_holds_no_other_kernels_traffic(pg, alice):
+    """The server stops answering (SIGSTOP: connections stay open, nothing comes back, as behind a
+    partition). A cell that writes a file waits for its snapshot's index row, and only it: another
+    kernel of the same user, in another workspace, answers at once, and so does /readyz (503). Once the
+    server answers again the first reply arrives, naming its snapshot, and the listing after it has that
+    snapshot."""
+    t, http, token, k1 = alice
+    r = http.post(t.url + "api/kernels", json={"workspace": "other"}, timeout=90)
+    assert r.status_code == 201, r.text
+    k2 = r.json()["id"]
+    ws1, ws2 = KernelWS(t.url, token, k1), KernelWS(t.url, token, k2)
+    stopped = []
+    try:
+        assert ws1.execute("open('a.txt', 'w').write('0')").reply["content"]["status"] == "ok"
+        assert ws2.execute("1 + 1").result_text() == "2"
+        stopped = server_pids(pg)
+        for pid in stopped:
+            os.kill(pid, signal.SIGSTOP)
+        writer = ws1.send("shell", "execute_request", {"code": "open('a.txt', 'w').write('1')", "silent": False,
+                                                       "store_history": True, "user_expressions": {},
+                                                       "allow_stdin": False, "stop_on_error": True})
+        time.sleep(1.0)  # the walk is done; its index row waits on the server
+        began = time.monotonic()
+        rep = ws2.execute("1 + 1", timeout=30)
+        took = time.monotonic() - began
+        assert rep.result_text() == "2", rep.reply
+        assert took < 3, "another kernel's 1 + 1 took %.1f s while the database was stalled" % took
+        # A readiness probe (public: no token to look up) says the database does not answer, in time.
+        began = time.monotonic()
+        r = requests.get(t.url + "readyz", timeout=30)
+        took = time.monotonic() - began
+        assert r.status_code == 503 and took < 5, (r.status_code, r.text, took)
+        # The writer's reply waits for its index row: it has not come.
+        assert not [m for m in ws1.pending if msg_type(m) == "execute_reply"], ws1.pending
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+        stopped = []
+        done = ws1.collect(writer, timeout=30)
+        assert done.reply["content"]["status"] == "ok", done.reply
+        info = done.reply["metadata"]["cellgate"]
+        assert info["new_snapshot"] is True and info["changed"] == ["a.txt"], info
+        listed = [s["id"] for s in http.get(t.url + "api/workspaces/default/snapshots", timeout=30).json()]
+        assert info["snapshot"] in listed, (info, listed)
+    finally:
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+        ws1.close()
+        ws2.close()

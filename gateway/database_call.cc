@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// database_call: a statement run on the database thread, awaited by a coroutine of the io thread.
+#include "gateway/database_call.h"
+
+#include <memory>
+#include <optional>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+namespace cellgate::gateway {
+
+namespace asio = boost::asio;
+
+boost::asio::awaitable<common::Status> on_database_thread(state::DatabaseThread& thread, const std::string& tenant,
+                                                          const state::DatabaseThread::Work& work,
+                                                          std::chrono::milliseconds timeout) {
+  struct Wait {
+    explicit Wait(const asio::any_io_executor& ex) : timer(ex) {}
+    asio::steady_timer timer;
+    std::optional<common::Status> outcome;
+  };
+  auto ex = co_await asio::this_coro::executor;
+  auto wait = std::make_shared<Wait>(ex);
+  // On the database thread: the outcome goes back to the caller's executor, which wakes the caller.
+  auto done = [wait, ex](common::Status st) {
+    asio::post(ex, [wait, st = std::move(st)]() mutable {
+      wait->outcome = std::move(st);
+      wait->timer.cancel();
+    });
+  };
+  if (!thread.post(tenant, work, std::move(done)))
+    co_return common::make_error(common::Errc::kTooManyRequests, "the database thread's queue is full");
+  // Nothing runs on this executor between the post and this wait: the outcome cannot come before it.
+  wait->timer.expires_after(timeout);
+  boost::system::error_code ec;
+  co_await wait->timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  if (wait->outcome) co_return std::move(*wait->outcome);
+  co_return common::make_error(common::Errc::kTimeout, "the database did not answer in time");
+}
+
+}  // namespace cellgate::gateway
