@@ -3,6 +3,8 @@
 #include "gateway/gateway.h"
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/detached.hpp>
 
 #include "common/log.h"
@@ -11,6 +13,7 @@
 #include "gateway/execute_snapshot.h"
 #include "gateway/http/peer_client.h"
 #include "gateway/kernel_manager.h"
+#include "gateway/fence_freezer.h"
 #include "gateway/node_membership.h"
 #include "gateway/offload.h"
 #include "gateway/runtime_dirs.h"
@@ -125,14 +128,27 @@ void Gateway::finish_setup(std::unique_ptr<launcher::Spawner> spawner) {
     };
     auto lost = [this] {
       asio::co_spawn(io_, [this]() -> asio::awaitable<void> {
-        co_await kernels_->end_dead_kernels("node lost");
+        // The io thread's connection may find the database gone only now (the heartbeat's own found it
+        // back first): the fence stays suspended, and the kernels frozen, until the dead are ended.
+        asio::steady_timer retry(io_);
+        while (!co_await kernels_->end_dead_kernels("node lost")) {
+          retry.expires_after(std::chrono::seconds(1));
+          co_await retry.async_wait(asio::use_awaitable);
+        }
         membership_->fence()->resume();  // what remains here was never declared dead
       }, asio::detached);
     };
     peers_ = std::make_unique<http::PeerClient>(
         http::make_cluster_client_context(config_.cluster_cert, config_.cluster_key, config_.cluster_ca),
         std::chrono::seconds(config_.kernel_start_timeout_s) / 10 + std::chrono::seconds(1));
-    membership_ = std::make_unique<NodeMembership>(io_, *db_, std::move(mo), load, lost);
+    // The heartbeat's own connection, on its own thread: a statement that hangs holds that thread for
+    // its deadline, never the io thread. It connects again by itself, each beat, without waiting.
+    auto heartbeat_connect = [spec = config_.database, dir = config_.data_dir] {
+      return state::Database::connect(spec, dir, state::DatabaseOptions{});
+    };
+    fence_freezer_ = std::make_unique<FenceFreezer>(kernels_->kernels());
+    auto fenced = [this](bool down) { fence_freezer_->fenced(down); };
+    membership_ = std::make_unique<NodeMembership>(io_, *db_, std::move(heartbeat_connect), std::move(mo), load, lost, fenced);
     kernels_->set_fence(membership_->fence());
     // Before re-adoption: a node id held by a live node elsewhere is a configuration error.
     if (auto joined = membership_->join(); !joined) throw ConfigError("cannot join the cluster: " + joined.error().message);

@@ -39,6 +39,7 @@ class Audit;
 class Authenticator;
 class KernelManager;
 class NodeMembership;
+class FenceFreezer;
 class Offload;
 class Snapshots;
 
@@ -102,6 +103,7 @@ class Gateway {
   std::unique_ptr<Snapshots> snapshots_;
   std::unique_ptr<KernelManager> kernels_;
   std::unique_ptr<NodeMembership> membership_;
+  std::unique_ptr<FenceFreezer> fence_freezer_;
   std::unique_ptr<http::PeerClient> peers_;
 };
 

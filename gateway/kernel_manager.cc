@@ -712,11 +712,11 @@ awaitable<void> KernelManager::adopt() {
   }
 }
 
-awaitable<void> KernelManager::end_dead_kernels(std::string why) {
+awaitable<bool> KernelManager::end_dead_kernels(std::string why) {
   auto records = state::list_kernels(services_.db);
   if (!records) {
     common::log_error("msg=\"cannot list kernels to end the dead ones\" error=\"{}\"", records.error().message);
-    co_return;
+    co_return false;
   }
   for (const auto& rec : records.value()) {
     if (rec.node != config_.node_id || rec.state != "dead") continue;
@@ -726,6 +726,7 @@ awaitable<void> KernelManager::end_dead_kernels(std::string why) {
     common::log_warn("kernel={} reason=\"{}\" msg=\"ending a kernel whose row is dead\"", rec.id, rec.reason);
     co_await remove(rec.id, "@cluster");
   }
+  co_return true;
 }
 
 awaitable<void> KernelManager::start_services() {

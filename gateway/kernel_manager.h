@@ -130,8 +130,8 @@ class KernelManager {
   // lets them run on, to be re-adopted by the next start.
   boost::asio::awaitable<void> stop();
   // In a cluster: ends this node's kernels whose rows the others marked dead (this node was declared
-  // lost, docs/cluster.md §3); their clients are told why first.
-  boost::asio::awaitable<void> end_dead_kernels(std::string why);
+  // lost, docs/cluster.md §3); their clients are told why first. False when the rows could not be read.
+  boost::asio::awaitable<bool> end_dead_kernels(std::string why);
   // In a cluster: this node's lease, given to every kernel's hub (before start_services).
   void set_fence(std::shared_ptr<const LeaseFence> fence) { fence_ = std::move(fence); }
 

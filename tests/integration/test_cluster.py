@@ -593,6 +593,30 @@ def test_a_node_that_cannot_renew_its_lease_stops_serving_its_kernels_before_it_
         # A client connected to b itself: its messages need no database, only the lease.
         ws = KernelWS(b.url, cluster.tokens["alice"], kid, protocol="v1")
         assert ws.execute("n = 0").reply["content"]["status"] == "ok"
+        # A thread of the kernel's own writes to its workspace ten times a second: what goes on with no
+        # client asking, and what must stop once the node may be declared lost (the workspace may be
+        # restored on another node).
+        ticker = ("import threading, time\n"
+                  "def tick():\n"
+                  "    while True:\n"
+                  "        open('tick.txt', 'w').write(repr(time.time()))\n"
+                  "        time.sleep(0.1)\n"
+                  "threading.Thread(target=tick, daemon=True).start()")
+        assert ws.execute(ticker).reply["content"]["status"] == "ok"
+        tick_file = os.path.join(b.data_dir, "workspaces", "alice", "fence%d" % (len(started) - 1), "tree", "tick.txt")
+
+        def ticks(seconds):
+            seen = set()
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                try:
+                    with open(tick_file) as f:
+                        seen.add(f.read())
+                except OSError:
+                    pass
+                time.sleep(0.1)
+            return len(seen)
+        assert ticks(1.5) >= 5, tick_file
         cut_at = time.monotonic()
         # b alone loses the database; the clients still reach it.
         sh("ip", "netns", "exec", b.ns, "ip", "route", "add", "blackhole", cluster.pg_address + "/32")
@@ -613,6 +637,9 @@ def test_a_node_that_cannot_renew_its_lease_stops_serving_its_kernels_before_it_
             assert not served or max(served) < LEASE, served
             close_frame = getattr(ws, "close_frame", b"") or b""
             assert b"lease" in close_frame and int.from_bytes(close_frame[:2], "big") == 1001, close_frame
+            # Fenced, its kernels are frozen: the kernel's own thread writes nothing more.
+            time.sleep(1)
+            assert ticks(3) <= 1, "a fenced node's kernel went on writing to its workspace"
             deadline = cut_at + LEASE + 2 * LEASE / 5 + 15
             while time.monotonic() < deadline:
                 r = s.get(cluster.nodes["a"].url + "api/kernels/" + kid, timeout=30)
@@ -634,5 +661,68 @@ def test_a_node_that_cannot_renew_its_lease_stops_serving_its_kernels_before_it_
         r = s.post(b.url + "api/kernels/%s/execute" % started[0], json={"code": "1"}, timeout=60)
         assert r.status_code in (200, 404), r.text  # serving again (404: that one was b's, ended too)
     finally:
+        for k in started:
+            s.delete(cluster.nodes["a"].url + "api/kernels/" + k, timeout=60)
+
+
+def test_a_node_whose_database_is_cut_keeps_serving_its_other_kernels_until_its_fence(cluster):
+    """b alone loses the database (a blackhole route: its statements hang, as behind a partition). Until
+    its fence goes down (6 s after its last renewal), what needs no database is served at once: an
+    execute whose snapshot's index row waits on the database holds its own reply, and nothing else; the
+    heartbeat holds its own thread. Old binary: both ran on the io thread, which every kernel's traffic
+    waited on for a statement's deadline (10 s + 2 s)."""
+    s = cluster.session("bob")
+    b = cluster.nodes["b"]
+    started, on_b = [], []
+    sockets = []
+    try:
+        for i in range(9):  # placement spreads: two of these land on b
+            started.append(start(s, b, workspace="hold%d" % i)["id"])
+            if cluster.node_of(started[-1])[0] == "b":
+                on_b.append(started[-1])
+                if len(on_b) == 2:
+                    break
+        assert len(on_b) == 2, [cluster.node_of(k) for k in started]
+        writer, other = (KernelWS(b.url, cluster.tokens["bob"], k, protocol="v1") for k in on_b)
+        sockets = [writer, other]
+        assert writer.execute("open('a.txt', 'w').write('0')").reply["content"]["status"] == "ok"
+        assert other.execute("1 + 1").result_text() == "2"
+        time.sleep(LEASE / 5)  # a renewal after the snapshot's index row: the fence is fresh
+        cut_at = time.monotonic()
+        sh("ip", "netns", "exec", b.ns, "ip", "route", "add", "blackhole", cluster.pg_address + "/32")
+        try:
+            writer.send("shell", "execute_request", {"code": "open('a.txt', 'w').write('1')", "silent": False,
+                                                     "store_history": True, "user_expressions": {},
+                                                     "allow_stdin": False, "stop_on_error": True})
+            time.sleep(0.5)  # its snapshot is taken; its index row waits on the database
+            began = time.monotonic()
+            try:
+                rep = other.execute("1 + 1", timeout=3 * LEASE)
+            except websocket.WebSocketConnectionClosedException:
+                pytest.fail("b's io thread answered another kernel's 1 + 1 only after its fence went down (the "
+                            "socket closed %.1f s after the cut)" % (time.monotonic() - cut_at))
+            took = time.monotonic() - began
+            assert rep.result_text() == "2", rep.reply
+            assert took < 2, "another kernel's 1 + 1 took %.1f s after b lost its database" % took
+            began = time.monotonic()
+            r = b.http.get(b.url + "healthz", timeout=3 * LEASE)
+            took = time.monotonic() - began
+            assert r.status_code == 200 and took < 2, (r.status_code, took)
+            assert time.monotonic() - cut_at < LEASE * 3 / 5, "too slow to have checked before the fence"
+        finally:
+            sh("ip", "netns", "exec", b.ns, "ip", "route", "del", "blackhole", cluster.pg_address + "/32", check=False)
+        # Back before its lease ran out: b renews, and serves its kernels again (the writer's reply came,
+        # or, had the fence gone down first, its socket was closed and the kernel frozen, then thawed).
+        deadline = time.monotonic() + 60
+        while True:
+            r = s.post(b.url + "api/kernels/%s/execute" % on_b[1], json={"code": "print(2 + 2)"}, timeout=60)
+            if r.status_code == 200 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert r.status_code == 200 and stdout_of(r.json()).strip() == "4", (r.status_code, r.text)
+        assert [row[1] for row in b.db_query("SELECT id, state FROM nodes WHERE id = 'b'")] == ["up"]
+    finally:
+        for ws in sockets:
+            ws.close()
         for k in started:
             s.delete(cluster.nodes["a"].url + "api/kernels/" + k, timeout=60)
