@@ -724,6 +724,11 @@ awaitable<bool> KernelManager::end_dead_kernels(std::string why) {
     if (it == kernels_.end()) continue;
     it->second->notify_clients(why + (rec.reason.empty() || rec.reason == why ? "" : ": " + rec.reason));
     common::log_warn("kernel={} reason=\"{}\" msg=\"ending a kernel whose row is dead\"", rec.id, rec.reason);
+    // Killed while still frozen (fenced): its workspace may be restored elsewhere already, so it gets no
+    // polite shutdown, which would thaw it and let it run for the shutdown grace. A frozen task dies of
+    // a pending SIGKILL as it thaws (cgroup v1), or at once (cgroup v2), before running its own code.
+    auto& k = it->second->kernel();
+    if (k.process().pid > 0) k.spawner().signal(k.process(), launcher::KernelSignal::kKill);
     co_await remove(rec.id, "@cluster");
   }
   co_return true;
