@@ -354,8 +354,8 @@ void KernelHub::on_kernel_message(Channel channel, protocol::Message&& message) 
 
 void KernelHub::dispatch(Channel channel, protocol::Message message, std::string parent_id, const std::string* snapshot) {
   if (journal_ && journal_->watching()) {
-    // Only paid while an execution is open: the journal follows the messages whose parent it sent.
-    if (parent_id.empty()) parent_id = protocol::peek_parent_msg_id(message.parent_header);
+    // Only paid while an execution is open: the journal follows the messages whose parent it sent
+    // (it reads the parent's msg_id itself when it is not known yet, without a copy).
     journal_->on_message(channel == Channel::kIopub, parent_id, message, snapshot);
   }
   // A node that cannot renew its cluster lease acts for none of its kernels: nothing of theirs reaches

@@ -44,15 +44,49 @@ std::optional<int64_t> peek_int_member(std::string_view object, std::string_view
   return it->get<int64_t>();
 }
 
-bool is_output(const std::string& t) {
+// A top-level string member as a view into object when the scanner answers (no escapes in it), else
+// through the parser into *spill. The recorder reads a few members of every message an execution
+// sends back: a view costs no allocation.
+std::string_view peek_string_view(std::string_view object, std::string_view key, std::string& spill) {
+  protocol::detail::ScanField fields[] = {{key}};
+  if (protocol::detail::scan_top_level(object, fields))
+    return fields[0].kind == protocol::detail::ScanField::Kind::kString ? fields[0].value : std::string_view();
+  spill = protocol::peek_string_member(object, key);
+  return spill;
+}
+
+// The header's msg_type ("" when it has none): what decides what a message means to the journal.
+std::string_view peek_msg_type(std::string_view header, std::string& spill) {
+  protocol::detail::ScanField fields[] = {{"msg_type"}};
+  if (protocol::detail::scan_top_level(header, fields))
+    return fields[0].kind == protocol::detail::ScanField::Kind::kString ? fields[0].value : std::string_view();
+  auto h = protocol::peek_header(header);
+  spill = h ? std::move(h->msg_type) : std::string();
+  return spill;
+}
+
+// An execute_request's silent and code, in one pass when the scanner answers.
+void peek_request(std::string_view content, bool& silent, std::string& code) {
+  protocol::detail::ScanField fields[] = {{"silent"}, {"code"}};
+  if (protocol::detail::scan_top_level(content, fields)) {
+    silent = fields[0].kind == protocol::detail::ScanField::Kind::kOther && fields[0].value == "true";
+    if (fields[1].kind == protocol::detail::ScanField::Kind::kString) code.assign(fields[1].value);
+    return;
+  }
+  silent = protocol::peek_true_member(content, "silent");
+  code = protocol::peek_string_member(content, "code");
+}
+
+bool is_output(std::string_view t) {
   return t == "stream" || t == "display_data" || t == "execute_result" || t == "error" ||
          t == "update_display_data" || t == "clear_output";
 }
 
 // The reply's status as a word we know: a kernel's own text is not worth storing unbounded.
 std::string reply_status(const protocol::Message& reply) {
-  std::string s = protocol::peek_string_member(reply.content, "status");
-  if (s == "ok" || s == "error" || s == "aborted") return s;
+  std::string spill;
+  const std::string_view s = peek_string_view(reply.content, "status", spill);
+  if (s == "ok" || s == "error" || s == "aborted") return std::string(s);
   return "unknown";
 }
 
@@ -98,8 +132,10 @@ Entry KernelJournal::new_entry(Kind kind) {
 
 void KernelJournal::on_request(const protocol::Message& request, const std::string& msg_id, const Origin& origin,
                                bool hidden) {
-  const bool silent = hidden || protocol::peek_true_member(request.content, "silent");
-  std::string code = protocol::peek_string_member(request.content, "code");
+  bool silent = false;
+  std::string code;
+  peek_request(request.content, silent, code);
+  silent = silent || hidden;
   if (silent && code.empty()) return;  // runs nothing (the gateway's probes while a kernel aborts)
   if (open_.count(msg_id)) finish(msg_id, "unknown", "another request reused its msg_id");
   Entry e = new_entry(Kind::kExecute);
@@ -125,7 +161,7 @@ void KernelJournal::on_request(const protocol::Message& request, const std::stri
   if (first) sink_.want_sweep(weak_from_this());
 }
 
-void KernelJournal::add_output(Open& open, const std::string& msg_type, const protocol::Message& m) {
+void KernelJournal::add_output(Open& open, std::string_view msg_type, const protocol::Message& m) {
   Entry& e = open.entry;
   const uint64_t n = m.content.size();
   if (e.held_bytes() + n > bounds_.entry_bytes || open_bytes_ + n > bounds_.kernel_open_bytes) {
@@ -133,27 +169,29 @@ void KernelJournal::add_output(Open& open, const std::string& msg_type, const pr
     e.dropped_bytes += n;
     return;
   }
-  e.outputs.push_back(Output{msg_type, m.content});
+  e.outputs.push_back(Output{std::string(msg_type), m.content});
   e.output_bytes += n;
   open_bytes_ += n;
 }
 
-void KernelJournal::on_message(bool iopub, const std::string& parent, const protocol::Message& message,
+void KernelJournal::on_message(bool iopub, std::string_view parent, const protocol::Message& message,
                                const std::string* snapshot) {
+  std::string parent_spill;
+  if (parent.empty()) parent = peek_string_view(message.parent_header, "msg_id", parent_spill);
   auto it = open_.find(parent);
   if (it == open_.end()) return;
-  auto header = protocol::peek_header(message.header);
-  if (!header) return;
-  const std::string& type = header->msg_type;
+  std::string type_spill, state_spill;
+  const std::string_view type = peek_msg_type(message.header, type_spill);
+  if (type.empty()) return;
   Open& o = it->second;
   if (iopub) {
     if (type == "status") {
-      const std::string state = protocol::peek_string_member(message.content, "execution_state");
+      const std::string_view state = peek_string_view(message.content, "execution_state", state_spill);
       if (state == "busy" && !o.entry.started_ns) {
         o.entry.started_ns = now_ns();
       } else if (state == "idle") {
         o.idle = true;
-        if (o.replied) finish(parent, o.entry.status, "");
+        if (o.replied) finish(it, o.entry.status, "");
         else o.half_ns = now_ns();
       }
     } else if (is_output(type)) {
@@ -166,13 +204,16 @@ void KernelJournal::on_message(bool iopub, const std::string& parent, const prot
   o.entry.status = reply_status(message);
   o.entry.execution_count = peek_int_member(message.content, "execution_count");
   if (snapshot) o.entry.snapshot_after = *snapshot;
-  if (o.idle) finish(parent, o.entry.status, "");
+  if (o.idle) finish(it, o.entry.status, "");
   else o.half_ns = now_ns();
 }
 
 void KernelJournal::finish(const std::string& msg_id, std::string status, const std::string& reason) {
   auto it = open_.find(msg_id);
-  if (it == open_.end()) return;
+  if (it != open_.end()) finish(it, std::move(status), reason);
+}
+
+void KernelJournal::finish(OpenMap::iterator it, std::string status, const std::string& reason) {
   Entry e = std::move(it->second.entry);
   open_bytes_ -= e.held_bytes();
   open_.erase(it);

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "journal/entry.h"
@@ -58,9 +60,9 @@ class KernelJournal : public std::enable_shared_from_this<KernelJournal> {
   void on_request(const protocol::Message& request, const std::string& msg_id, const Origin& origin,
                   bool hidden = false);
   bool watching() const { return !open_.empty(); }
-  // A kernel message whose parent msg_id is parent; snapshot: the workspace snapshot an execute_reply's
-  // after-execute hook named (null when it ran none).
-  void on_message(bool iopub, const std::string& parent, const protocol::Message& message, const std::string* snapshot);
+  // A kernel message whose parent msg_id is parent ("": read from its parent_header); snapshot: the
+  // workspace snapshot an execute_reply's after-execute hook named (null when it ran none).
+  void on_message(bool iopub, std::string_view parent, const protocol::Message& message, const std::string* snapshot);
 
   // The kernel is restarting (reason "" = on request), died, or is being shut down: what runs ends.
   void on_restart(const std::string& reason);
@@ -82,9 +84,17 @@ class KernelJournal : public std::enable_shared_from_this<KernelJournal> {
     bool replied = false, idle = false, begun = false;
     int64_t half_ns = 0;  // when the first of reply and idle arrived
   };
+  // By request msg_id, looked up by a view of each message's parent msg_id (no copy per message).
+  struct IdHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view id) const { return std::hash<std::string_view>{}(id); }
+  };
+  using OpenMap = std::unordered_map<std::string, Open, IdHash, std::equal_to<>>;
+
   Entry new_entry(Kind kind);
-  void add_output(Open& open, const std::string& msg_type, const protocol::Message& m);
+  void add_output(Open& open, std::string_view msg_type, const protocol::Message& m);
   void finish(const std::string& msg_id, std::string status, const std::string& reason);
+  void finish(OpenMap::iterator it, std::string status, const std::string& reason);
   void end_all(const std::string& status, const std::string& reason);
 
   Sink& sink_;
@@ -94,7 +104,7 @@ class KernelJournal : public std::enable_shared_from_this<KernelJournal> {
   std::string last_snapshot_;
   bool snapshots_;
   bool baseline_wanted_;
-  std::unordered_map<std::string, Open> open_;  // by request msg_id
+  OpenMap open_;
   uint64_t open_bytes_ = 0;
 };
 

@@ -168,7 +168,12 @@ void Writer::post(Event event) {
     if (is_entry) held_by_owner_[event.entry.owner] += bytes;
     queue_.push_back(std::move(event));
     queued_bytes_ += bytes;
-    wake = queue_.size() == 1 || sync_wanted_;
+    // The writer sleeps until its next batch is due and is woken only when it idles with nothing
+    // queued, or when something cannot wait: a sync, a queue past a quarter of its bound. Under a
+    // steady stream of entries that is one wake-up per batch, not one per entry.
+    const uint64_t early = options_.queue_bytes / 4;
+    wake = (writer_idle_ && queue_.size() == 1) || sync_wanted_ ||
+           (queued_bytes_ > early && queued_bytes_ - bytes <= early);
   }
   if (wake) cv_.notify_one();
 }
@@ -235,25 +240,30 @@ std::vector<Writer::Op> Writer::prepare(std::vector<Event>& events) {
     if (is_entry) {
       Entry& e = ev.entry;
       state::JournalEntryRow& r = op.row;
-      r.kernel_id = e.kernel_id;
+      // The entry is the writer's now: its strings move into the row.
+      r.kernel_id = std::move(e.kernel_id);
       r.seq = e.seq;
-      r.owner = e.owner;
+      r.owner = std::move(e.owner);
       r.kind = to_string(e.kind);
-      r.msg_id = e.msg_id;
-      r.run_by = e.origin.user;
-      r.client = e.origin.client;
-      r.session = e.origin.session;
+      r.msg_id = std::move(e.msg_id);
+      r.run_by = std::move(e.origin.user);
+      r.client = std::move(e.origin.client);
+      r.session = std::move(e.origin.session);
       r.silent = e.silent;
       r.detail = detail_text(e);  // before the code moves: it compares the code kept with code_bytes
       r.code = std::move(e.code);
       r.started = iso(e.started_ns ? e.started_ns : e.requested_ns);
       r.ended = iso(e.ended_ns);
-      r.status = e.status;
+      r.status = std::move(e.status);
       r.execution_count = e.execution_count;
-      r.snapshot_before = e.snapshot_before;
-      r.snapshot_after = e.snapshot_after;
+      r.snapshot_before = std::move(e.snapshot_before);
+      r.snapshot_after = std::move(e.snapshot_after);
       int64_t blob_bytes = 0;
-      std::string outputs = "[";
+      std::string& outputs = r.outputs;
+      size_t reserve = 2;
+      for (const auto& o : e.outputs) reserve += 48 + std::min<size_t>(o.content.size(), options_.inline_output_bytes);
+      outputs.reserve(reserve);
+      outputs = "[";
       for (const auto& o : e.outputs) {
         if (outputs.size() > 1) outputs += ',';
         outputs += "{\"msg_type\":";
@@ -272,7 +282,7 @@ std::vector<Writer::Op> Writer::prepare(std::vector<Event>& events) {
         }
         outputs += '}';
       }
-      r.outputs = outputs + "]";
+      outputs += ']';
       r.bytes = static_cast<int64_t>(kEventOverhead + r.code.size() + r.outputs.size() + r.detail.size()) + blob_bytes;
     }
     ops.push_back(std::move(op));
@@ -290,7 +300,57 @@ common::Status Writer::apply(std::vector<Op>& ops) {
   }
   state::EntryStatements* stmts = &*stmts_;
   std::unordered_map<std::string, int64_t> running;  // committed into running_bytes_ after commit
+  // A journal that is gone (dropped by its owner) or an entry the kernel's journal lost: not worth
+  // the batch. Anything else (the database away) fails it, to be retried.
+  auto outcome = [](const Op& op, const common::Status& st) {
+    if (st) return true;
+    const Errc code = st.error().code;
+    if (code != Errc::kConflict && code != Errc::kNotFound && code != Errc::kBadRequest) return false;
+    const std::string& kid = op.journal.kernel_id.empty() ? op.row.kernel_id : op.journal.kernel_id;
+    common::log_warn("kernel={} msg=\"journal write skipped\" error=\"{}\"", kid, st.error().message);
+    return true;
+  };
+  // An entry's first row (a begin, or the end of an entry never written as running), gathered and
+  // written in multi-row INSERTs; any other write first writes what is gathered, so the rows go in
+  // the order posted.
+  std::vector<const Op*> group;
+  std::vector<const state::JournalEntryRow*> rows;
+  bool group_has_begin = false;
+  auto flush = [&]() -> common::Status {
+    rows.clear();
+    for (const Op* op : group) rows.push_back(&op->row);
+    size_t written = 0;
+    common::Status st = stmts->insert(rows, written);
+    for (size_t i = 0; i < group.size(); ++i) {
+      const Op& op = *group[i];
+      common::Status one = common::ok();
+      // Past the statement that failed: one by one, so that only the row at fault is skipped.
+      if (i >= written && !st) one = stmts->insert(op.row);
+      if (!outcome(op, one)) return one;
+      if (one && op.type == Event::Type::kBegin) running[key_of(op.row.kernel_id, op.row.seq)] = op.row.bytes;
+    }
+    group.clear();
+    group_has_begin = false;
+    return common::ok();
+  };
   for (auto& op : ops) {
+    if (op.type == Event::Type::kBegin) {
+      group.push_back(&op);
+      group_has_begin = true;
+      continue;
+    }
+    if (op.type == Event::Type::kEnd) {
+      // Its begin may be in the group: written first, so that this end finds it running.
+      if (group_has_begin)
+        if (auto st = flush(); !st) return st;
+      const std::string key = key_of(op.row.kernel_id, op.row.seq);
+      if (!op.unrecorded_before && !running.count(key) && !running_bytes_.count(key)) {
+        group.push_back(&op);
+        continue;
+      }
+    }
+    if (!group.empty())
+      if (auto st = flush(); !st) return st;
     const std::string& kid = op.journal.kernel_id;
     common::Status st = common::ok();
     switch (op.type) {
@@ -298,12 +358,8 @@ common::Status Writer::apply(std::vector<Op>& ops) {
         st = state::insert_journal(*db_, op.journal);
         if (!st && st.error().code == Errc::kConflict) st = common::ok();  // resumed after a restart
         break;
-      case Event::Type::kBegin: {
-        const std::string key = key_of(op.row.kernel_id, op.row.seq);
-        st = stmts->insert(op.row);
-        if (st) running[key] = op.row.bytes;
-        break;
-      }
+      case Event::Type::kBegin:
+        break;  // gathered above
       case Event::Type::kEnd: {
         const std::string key = key_of(op.row.kernel_id, op.row.seq);
         bool was_running = running.count(key) || running_bytes_.count(key);
@@ -328,15 +384,10 @@ common::Status Writer::apply(std::vector<Op>& ops) {
       case Event::Type::kSync:
         break;  // after the commit
     }
-    // A journal that is gone (dropped by its owner) or an entry the kernel's journal lost: not worth
-    // the batch. Anything else (the database away) fails it, to be retried.
-    if (!st && st.error().code != Errc::kConflict && st.error().code != Errc::kNotFound &&
-        st.error().code != Errc::kBadRequest)
-      return st;
-    if (!st)
-      common::log_warn("kernel={} msg=\"journal write skipped\" error=\"{}\"", kid.empty() ? op.row.kernel_id : kid,
-                       st.error().message);
+    if (!outcome(op, st)) return st;
   }
+  if (!group.empty())
+    if (auto st = flush(); !st) return st;
   if (auto st = tx->commit(); !st) return st;
   running_bytes_.merge(running);
   return common::ok();
@@ -373,16 +424,28 @@ void Writer::after_commit(std::vector<Op>& ops) {
 
 void Writer::run() {
   std::vector<Op> pending;  // prepared, not committed yet (the database was away)
+  // Swapped with the queue each batch, so that both keep their capacity: post() does not regrow the
+  // queue (moving every event queued so far) as each batch fills it again.
+  std::vector<Event> events;
   auto wait = options_.interval;
+  auto last = std::chrono::steady_clock::now();  // when the last batch was taken
   for (;;) {
-    std::vector<Event> events;
+    events.clear();
     bool stopping;
     {
       std::unique_lock lk(mu_);
-      if (pending.empty()) cv_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
-      // Gather a batch: one transaction for everything an interval brings.
+      // Gather a batch: one transaction for everything an interval brings, counted from the last
+      // batch while entries keep coming, and from the first one after an idle spell.
+      if (pending.empty() && queue_.empty() && !stopping_) {
+        writer_idle_ = true;
+        cv_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
+        writer_idle_ = false;
+        last = std::chrono::steady_clock::now();
+      }
       if (!stopping_ && !sync_wanted_)
-        cv_.wait_for(lk, wait, [&] { return stopping_ || sync_wanted_ || queued_bytes_ > options_.queue_bytes / 4; });
+        cv_.wait_until(lk, last + wait,
+                       [&] { return stopping_ || sync_wanted_ || queued_bytes_ > options_.queue_bytes / 4; });
+      last = std::chrono::steady_clock::now();
       events.swap(queue_);
       queued_bytes_ = 0;
       sync_wanted_ = false;

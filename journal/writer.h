@@ -104,6 +104,7 @@ class Writer {
   std::unordered_map<std::string, uint64_t> held_by_owner_;  // the same, per owner of the entries' kernels
   std::unordered_map<std::string, uint64_t> unrecorded_;     // kernel id → entries dropped since its last kept
   bool sync_wanted_ = false;
+  bool writer_idle_ = false;  // the writer waits for a first event (post() wakes it)
   bool stopping_ = false;
   uint64_t cut_ = 0;
   uint64_t dropped_ = 0;

@@ -104,25 +104,63 @@ Status delete_journal(Database& db, const std::string& kernel_id) {
   return change_one(db, *st, "no journal for kernel " + kernel_id);
 }
 
+namespace {
+
+std::string insert_entries_sql(size_t rows) {
+  std::string sql = std::string("INSERT INTO journal_entries (") + kEntryColumns + ") VALUES ";
+  for (size_t i = 0; i < rows; ++i)
+    sql += i ? ", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+             : "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+  return sql;
+}
+
+constexpr int kEntryParams = 20;
+
+// Binds e as the row-th (0-based) row of an entry INSERT.
+void bind_entry(Statement& st, int row, const JournalEntryRow& e) {
+  const int b = row * kEntryParams;
+  st.bind(b + 1, e.kernel_id).bind(b + 2, e.seq).bind(b + 3, e.owner).bind(b + 4, e.kind).bind(b + 5, e.msg_id);
+  st.bind(b + 6, e.run_by).bind(b + 7, e.client).bind(b + 8, e.session).bind(b + 9, e.silent).bind(b + 10, e.code);
+  st.bind(b + 11, e.started).bind(b + 12, e.ended).bind(b + 13, e.status).bind(b + 14, e.execution_count);
+  st.bind(b + 15, e.outputs).bind(b + 16, e.snapshot_before).bind(b + 17, e.snapshot_after).bind(b + 18, e.bytes);
+  st.bind(b + 19, e.blobs).bind(b + 20, e.detail);
+}
+
+}  // namespace
+
 Result<EntryStatements> EntryStatements::prepare(Database& db) {
-  auto insert = db.prepare(std::string("INSERT INTO journal_entries (") + kEntryColumns +
-                           ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  auto insert = db.prepare(insert_entries_sql(1));
   if (!insert) return insert.error();
+  auto small = db.prepare(insert_entries_sql(kSmallChunk));
+  if (!small) return small.error();
+  auto chunk = db.prepare(insert_entries_sql(kChunk));
+  if (!chunk) return chunk.error();
   auto finish = db.prepare(
       "UPDATE journal_entries SET code = ?, started = ?, ended = ?, status = ?, execution_count = ?, outputs = ?, "
       "snapshot_before = ?, snapshot_after = ?, bytes = ?, blobs = ?, detail = ? WHERE kernel_id = ? AND seq = ?");
   if (!finish) return finish.error();
-  return EntryStatements(std::move(insert.value()), std::move(finish.value()));
+  return EntryStatements(std::move(insert.value()), std::move(small.value()), std::move(chunk.value()),
+                         std::move(finish.value()));
 }
 
 Status EntryStatements::insert(const JournalEntryRow& e) {
-  Statement& st = insert_;
-  st.reset();
-  st.bind(1, e.kernel_id).bind(2, e.seq).bind(3, e.owner).bind(4, e.kind).bind(5, e.msg_id).bind(6, e.run_by);
-  st.bind(7, e.client).bind(8, e.session).bind(9, e.silent).bind(10, e.code).bind(11, e.started).bind(12, e.ended);
-  st.bind(13, e.status).bind(14, e.execution_count).bind(15, e.outputs).bind(16, e.snapshot_before);
-  st.bind(17, e.snapshot_after).bind(18, e.bytes).bind(19, e.blobs).bind(20, e.detail);
-  return st.run();
+  insert_.reset();
+  bind_entry(insert_, 0, e);
+  return insert_.run();
+}
+
+Status EntryStatements::insert(std::span<const JournalEntryRow* const> rows, size_t& written) {
+  written = 0;
+  while (!rows.empty()) {
+    const size_t n = rows.size() >= kChunk ? kChunk : rows.size() >= kSmallChunk ? kSmallChunk : 1;
+    Statement& st = n == kChunk ? insert_chunk_ : n == kSmallChunk ? insert_small_ : insert_;
+    st.reset();
+    for (size_t i = 0; i < n; ++i) bind_entry(st, static_cast<int>(i), *rows[i]);
+    if (auto s = st.run(); !s) return s;
+    written += n;
+    rows = rows.subspan(n);
+  }
+  return common::ok();
 }
 
 Status EntryStatements::finish(const JournalEntryRow& e) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -64,12 +65,21 @@ class EntryStatements {
  public:
   static common::Result<EntryStatements> prepare(Database& db);
   common::Status insert(const JournalEntryRow& e);
+  // Several rows in order, in as few statements as the chunk sizes allow (one INSERT of kChunk rows:
+  // the per-statement work is paid once). On an error, the first `written` rows are in and the
+  // failing statement's rows are not (a statement is all or none); the caller may write the rest one
+  // by one to find the row at fault.
+  common::Status insert(std::span<const JournalEntryRow* const> rows, size_t& written);
   // The end of an entry inserted while it ran: every field but the key, kind and who sent it.
   common::Status finish(const JournalEntryRow& e);
 
+  static constexpr size_t kChunk = 16, kSmallChunk = 4;
+
  private:
-  EntryStatements(Statement insert, Statement finish) : insert_(std::move(insert)), finish_(std::move(finish)) {}
-  Statement insert_, finish_;
+  EntryStatements(Statement insert, Statement insert_small, Statement insert_chunk, Statement finish)
+      : insert_(std::move(insert)), insert_small_(std::move(insert_small)), insert_chunk_(std::move(insert_chunk)),
+        finish_(std::move(finish)) {}
+  Statement insert_, insert_small_, insert_chunk_, finish_;
 };
 
 // Entries with seq > since, oldest first, at most limit.

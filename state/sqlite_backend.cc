@@ -111,7 +111,25 @@ Result<std::unique_ptr<SqliteBackend>> SqliteBackend::open(const std::string& pa
 }
 
 SqliteBackend::~SqliteBackend() {
+  sqlite3_finalize(begin_);
+  sqlite3_finalize(commit_);
   if (db_) sqlite3_close_v2(db_);
+}
+
+Status SqliteBackend::run_cached(sqlite3_stmt*& stmt, const char* sql) {
+  if (!stmt && sqlite3_prepare_v2(db_, sql, -1, &stmt, nullptr) != SQLITE_OK) {
+    sqlite3_finalize(stmt);
+    stmt = nullptr;
+    return error(sql);
+  }
+  const int rc = sqlite3_step(stmt);
+  if (rc == SQLITE_DONE) {
+    sqlite3_reset(stmt);
+    return common::ok();
+  }
+  auto failed = make_error(errc_for(rc), fmt::format("{}: {}", path_, sqlite3_errmsg(db_)));
+  sqlite3_reset(stmt);
+  return failed;
 }
 
 Error SqliteBackend::error(std::string_view what) const {

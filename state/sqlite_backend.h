@@ -9,6 +9,7 @@
 #include "state/backend.h"
 
 struct sqlite3;
+struct sqlite3_stmt;
 
 namespace cellgate::state {
 
@@ -25,8 +26,9 @@ class SqliteBackend final : public Backend {
   common::Status exec(std::string_view sql) override;
   common::Result<std::unique_ptr<Cursor>> prepare(std::string_view sql) override;
   int64_t changes() const override;
-  common::Status begin() override { return exec("BEGIN IMMEDIATE"); }
-  common::Status commit() override { return exec("COMMIT"); }
+  // Compiled once per connection: a writer that commits every batch should not parse these each time.
+  common::Status begin() override { return run_cached(begin_, "BEGIN IMMEDIATE"); }
+  common::Status commit() override { return run_cached(commit_, "COMMIT"); }
   void rollback() override { (void)exec("ROLLBACK"); }
   common::Status lock(std::string_view) override { return common::ok(); }
 
@@ -34,8 +36,11 @@ class SqliteBackend final : public Backend {
   SqliteBackend(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   common::Status configure();
   common::Error error(std::string_view what) const;
+  common::Status run_cached(sqlite3_stmt*& stmt, const char* sql);
 
   sqlite3* db_ = nullptr;
+  sqlite3_stmt* begin_ = nullptr;  // finalized before db_ closes
+  sqlite3_stmt* commit_ = nullptr;
   std::string path_;
 };
 

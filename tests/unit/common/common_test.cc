@@ -20,6 +20,10 @@ using namespace cellgate::common;
 TEST_CASE("iso8601 has microseconds and a Z", "[common]") {
   SystemTime t{std::chrono::microseconds(1700000000123456LL)};
   CHECK(iso8601(t) == "2023-11-14T22:13:20.123456Z");
+  CHECK(iso8601(SystemTime{}) == "1970-01-01T00:00:00.000000Z");
+  CHECK(iso8601(SystemTime{std::chrono::microseconds(-1)}) == "1969-12-31T23:59:59.999999Z");
+  CHECK(iso8601(SystemTime{std::chrono::seconds(1709251199)}) == "2024-02-29T23:59:59.000000Z");
+  CHECK(iso8601(SystemTime{std::chrono::seconds(7258118399)}) == "2199-12-31T23:59:59.000000Z");
   CHECK(std::regex_match(iso8601_now(), std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z)")));
 }
 

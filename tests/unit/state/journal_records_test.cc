@@ -131,3 +131,43 @@ TEST_CASE("journals list per owner and keep their baseline", "[state][backends]"
   CHECK(list_journals(*db, std::nullopt)->size() == 2);
   CHECK(journal_owners(*db).value() == std::vector<std::string>{"alice", "bob"});
 }
+
+TEST_CASE("entries go in together in multi-row inserts, in order; a failing chunk names how far it got", "[state][backends]") {
+  TestDatabase tdb;
+  auto db = tdb.open();
+  REQUIRE(db);
+  REQUIRE(insert_journal(*db, {"k1", "alice", "python3", "default", "2026-12-03T10:00:00.000000Z"}));
+  auto stmts = EntryStatements::prepare(*db);
+  REQUIRE(stmts);
+  // 21 rows: one chunk of 16, one of 4, one single.
+  std::vector<JournalEntryRow> rows;
+  for (int64_t seq = 1; seq <= 21; ++seq) rows.push_back(entry("k1", seq, "alice", "2026-12-03T10:00:01.000000Z", seq));
+  std::vector<const JournalEntryRow*> ptrs;
+  for (const auto& r : rows) ptrs.push_back(&r);
+  size_t written = 99;
+  REQUIRE(stmts->insert(ptrs, written));
+  CHECK(written == 21);
+  auto got = list_journal_entries(*db, "k1", 0, 100);
+  REQUIRE(got);
+  REQUIRE(got->size() == 21);
+  for (size_t i = 0; i < got->size(); ++i) {
+    CHECK((*got)[i].seq == static_cast<int64_t>(i + 1));
+    CHECK((*got)[i].code == rows[i].code);
+    CHECK((*got)[i].bytes == rows[i].bytes);
+  }
+  // 22..37 then a duplicate (seq 5) in the second chunk: the first 16 are in, that chunk is not.
+  std::vector<JournalEntryRow> more;
+  for (int64_t seq = 22; seq <= 37; ++seq) more.push_back(entry("k1", seq, "alice", "2026-12-03T10:00:02.000000Z", 1));
+  more.push_back(entry("k1", 38, "alice", "2026-12-03T10:00:02.000000Z", 1));
+  more.push_back(entry("k1", 5, "alice", "2026-12-03T10:00:02.000000Z", 1));
+  more.push_back(entry("k1", 39, "alice", "2026-12-03T10:00:02.000000Z", 1));
+  more.push_back(entry("k1", 40, "alice", "2026-12-03T10:00:02.000000Z", 1));
+  ptrs.clear();
+  for (const auto& r : more) ptrs.push_back(&r);
+  auto st = stmts->insert(ptrs, written);
+  REQUIRE_FALSE(st);
+  CHECK(st.error().code == Errc::kConflict);
+  CHECK(written == 16);
+  CHECK(max_journal_seq(*db, "k1").value() == 37);
+  CHECK(journal_entry_count(*db, "k1").value() == 37);
+}
