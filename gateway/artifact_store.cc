@@ -71,7 +71,8 @@ common::Result<StoredFile> ArtifactStore::store_file(const workspace::Workspace&
   auto file = workspace::FileApi(ws.tree_path()).open_file(path);
   if (!file) return file.error();
 
-  std::lock_guard quota(quota_mu_);
+  const auto owner_lock = quota_lock(owner);
+  std::lock_guard quota(*owner_lock);
   const std::string owner_dir = workspace::workspaces_dir(workspaces_.data_dir()) + "/" + owner;
   if (limits.store_bytes != 0) {
     const uint64_t held = workspace::owner_store_bytes(owner_dir);
@@ -100,6 +101,19 @@ common::Result<StoredFile> ArtifactStore::store_file(const workspace::Workspace&
   StoredFile out{hash.value(), file->size, {}, std::nullopt, {}};
   find_provenance(ws, path, history, out);
   return out;
+}
+
+std::shared_ptr<std::mutex> ArtifactStore::quota_lock(const std::string& owner) {
+  std::lock_guard lk(quota_locks_mu_);
+  // Owners no publish holds any more are forgotten: the map is as large as the publishes in flight.
+  std::erase_if(quota_locks_, [](const auto& kv) { return kv.second.expired(); });
+  auto& slot = quota_locks_[owner];
+  auto lock = slot.lock();
+  if (!lock) {
+    lock = std::make_shared<std::mutex>();
+    slot = lock;
+  }
+  return lock;
 }
 
 common::Status ArtifactStore::unpin(const std::string& owner, const std::string& id) {

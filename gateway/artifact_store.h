@@ -5,10 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "common/result.h"
@@ -57,8 +59,14 @@ class ArtifactStore {
   common::Result<std::vector<std::string>> pinned(const std::string& owner) const;
 
  private:
+  // The lock one owner's publishes take to check and spend that owner's quota: one at a time per
+  // owner, so two cannot both fit in the room left, while another owner's large file (hashed under
+  // the lock) holds up nobody else.
+  std::shared_ptr<std::mutex> quota_lock(const std::string& owner);
+
   workspace::WorkspaceManager& workspaces_;
-  std::mutex quota_mu_;  // one publish at a time checks and spends quota
+  std::mutex quota_locks_mu_;
+  std::unordered_map<std::string, std::weak_ptr<std::mutex>> quota_locks_;  // owners publishing now
 };
 
 // The Content-Type for a file name, by its extension; application/octet-stream when unknown.

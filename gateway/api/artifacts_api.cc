@@ -17,6 +17,7 @@
 #include "gateway/kernel_manager.h"
 #include "gateway/offload.h"
 #include "state/artifact_records.h"
+#include "state/users.h"
 #include "state/workspace_records.h"
 #include "workspace/safe_path.h"
 
@@ -98,10 +99,13 @@ awaitable<http::Reply> ArtifactsApi::publish(Call& call) {
   if (auto full = over_count(ref.owner)) co_return reply(http::error_response(call.req, *full));
   auto history = state::list_snapshots(db_, ref.owner, ref.name);
   const std::vector<state::SnapshotRow> rows = history ? std::move(history.value()) : std::vector<state::SnapshotRow>{};
-  const gateway::ArtifactLimits limits{gateway::workspace_config_for(workspaces_.config(), call.caller.user).store_bytes};
+  // The store is the workspace owner's, and so is the quota: an admin publishing into another user's
+  // workspace spends that user's store_bytes, not the admin's own.
+  auto limits = owner_limits(call.caller.user, ref.owner);
+  if (!limits) co_return reply(http::error_response(call.req, limits.error()));
   const std::string id = common::random_hex(16);
   auto stored = co_await offload_.run(
-      [&] { return store_.store_file(*call.workspace, ref.owner, id, path, rows, limits); });
+      [&] { return store_.store_file(*call.workspace, ref.owner, id, path, rows, *limits); });
   if (!stored) {
     audit_.record(call.caller.user.name, "publish", "artifact", id, {{"path", path}, {"error", stored.error().message}}, false);
     co_return reply(http::error_response(call.req, stored.error()));
@@ -119,6 +123,15 @@ awaitable<http::Reply> ArtifactsApi::publish(Call& call) {
   http::Response res = http::json_response(call.req, http::status::created, model(row));
   res.set(http::field::location, options_.base_url + "api/artifacts/" + id);
   co_return reply(std::move(res));
+}
+
+common::Result<gateway::ArtifactLimits> ArtifactsApi::owner_limits(const state::User& caller, const std::string& owner) {
+  if (owner == caller.name) return gateway::ArtifactLimits{gateway::workspace_config_for(workspaces_.config(), caller).store_bytes};
+  auto user = state::UserStore(db_).get_user(owner);
+  // An owner without a row (the pool's, notebook-http's) has the gateway's defaults.
+  if (!user && user.error().code != Errc::kNotFound) return user.error();
+  return gateway::ArtifactLimits{user ? gateway::workspace_config_for(workspaces_.config(), user.value()).store_bytes
+                                      : workspaces_.config().store_bytes};
 }
 
 std::optional<common::Error> ArtifactsApi::over_count(const std::string& owner) {

@@ -16,6 +16,7 @@ class Offload;
 }  // namespace cellgate::gateway
 namespace cellgate::state {
 class Database;
+struct User;
 }
 
 namespace cellgate::api {
@@ -48,6 +49,8 @@ class ArtifactsApi {
 
  private:
   boost::asio::awaitable<http::Reply> serve(const http::Request& req, const state::ArtifactRow& row);
+  // The quota an artifact of owner's is checked against: the owner's own (whoever publishes). Io thread.
+  common::Result<gateway::ArtifactLimits> owner_limits(const state::User& caller, const std::string& owner);
   // kForbidden when owner holds max_per_user artifacts already. Io thread.
   std::optional<common::Error> over_count(const std::string& owner);
 

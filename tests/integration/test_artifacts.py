@@ -196,6 +196,23 @@ def test_store_quota_and_count_bound(gw):
     dave.publish("n", "n.txt")  # room again
 
 
+def test_an_admin_publishing_into_a_users_workspace_spends_that_users_quota(gw):
+    """The store is the workspace owner's: teacher (an admin, no quota of their own) publishing into
+    carol's workspace is held to carol's 1M store_bytes, and what fits is carol's artifact."""
+    t, users = gw
+    carol, teacher = users["carol"], users["teacher"]
+    kid = carol.kernel_on("q2")
+    carol.execute(kid, "open('mid.bin', 'wb').write(b'm' * 300_000)\nopen('tiny.txt', 'w').write('t')")
+    body = refusal(teacher.api("POST", "api/workspaces/q2/artifacts?owner=carol", json={"path": "mid.bin"}), 507)
+    assert "carol" in body["message"] and "store_bytes" in body["message"], body
+    r = teacher.api("POST", "api/workspaces/q2/artifacts?owner=carol", json={"path": "tiny.txt"})
+    assert r.status_code == 201, r.text
+    art = r.json()
+    assert art["owner"] == "carol" and art["published_by"] == "teacher", art
+    assert art["id"] in [a["id"] for a in carol.api("GET", "api/artifacts").json()]
+    assert teacher.api("DELETE", "api/artifacts/" + art["id"]).status_code == 204
+
+
 def link(user, art_id, expires_in):
     r = user.api("POST", "api/artifacts/%s/link" % art_id, json={"expires_in": expires_in})
     assert r.status_code == 201, r.text
