@@ -6,9 +6,11 @@
 
 #include <cctype>
 #include <chrono>
+#include <filesystem>
 
 #include <fmt/core.h>
 
+#include "common/log.h"
 #include "common/random.h"
 #include "common/time_format.h"
 #include "gateway/api/kernels_api.h"
@@ -19,6 +21,7 @@
 #include "state/artifact_records.h"
 #include "state/users.h"
 #include "state/workspace_records.h"
+#include "workspace/pins.h"
 #include "workspace/safe_path.h"
 
 namespace cellgate::api {
@@ -132,6 +135,27 @@ common::Result<gateway::ArtifactLimits> ArtifactsApi::owner_limits(const state::
   if (!user && user.error().code != Errc::kNotFound) return user.error();
   return gateway::ArtifactLimits{user ? gateway::workspace_config_for(workspaces_.config(), user.value()).store_bytes
                                       : workspaces_.config().store_bytes};
+}
+
+void ArtifactsApi::remove_orphaned_pins() {
+  const std::string root = workspace::pins_dir(workspaces_.data_dir()) + "/" + gateway::kArtifactPinKind;
+  std::error_code ec;
+  for (const auto& dir : std::filesystem::directory_iterator(root, ec)) {
+    const std::string owner = dir.path().filename().string();
+    if (owner.empty() || owner[0] == '.') continue;
+    auto ids = store_.pinned(owner);
+    if (!ids) {
+      common::log_warn("owner={} msg=\"artifact pins not read\" error=\"{}\"", owner, ids.error().message);
+      continue;
+    }
+    for (const auto& id : ids.value()) {
+      auto row = state::get_artifact(db_, id);
+      if (row || row.error().code != Errc::kNotFound) continue;  // named, or the database cannot say: kept
+      auto st = store_.unpin(owner, id);
+      if (st) common::log_warn("owner={} artifact={} msg=\"artifact pin without a row removed (a publish or delete a crash cut short)\"", owner, id);
+      else common::log_warn("owner={} artifact={} msg=\"orphaned artifact pin not removed\" error=\"{}\"", owner, id, st.error().message);
+    }
+  }
 }
 
 std::optional<common::Error> ArtifactsApi::over_count(const std::string& owner) {

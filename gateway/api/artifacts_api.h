@@ -32,7 +32,9 @@ class ArtifactsApi {
   ArtifactsApi(workspace::WorkspaceManager& workspaces, state::Database& db, gateway::Offload& offload,
                gateway::Audit& audit, gateway::LinkSigner signer, ArtifactsOptions options)
       : workspaces_(workspaces), db_(db), offload_(offload), audit_(audit), store_(workspaces),
-        signer_(std::move(signer)), options_(std::move(options)) {}
+        signer_(std::move(signer)), options_(std::move(options)) {
+    remove_orphaned_pins();
+  }
 
   // POST /api/workspaces/{workspace}/artifacts {"path", "name"?}: 201 with the artifact.
   boost::asio::awaitable<http::Reply> publish(Call& call);
@@ -51,6 +53,10 @@ class ArtifactsApi {
   boost::asio::awaitable<http::Reply> serve(const http::Request& req, const state::ArtifactRow& row);
   // The quota an artifact of owner's is checked against: the owner's own (whoever publishes). Io thread.
   common::Result<gateway::ArtifactLimits> owner_limits(const state::User& caller, const std::string& owner);
+  // At start, before anything is served: the artifact pins no row names go (a crash between a
+  // publish's pin and its row, or between a delete's row and its pin), so that their bytes stop
+  // counting against their owner's quota and gc may take them. Blocking; logs what it removes.
+  void remove_orphaned_pins();
   // kForbidden when owner holds max_per_user artifacts already. Io thread.
   std::optional<common::Error> over_count(const std::string& owner);
 
