@@ -57,7 +57,9 @@ std::shared_ptr<http::WsUserQueue> ChannelsApi::user_queue(const std::string& us
   auto& slot = queues_[user];
   auto queue = slot.lock();
   if (!queue) {
-    queue = std::make_shared<http::WsUserQueue>(http::WsUserQueue{options_.user_queue_bytes, 0, options_.user_read_bytes, 0});
+    queue = std::make_shared<http::WsUserQueue>();
+    queue->cap = options_.user_queue_bytes;
+    queue->read_cap = options_.user_read_bytes;
     slot = queue;
   }
   return queue;

@@ -2,6 +2,8 @@
 // ws_connection: one client's kernel channels WebSocket.
 #include "gateway/http/ws_connection.h"
 
+#include <utility>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -29,11 +31,36 @@ constexpr auto kWriteStall = std::chrono::seconds(30);
 constexpr size_t kReadChunk = 256 * 1024;
 }  // namespace
 
+void shed_over(WsUserQueue& user) {
+  // What the shed ones still hold leaves user.bytes when their read loops end (this turn or the next):
+  // count it as gone here.
+  uint64_t held = user.bytes;
+  while (user.cap > 0 && held > user.cap) {
+    WsUserMember* first = nullptr;
+    std::pair<std::chrono::steady_clock::time_point, uint64_t> first_rank{};
+    for (WsUserMember* m : user.members) {
+      const uint64_t bytes = m->sheddable_bytes();
+      if (bytes == 0) continue;
+      // Stuck longest (earliest), then gives back most.
+      const auto since = m->stuck_since();
+      if (!first || since < first_rank.first || (since == first_rank.first && bytes > first_rank.second)) {
+        first = m;
+        first_rank = {since, bytes};
+      }
+    }
+    if (!first) return;
+    held -= std::min(held, first_rank.second);
+    first->shed_for_user();  // closing from now on: sheddable_bytes() is 0
+  }
+}
+
 template <class Stream>
 WsConnection<Stream>::WsConnection(Ws ws, std::shared_ptr<WsEndpoint> endpoint, std::string session_id,
                                    protocol::WsProtocol protocol, WsLimits limits)
     : WsSession(std::move(session_id)), ws_(std::move(ws)), endpoint_(std::move(endpoint)), protocol_(protocol),
-      limits_(limits), stall_(ws_.get_executor()) {}
+      limits_(limits), stall_(ws_.get_executor()) {
+  if (limits_.user_queue) limits_.user_queue->members.push_back(this);
+}
 
 template <class Stream>
 asio::awaitable<boost::system::error_code> WsConnection<Stream>::run(Request req) {
@@ -172,6 +199,7 @@ bool WsConnection<Stream>::charge_reading(uint64_t bytes) {
 template <class Stream>
 WsConnection<Stream>::~WsConnection() {
   if (!limits_.user_queue) return;
+  std::erase(limits_.user_queue->members, static_cast<WsUserMember*>(this));
   limits_.user_queue->bytes -= std::min(limits_.user_queue->bytes, charged_);
   limits_.user_queue->reading -= std::min(limits_.user_queue->reading, read_charged_);
 }
@@ -181,31 +209,63 @@ void WsConnection<Stream>::deliver(const OutgoingPtr& m) {
   if (closed_ || closing_) return;
   queue_.push_back(m);
   queued_bytes_ += m->bytes();
-  // The user's connections together (charged_ is this one's part of it, before this message).
-  const WsUserQueue* user = limits_.user_queue.get();
-  const bool user_over = user && user->cap > 0 &&
-                         user->bytes - std::min(user->bytes, charged_) + queued_bytes_ > user->cap;
-  // Over a bound with a message waiting behind those being written (one message alone may be larger).
-  if ((queued_bytes_ > limits_.queue_bytes || user_over) && queue_.size() > std::max<size_t>(writing_count_, 1)) {
-    common::log_warn("kernel={} session={} msg=\"client too slow; closing\" queued_bytes={} user_queue_over={}",
-                     endpoint_->log_id(), session_id(), queued_bytes_, user_over);
-    // Keep the messages being written; the rest waits in the replay buffer for a reconnect.
-    std::vector<OutgoingPtr> rest(queue_.begin() + writing_count_, queue_.end());
-    queue_.erase(queue_.begin() + writing_count_, queue_.end());
-    replayed_left_ = std::min(replayed_left_, queue_.size());
-    queued_bytes_ = 0;
-    for (size_t i = replayed_left_; i < queue_.size(); ++i) queued_bytes_ += queue_[i]->bytes();
-    charge_user();
-    auto keep = shared();
-    endpoint_->detach(this, std::move(rest));
-    close(user_over ? "the write queue limit of this user's WebSockets together exceeded; reconnect with the same "
-                      "session_id to resume"
-                    : "write queue limit exceeded; reconnect with the same session_id to resume",
-          1008);
+  // Over its own bound with a message waiting behind those being written (one message alone may be larger).
+  if (queued_bytes_ > limits_.queue_bytes && queue_.size() > std::max<size_t>(writing_count_, 1)) {
+    shed(false, false);
     return;
   }
   charge_user();
+  // Over the user's bound: their sockets with the most waiting go, at the end of this turn. Not here:
+  // this may be a kernel's broadcast to its sockets, which a close of another of them would change
+  // under it; and the turn's messages are all counted by then.
+  if (WsUserQueue* user = limits_.user_queue.get(); user && user->cap > 0 && user->bytes > user->cap && !user->shed_posted) {
+    user->shed_posted = true;
+    asio::post(ws_.get_executor(), [user = limits_.user_queue] {
+      user->shed_posted = false;
+      shed_over(*user);
+    });
+  }
   schedule_write();
+}
+
+template <class Stream>
+uint64_t WsConnection<Stream>::sheddable_bytes() const {
+  if (closed_ || closing_) return 0;
+  if (writing_) return queued_bytes_;
+  uint64_t waiting = 0;
+  for (size_t i = std::max(writing_count_, replayed_left_); i < queue_.size(); ++i) waiting += queue_[i]->bytes();
+  return waiting;
+}
+
+template <class Stream>
+void WsConnection<Stream>::shed_for_user() {
+  const bool stuck = writing_;
+  auto keep = shared();
+  shed(true, stuck);
+  // Its pending write goes with the connection (what it was writing is in the replay buffer already).
+  if (stuck) drop();
+}
+
+template <class Stream>
+void WsConnection<Stream>::shed(bool for_user, bool with_pending_write) {
+  if (closed_ || closing_) return;
+  common::log_warn("kernel={} session={} user={} msg=\"client too slow; closing\" queued_bytes={} user_queue_over={} "
+                   "dropped={}", endpoint_->log_id(), session_id(), user(), queued_bytes_, for_user, with_pending_write);
+  // Keep the messages being written (alive for the write); the rest waits in the replay buffer for a
+  // reconnect, and with_pending_write those being written too (the client gets a broken frame of them).
+  const auto from = static_cast<std::ptrdiff_t>(with_pending_write ? 0 : writing_count_);
+  std::vector<OutgoingPtr> rest(queue_.begin() + from, queue_.end());
+  queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(writing_count_), queue_.end());
+  replayed_left_ = std::min(replayed_left_, queue_.size());
+  queued_bytes_ = 0;
+  for (size_t i = replayed_left_; i < queue_.size(); ++i) queued_bytes_ += queue_[i]->bytes();
+  charge_user();
+  auto keep = shared();
+  endpoint_->detach(this, std::move(rest));
+  close(for_user ? "the write queue limit of this user's WebSockets together exceeded; reconnect with the same "
+                   "session_id to resume"
+                 : "write queue limit exceeded; reconnect with the same session_id to resume",
+        1008);
 }
 
 template <class Stream>
@@ -252,6 +312,7 @@ void WsConnection<Stream>::do_write() {
     beast::buffers_suffix<FrameBuffers> rest(FrameBuffers(buffers_.data(), buffers_.data() + buffers_.size()));
     rest.consume(sent);
     writing_ = true;
+    write_began_ = std::chrono::steady_clock::now();
     writing_count_ = headers_.size();
     watch_stall();
     ws_.next_layer().async_write_some(rest, [self = shared()](const boost::system::error_code& ec, size_t) {
@@ -287,12 +348,17 @@ void WsConnection<Stream>::watch_stall() {
     if (ec || !self->writing_ || self->closed_) return;
     common::log_warn("kernel={} session={} msg=\"client read nothing for {} s; closing\" queued_bytes={}",
                      self->endpoint_->log_id(), self->session_id(), kWriteStall.count(), self->queued_bytes_);
-    // No close frame can reach a client that does not read: the socket goes, the pending write and the
-    // read loop end, and what was unsent waits in the session's replay buffer for a reconnect.
-    boost::system::error_code ignored;
-    beast::get_lowest_layer(self->ws_).socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-    beast::get_lowest_layer(self->ws_).cancel();
+    self->drop();
   });
+}
+
+template <class Stream>
+void WsConnection<Stream>::drop() {
+  // No close frame can reach a client that does not read: the socket goes, the pending write and the
+  // read loop end, and what was unsent waits in the session's replay buffer for a reconnect.
+  boost::system::error_code ignored;
+  beast::get_lowest_layer(ws_).socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  beast::get_lowest_layer(ws_).cancel();
 }
 
 template <class Stream>

@@ -3,6 +3,7 @@
 // into the endpoint it serves, writes that endpoint's messages from a bounded queue.
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -26,12 +27,36 @@ namespace cellgate::http {
 // have queued to send (cap, bytes), and what the client messages they are reading will hold when read
 // whole (read_cap, reading). A user's many sockets are charged to that user. Shared by those
 // connections; io thread only.
+class WsUserMember;
 struct WsUserQueue {
   uint64_t cap = 0;
   uint64_t bytes = 0;
   uint64_t read_cap = 0;
   uint64_t reading = 0;
+  std::vector<WsUserMember*> members;  // the user's connections (each adds and removes itself)
+  bool shed_posted = false;            // a shed_over() of this user is due at the end of this turn
 };
+
+// A connection as its user's queue budget sees it.
+class WsUserMember {
+ public:
+  virtual ~WsUserMember() = default;
+  // What shedding it gives back: the live bytes it holds when a write of its is pending (all of them go),
+  // else those waiting to be written; 0 once it is closing.
+  virtual uint64_t sheddable_bytes() const = 0;
+  // When the write it has pending last made progress (began, or the socket took some of it);
+  // time_point::max() when it has none pending.
+  virtual std::chrono::steady_clock::time_point stuck_since() const = 0;
+  // Closes it with 1008, what it had not sent back in its session's replay buffer; one whose write is
+  // pending is dropped at once, as the write stall would drop it (no close frame reaches a client that
+  // reads nothing), and what it was writing goes back too.
+  virtual void shed_for_user() = 0;
+};
+
+// While the user is over cap: sheds the user's connections, the one whose write has been stuck longest
+// first (then the one that gives back most), until within it. A socket that reads is not the one closed
+// for those that stopped. Io thread only.
+void shed_over(WsUserQueue& user);
 
 struct WsLimits {
   uint64_t max_message_bytes;
@@ -97,10 +122,13 @@ class WsEndpoint {
 // connection with 1009 before its bytes are read. A large message's buffer is freed once it is handed on.
 // Slow-client policy: when more than queue_bytes are waiting, the connection is closed with 1008
 // and what it had not been sent goes back to the endpoint (the session's replay buffer), so a reconnect with the same
-// session_id gets it: memory stays bounded and nothing is dropped silently.
+// session_id gets it: memory stays bounded and nothing is dropped silently. When the user's connections
+// together are over their bound, those of them stuck longest with messages waiting are closed the same
+// way, at the end of that turn of the io loop (shed_over): a user's stalled sockets give their budget back
+// at once, rather than at the write stall, and a socket of theirs that reads is not the one closed.
 // Stream is PlainStream or TlsStream (both instantiated in ws_connection.cc).
 template <class Stream>
-class WsConnection final : public WsSession {
+class WsConnection final : public WsSession, public WsUserMember {
  public:
   // Under Beast, CoalescingStream orders our data frames and Beast's control frames (coalescing_stream.h).
   using Ws = boost::beast::websocket::stream<CoalescingStream<Stream>>;
@@ -117,8 +145,17 @@ class WsConnection final : public WsSession {
   void close(const std::string& reason, uint16_t code = 1000) override;
   size_t pending_bytes() const override { return queued_bytes_; }
   void when_drained(size_t level, std::function<void()> fn) override;
+  uint64_t sheddable_bytes() const override;
+  std::chrono::steady_clock::time_point stuck_since() const override {
+    return writing_ ? write_began_ : std::chrono::steady_clock::time_point::max();
+  }
+  void shed_for_user() override;
 
  private:
+  // Closes it with 1008 as too slow for its own bound (for_user: for its user's), what waits behind the
+  // write in flight handed back to the endpoint (the session's replay buffer), with_pending_write what
+  // that write holds too.
+  void shed(bool for_user, bool with_pending_write);
   void check_drained();
   void charge_user();  // the user's queue holds what this one's queue holds now
   // The message this connection is reading will hold `bytes`: false, with nothing charged, when that
@@ -127,6 +164,7 @@ class WsConnection final : public WsSession {
   void schedule_write();  // at the end of this turn of the io loop: one write for all it delivered
   void do_write();
   void watch_stall();         // a write pending kWriteStall without progress drops the client
+  void drop();                // ends the connection now: the pending write and the read loop end
   size_t build_batch();       // frames for the front of queue_ into buffers_; returns their bytes
   void written(size_t count);  // the first count messages of queue_ are on their way
   std::vector<OutgoingPtr> take_unsent();
@@ -143,6 +181,7 @@ class WsConnection final : public WsSession {
   std::vector<protocol::WsFrameHeader> headers_;  // of the write in flight; the buffers point into them
   std::vector<boost::asio::const_buffer> buffers_;
   bool writing_ = false;
+  std::chrono::steady_clock::time_point write_began_;  // of the pending write (writing_)
   bool write_scheduled_ = false;
   bool closing_ = false;
   bool closed_ = false;
