@@ -75,7 +75,7 @@ common::Result<StoredFile> ArtifactStore::store_file(const workspace::Workspace&
   std::lock_guard quota(*owner_lock);
   const std::string owner_dir = workspace::workspaces_dir(workspaces_.data_dir()) + "/" + owner;
   if (limits.store_bytes != 0) {
-    const uint64_t held = workspace::owner_store_bytes(owner_dir);
+    const uint64_t held = workspace::owner_store_bytes(owner_dir, store);
     const uint64_t cost = workspace::charged_bytes(file->size);
     if (held + cost > limits.store_bytes)
       return make_error(Errc::kInsufficientStorage,

@@ -183,8 +183,9 @@ uint64_t workspace_bytes(const std::string& ws_dir) {
 }
 
 // What an owner's published artifacts hold: each artifact's object (pins/artifact/<owner>/<id>), in
-// whole blocks, once per artifact. owner_dir = <data>/workspaces/<owner>.
-uint64_t artifact_bytes(const std::string& owner_dir) {
+// whole blocks, once per artifact. owner_dir = <data>/workspaces/<owner>; the objects are in store
+// (with --store-dir not under the data dir: reading <data>/store charged them nothing).
+uint64_t artifact_bytes(const std::string& owner_dir, const ObjectStore& store) {
   const size_t owner_slash = owner_dir.rfind('/');
   if (owner_slash == std::string::npos || owner_slash == 0) return 0;
   const size_t ws_slash = owner_dir.rfind('/', owner_slash - 1);
@@ -193,14 +194,13 @@ uint64_t artifact_bytes(const std::string& owner_dir) {
   Pins pins(data_dir);
   auto ids = pins.names("artifact", owner);
   if (!ids) return 0;
-  const std::string objects = store_dir(data_dir) + "/objects/";
   uint64_t total = 0;
   for (const auto& id : *ids) {
     auto hashes = pins.read("artifact", owner, id);
     if (!hashes) continue;
     for (const auto& h : *hashes) {
       struct stat st {};
-      if (::stat((objects + ObjectStore::relative_path(h)).c_str(), &st) == 0)
+      if (::fstatat(store.objects_fd(), ObjectStore::relative_path(h).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
         total += charged_bytes(static_cast<uint64_t>(st.st_size));
     }
   }
@@ -209,7 +209,7 @@ uint64_t artifact_bytes(const std::string& owner_dir) {
 
 }  // namespace
 
-uint64_t other_workspaces_bytes(const std::string& ws_dir) {
+uint64_t other_workspaces_bytes(const std::string& ws_dir, const ObjectStore& store) {
   std::string dir = ws_dir;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   const size_t slash = dir.rfind('/');
@@ -221,17 +221,17 @@ uint64_t other_workspaces_bytes(const std::string& ws_dir) {
       if (n != self && validate_name(n)) total += workspace_bytes(owner_dir + "/" + n);
     }
   }
-  return total + artifact_bytes(owner_dir);
+  return total + artifact_bytes(owner_dir, store);
 }
 
-uint64_t owner_store_bytes(const std::string& owner_dir) {
+uint64_t owner_store_bytes(const std::string& owner_dir, const ObjectStore& store) {
   uint64_t total = 0;
   if (auto names = list_dir_at(AT_FDCWD, owner_dir); names) {
     for (const auto& n : *names) {
       if (validate_name(n)) total += workspace_bytes(owner_dir + "/" + n);
     }
   }
-  return total + artifact_bytes(owner_dir);
+  return total + artifact_bytes(owner_dir, store);
 }
 
 }  // namespace cellgate::workspace
