@@ -139,7 +139,7 @@ void Gateway::finish_setup(std::unique_ptr<launcher::Spawner> spawner) {
       }, asio::detached);
     };
     peers_ = std::make_unique<http::PeerClient>(
-        http::make_cluster_client_context(config_.cluster_cert, config_.cluster_key, config_.cluster_ca),
+        io_.get_executor(), http::make_cluster_client_context(config_.cluster_cert, config_.cluster_key, config_.cluster_ca),
         std::chrono::seconds(config_.kernel_start_timeout_s) / 10 + std::chrono::seconds(1));
     // The heartbeat's own connection, on its own thread: a statement that hangs holds that thread for
     // its deadline, never the io thread. It connects again by itself, each beat, without waiting.

@@ -295,6 +295,44 @@ def test_start_on_a_attach_from_b_and_execute_through_c(cluster):
     assert cluster.node_of(kid) is None
 
 
+def tcp_active_opens(node):
+    """TCP connections opened from inside node's namespace so far (Tcp ActiveOpens of /proc/net/snmp,
+    which counts per network namespace), closed ones included."""
+    rows = [line.split() for line in sh("nsenter", "--net=/run/netns/" + node.ns, "--", "cat",
+                                        "/proc/net/snmp").splitlines() if line.startswith("Tcp:")]
+    return int(rows[1][rows[0].index("ActiveOpens")])
+
+
+def test_forwarded_requests_reuse_their_connections_to_the_kernels_node(cluster):
+    """A request forwarded to the node holding its kernel goes on a kept-alive connection
+    (gateway/http/peer_connections.h), not on a TCP and TLS handshake of its own. Old binary: "60
+    connections opened from node b's namespace for 60 forwarded requests"."""
+    s = cluster.session("bob")
+    kid = start(s, cluster.nodes["a"], workspace="kept")["id"]
+    holder = cluster.nodes[cluster.node_of(kid)[0]]
+    via = others(cluster, holder.name)[0]
+    try:
+        assert execute(s, via, kid, "n = 0")["status"] == "ok"  # the kernel is up, its node reached once
+        before = tcp_active_opens(via)
+        for i in range(60):
+            if i % 2:
+                r = s.get(via.url + "api/kernels/" + kid, timeout=30)
+                assert r.status_code == 200 and r.json()["id"] == kid, (r.status_code, r.text)
+            else:
+                assert execute(s, via, kid, "n += 1")["status"] == "ok"
+        opened = tcp_active_opens(via) - before
+        kept = sh("nsenter", "--net=/run/netns/" + via.ns, "--", "ss", "-tnH", "state", "established",
+                  "dst", holder.address + ":9443")
+        # Every outgoing connection of via's namespace counts: its database connections too, if any.
+        assert opened <= 4, ("%d connections opened from node %s's namespace for 60 forwarded requests to "
+                             "node %s; established now:\n%s" % (opened, via.name, holder.name, kept))
+        assert kept.strip(), "no connection from node %s to node %s kept" % (via.name, holder.name)
+        rep = execute(s, via, kid, "print(n)")
+        assert stdout_of(rep).strip() == "30", rep  # each POST acted on once
+    finally:
+        s.delete(via.url + "api/kernels/" + kid, timeout=60)
+
+
 def test_a_networked_kernel_placed_on_another_node_goes_out_through_that_nodes_proxy(cluster):
     if os.environ.get("CELLGATE_TEST_SPAWNER", "plain") != "jail":
         pytest.skip("the egress proxy runs with the jail spawner only")
