@@ -290,7 +290,7 @@ std::vector<Writer::Op> Writer::prepare(std::vector<Event>& events) {
   return ops;
 }
 
-common::Status Writer::apply(std::vector<Op>& ops) {
+common::Status Writer::apply(std::vector<Op>& ops, Mode mode, bool& want_guarded) {
   auto tx = state::Transaction::begin(*db_);
   if (!tx) return tx.error();
   if (!stmts_) {
@@ -299,33 +299,63 @@ common::Status Writer::apply(std::vector<Op>& ops) {
     stmts_.emplace(std::move(prepared.value()));
   }
   state::EntryStatements* stmts = &*stmts_;
+  const bool guarded = mode == Mode::kGuarded;
+  // SQLite undoes a refused statement alone; PostgreSQL aborts the whole transaction at it (every later
+  // statement fails with SQLSTATE 25P02), so there a refusal sends the batch back to be written guarded.
+  const bool refusal_aborts = db_->kind() == state::BackendKind::kPostgres;
   std::unordered_map<std::string, int64_t> running;  // committed into running_bytes_ after commit
-  // A journal that is gone (dropped by its owner) or an entry the kernel's journal lost: not worth
-  // the batch. Anything else (the database away) fails it, to be retried.
-  auto outcome = [](const Op& op, const common::Status& st) {
-    if (st) return true;
+  // A row the database refuses (its journal gone, dropped by its owner; its key taken; text the engine
+  // cannot store) is not worth the batch. Anything else (the database away) fails it, to be retried.
+  auto refused = [](const common::Status& st) {
     const Errc code = st.error().code;
-    if (code != Errc::kConflict && code != Errc::kNotFound && code != Errc::kBadRequest) return false;
+    return code == Errc::kConflict || code == Errc::kNotFound || code == Errc::kBadRequest;
+  };
+  // Guarded, one statement (or an end's two) under a savepoint, so that a refusal undoes it alone.
+  auto guard = [&](auto&& write) -> common::Status {
+    if (!guarded) return write();
+    if (auto st = db_->exec("SAVEPOINT journal_op"); !st) return st;
+    common::Status st = write();
+    if (!st && refused(st))
+      if (auto back = db_->exec("ROLLBACK TO SAVEPOINT journal_op"); !back) return back;
+    if (auto done = db_->exec("RELEASE SAVEPOINT journal_op"); !done) return done;
+    return st;
+  };
+  auto outcome = [&](const Op& op, const common::Status& st) {
+    if (st) return true;
+    if (!refused(st)) return false;
+    if (refusal_aborts && !guarded) {
+      want_guarded = true;
+      return false;
+    }
+    // A journal opened again (a kernel resumed after a restart) is expected; anything else is said.
+    if (op.type == Event::Type::kOpen && st.error().code == Errc::kConflict) return true;
     const std::string& kid = op.journal.kernel_id.empty() ? op.row.kernel_id : op.journal.kernel_id;
     common::log_warn("kernel={} msg=\"journal write skipped\" error=\"{}\"", kid, st.error().message);
     return true;
   };
   // An entry's first row (a begin, or the end of an entry never written as running), gathered and
-  // written in multi-row INSERTs; any other write first writes what is gathered, so the rows go in
-  // the order posted.
+  // written in multi-row INSERTs (guarded: one by one); any other write first writes what is gathered,
+  // so the rows go in the order posted.
   std::vector<const Op*> group;
   std::vector<const state::JournalEntryRow*> rows;
   bool group_has_begin = false;
   auto flush = [&]() -> common::Status {
-    rows.clear();
-    for (const Op* op : group) rows.push_back(&op->row);
     size_t written = 0;
-    common::Status st = stmts->insert(rows, written);
+    common::Status st = common::ok();
+    if (!guarded) {
+      rows.clear();
+      for (const Op* op : group) rows.push_back(&op->row);
+      st = stmts->insert(rows, written);
+      if (!st && refusal_aborts) {
+        want_guarded = refused(st);
+        return st;
+      }
+    }
     for (size_t i = 0; i < group.size(); ++i) {
       const Op& op = *group[i];
       common::Status one = common::ok();
       // Past the statement that failed: one by one, so that only the row at fault is skipped.
-      if (i >= written && !st) one = stmts->insert(op.row);
+      if (guarded || (i >= written && !st)) one = guard([&] { return stmts->insert(op.row); });
       if (!outcome(op, one)) return one;
       if (one && op.type == Event::Type::kBegin) running[key_of(op.row.kernel_id, op.row.seq)] = op.row.bytes;
     }
@@ -352,38 +382,35 @@ common::Status Writer::apply(std::vector<Op>& ops) {
     if (!group.empty())
       if (auto st = flush(); !st) return st;
     const std::string& kid = op.journal.kernel_id;
-    common::Status st = common::ok();
-    switch (op.type) {
-      case Event::Type::kOpen:
-        st = state::insert_journal(*db_, op.journal);
-        if (!st && st.error().code == Errc::kConflict) st = common::ok();  // resumed after a restart
-        break;
-      case Event::Type::kBegin:
-        break;  // gathered above
-      case Event::Type::kEnd: {
-        const std::string key = key_of(op.row.kernel_id, op.row.seq);
-        bool was_running = running.count(key) || running_bytes_.count(key);
-        st = was_running ? stmts->finish(op.row) : stmts->insert(op.row);
-        // Entries of this kernel the writer dropped may have been written as running: the kernel
-        // answered this later one, so they ended, unrecorded.
-        if (st && op.unrecorded_before)
-          if (auto n = state::end_running_entries(*db_, op.row.kernel_id, "unrecorded", op.row.ended, op.row.seq); !n)
-            st = n.error();
-        break;
+    common::Status st = guard([&]() -> common::Status {
+      switch (op.type) {
+        case Event::Type::kOpen:
+          return state::insert_journal(*db_, op.journal);
+        case Event::Type::kEnd: {
+          const std::string key = key_of(op.row.kernel_id, op.row.seq);
+          bool was_running = running.count(key) || running_bytes_.count(key);
+          if (auto w = was_running ? stmts->finish(op.row) : stmts->insert(op.row); !w) return w;
+          // Entries of this kernel the writer dropped may have been written as running: the kernel
+          // answered this later one, so they ended, unrecorded.
+          if (op.unrecorded_before)
+            if (auto n = state::end_running_entries(*db_, op.row.kernel_id, "unrecorded", op.row.ended, op.row.seq); !n)
+              return n.error();
+          return common::ok();
+        }
+        case Event::Type::kBaseline:
+          return state::set_journal_baseline(*db_, kid, op.journal.baseline, op.journal.note, op.journal.baseline_bytes);
+        case Event::Type::kDeleted:
+          return state::set_journal_deleted(*db_, kid, op.journal.deleted);
+        case Event::Type::kEndRunning:
+          if (auto n = state::end_running_entries(*db_, kid, op.journal.note, op.journal.deleted); !n) return n.error();
+          return common::ok();
+        case Event::Type::kBegin:  // gathered above
+        case Event::Type::kDrop:   // after the commit
+        case Event::Type::kSync:
+          return common::ok();
       }
-      case Event::Type::kBaseline:
-        st = state::set_journal_baseline(*db_, kid, op.journal.baseline, op.journal.note, op.journal.baseline_bytes);
-        break;
-      case Event::Type::kDeleted:
-        st = state::set_journal_deleted(*db_, kid, op.journal.deleted);
-        break;
-      case Event::Type::kEndRunning:
-        if (auto n = state::end_running_entries(*db_, kid, op.journal.note, op.journal.deleted); !n) st = n.error();
-        break;
-      case Event::Type::kDrop:
-      case Event::Type::kSync:
-        break;  // after the commit
-    }
+      return common::ok();
+    });
     if (!outcome(op, st)) return st;
   }
   if (!group.empty())
@@ -457,7 +484,9 @@ void Writer::run() {
       if (stopping) return;
       continue;
     }
-    auto st = apply(pending);
+    bool want_guarded = false;
+    auto st = apply(pending, Mode::kFast, want_guarded);
+    if (!st && want_guarded) st = apply(pending, Mode::kGuarded, want_guarded);
     if (st) {
       after_commit(pending);
       release(pending);

@@ -81,7 +81,10 @@ class Writer {
   struct Op;  // an event made ready for the database (rows built, blobs stored)
   void run();
   std::vector<Op> prepare(std::vector<Event>& events);
-  common::Status apply(std::vector<Op>& ops);
+  // kFast: multi-row INSERTs, no savepoints. kGuarded: each write under a savepoint, for a batch in
+  // which PostgreSQL refused a row (want_guarded set), since that aborted the whole transaction.
+  enum class Mode { kFast, kGuarded };
+  common::Status apply(std::vector<Op>& ops, Mode mode, bool& want_guarded);
   void after_commit(std::vector<Op>& ops);
   // ops leave the writer (committed, or lost at shutdown): their bytes no longer count.
   void release(const std::vector<Op>& ops);
