@@ -129,14 +129,6 @@ EgressProxyOptions egress_options(const Config& c) {
 
 bool visible_to(const KernelHub& hub, const state::User& user) { return user.admin || hub.owner == user.name; }
 
-workspace::WorkspaceConfig workspace_config_for(const workspace::WorkspaceConfig& base, const state::User& user) {
-  auto wc = base;
-  if (user.limits.workspace_bytes) wc.max_bytes = static_cast<uint64_t>(*user.limits.workspace_bytes);
-  if (user.limits.workspace_files) wc.max_files = static_cast<uint64_t>(*user.limits.workspace_files);
-  if (user.limits.store_bytes) wc.store_bytes = static_cast<uint64_t>(*user.limits.store_bytes);
-  return wc;
-}
-
 KernelManager::KernelManager(asio::io_context& io, const Config& config, Services services,
                              std::unique_ptr<launcher::Spawner> spawner)
     : io_(io), config_(config), services_(services),

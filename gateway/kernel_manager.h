@@ -18,6 +18,7 @@
 #include "events/event_log.h"
 #include "metrics/gateway_metrics.h"
 #include "gateway/seed.h"
+#include "gateway/workspace_caps.h"
 #include "kernel-launcher/kernelspec.h"
 #include "kernel-launcher/read_budget.h"
 #include "kernel-launcher/spawner.h"
@@ -48,8 +49,6 @@ class WarmPool;
 
 // Whether user may see and use the kernel: its owner, or an admin.
 bool visible_to(const KernelHub& hub, const state::User& user);
-// The workspace limits with the user's own caps applied.
-workspace::WorkspaceConfig workspace_config_for(const workspace::WorkspaceConfig& base, const state::User& user);
 
 // Io thread only. Kernels are listed by id; a kernel in the warm pool is in no list until claimed.
 class KernelManager {

@@ -93,6 +93,7 @@ class Workspace {
 
   std::string tree_path() const { return dir_ + "/tree"; }
   const std::string& dir() const { return dir_; }
+  const WorkspaceConfig& config() const { return config_; }
 
   // Scans the tree (re-hashing only files whose stat key changed), stores new objects, and
   // publishes a manifest atomically. Past a cap: kTooLarge and nothing published.

@@ -17,6 +17,7 @@
 #include "gateway/audit.h"
 #include "gateway/http/range_request.h"
 #include "gateway/kernel_manager.h"
+#include "gateway/workspace_caps.h"
 #include "gateway/offload.h"
 #include "state/artifact_records.h"
 #include "state/users.h"
@@ -129,12 +130,10 @@ awaitable<http::Reply> ArtifactsApi::publish(Call& call) {
 }
 
 common::Result<gateway::ArtifactLimits> ArtifactsApi::owner_limits(const state::User& caller, const std::string& owner) {
-  if (owner == caller.name) return gateway::ArtifactLimits{gateway::workspace_config_for(workspaces_.config(), caller).store_bytes};
-  auto user = state::UserStore(db_).get_user(owner);
-  // An owner without a row (the pool's, notebook-http's) has the gateway's defaults.
-  if (!user && user.error().code != Errc::kNotFound) return user.error();
-  return gateway::ArtifactLimits{user ? gateway::workspace_config_for(workspaces_.config(), user.value()).store_bytes
-                                      : workspaces_.config().store_bytes};
+  state::UserStore users(db_);
+  auto caps = gateway::owner_workspace_config(workspaces_.config(), users, caller, owner);
+  if (!caps) return caps.error();
+  return gateway::ArtifactLimits{caps->store_bytes};
 }
 
 void ArtifactsApi::remove_orphaned_pins() {

@@ -12,6 +12,7 @@
 #include "gateway/api/handlers.h"
 #include "gateway/gateway.h"
 #include "gateway/kernel_manager.h"
+#include "gateway/workspace_caps.h"
 #include "gateway/offload.h"
 #include "journal/journal.h"
 #include "state/kernel_records.h"
@@ -189,10 +190,12 @@ awaitable<std::optional<http::Response>> Router::resolve(Call& call) {
     // An admin may act on another user's workspaces with ?owner=; anyone else's ?owner= is ignored.
     if (std::string o = call.query("owner"); !o.empty() && user.admin) ref.owner = o;
     auto& workspaces = gw_.workspaces();
+    // The owner's limits, whoever acts: an admin's own caps never apply to another user's workspace.
+    auto caps = gateway::owner_workspace_config(workspaces.config(), gw_.users(), user, ref.owner);
+    if (!caps) co_return http::error_response(call.req, caps.error());
     auto opened = co_await gw_.offload().run([&] { return workspaces.open(ref); });
     if (!opened) co_return http::error_response(call.req, opened.error());
-    call.workspace.emplace(workspaces.store(), opened->dir(),
-                           gateway::workspace_config_for(workspaces.config(), user));
+    call.workspace.emplace(workspaces.store(), opened->dir(), caps.value());
     call.workspace_ref = std::move(ref);
   }
   if (auto it = call.params.find("journal"); it != call.params.end()) {

@@ -6,6 +6,7 @@
 #include "common/time_format.h"
 #include "gateway/audit.h"
 #include "gateway/kernel_manager.h"
+#include "gateway/workspace_caps.h"
 #include "gateway/offload.h"
 #include "gateway/snapshot_index.h"
 #include "protocol/json_text.h"
@@ -159,7 +160,7 @@ awaitable<http::Reply> SnapshotsApi::restore(Call& call) {
   if (body.is_null()) co_return bad_request(call.req, "body must be a JSON object");
   if (body.contains("to") && !body["to"].is_null()) {
     if (!body["to"].is_string()) co_return bad_request(call.req, "to must be a workspace name");
-    const auto caps = gateway::workspace_config_for(workspaces_.config(), call.caller.user);
+    const auto& caps = ws.config();  // the owner's (the router's), as the new workspace is theirs
     workspace::WorkspaceRef to{ref.owner, body["to"].get<std::string>(), caps.max_bytes, caps.store_bytes};
     auto forked = co_await offload_.run([&] { return workspaces_.fork(ref, snap_id, to); });
     audit_.record(call.caller.user.name, "restore", "workspace", name_of(to), {{"from", ref.name}, {"snapshot", snap_id}},

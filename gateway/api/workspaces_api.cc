@@ -7,6 +7,7 @@
 #include "common/time_format.h"
 #include "gateway/audit.h"
 #include "gateway/kernel_manager.h"
+#include "gateway/workspace_caps.h"
 #include "gateway/offload.h"
 #include "gateway/snapshot_index.h"
 #include "protocol/json_text.h"
@@ -69,9 +70,11 @@ awaitable<http::Reply> WorkspacesApi::create(Call& call) {
   json body = call.req.body().empty() ? json::object() : protocol::parse_untrusted_json(call.req.body());
   if (!body.is_object() || !body.contains("name") || !body["name"].is_string())
     co_return reply(http::error_response(call.req, Errc::kBadRequest, "body must be {\"name\": string}"));
-  // With a workspace volume, the tree is made with the caller's quota (a live limit).
-  workspace::WorkspaceRef ref{owner, body["name"].get<std::string>(),
-                              gateway::workspace_config_for(workspaces_.config(), call.caller.user).max_bytes};
+  // With a workspace volume, the tree is made with its owner's quota (a live limit), whoever creates it.
+  state::UserStore users(db_);
+  auto caps = gateway::owner_workspace_config(workspaces_.config(), users, call.caller.user, owner);
+  if (!caps) co_return reply(http::error_response(call.req, caps.error()));
+  workspace::WorkspaceRef ref{owner, body["name"].get<std::string>(), caps->max_bytes};
   auto ws = co_await offload_.run([&] { return workspaces_.create(ref); });
   if (!ws) co_return reply(http::error_response(call.req, ws.error()));
   (void)state::ensure_workspace(db_, state::WorkspaceRow{owner, ref.name, common::iso8601_now(), false});
@@ -136,8 +139,7 @@ awaitable<http::Reply> WorkspacesApi::write_file(Call& call) {
   if (!st && st.error().code == Errc::kInsufficientStorage)
     co_return reply(http::error_response(
         call.req, Errc::kInsufficientStorage,
-        quota_message(workspaces_, *call.workspace_ref,
-                      gateway::workspace_config_for(workspaces_.config(), call.caller.user).max_bytes)));
+        quota_message(workspaces_, *call.workspace_ref, call.workspace->config().max_bytes)));
   if (!st) co_return reply(http::error_response(call.req, st.error()));
   co_return reply(http::json_response(call.req, http::status::created, {{"path", path}, {"bytes", call.req.body().size()}}));
 }
