@@ -33,6 +33,11 @@ namespace {
 constexpr int kMaxRetryMs = 50;
 constexpr int kReadsPerWake = 64;  // then yield, so one flooding kernel cannot starve the others
 constexpr int kMessagesPerTurn = 256;  // the same for a flood of small messages
+// And for a flood of large ones: 64 reads of 128 KiB were 8 MiB per turn, about 20 ms of HMAC and
+// parsing on this host, which every other kernel's reply waited behind (issue 20's noisy-neighbour
+// bench: a neighbour's `1+1` went from 4 to 17 ms p50 while one kernel printed 140 MB/s). A turn of
+// 256 KiB costs well under a millisecond; a large message simply takes several turns.
+constexpr size_t kBytesPerTurn = 256 * 1024;
 
 }  // namespace
 
@@ -306,7 +311,7 @@ void ZmtpStream::arm_read() {
 
 void ZmtpStream::on_readable() {
   auto alive = alive_;
-  // A turn ends after kMessagesPerTurn messages or kReadsPerWake reads, so one flooding kernel
+  // A turn ends after kMessagesPerTurn messages, kReadsPerWake reads or kBytesPerTurn, so one flooding kernel
   // cannot hold the io thread: the other sockets get a turn in between.
   int messages = 0;
   const zmtp::Decoder::OnUnit sink = [this, alive, &messages](zmtp::Unit u, const FrameViews& f) {
@@ -322,7 +327,8 @@ void ZmtpStream::on_readable() {
   ScratchLease scratch;
   // asio's epoll registration is edge-triggered: read until a short read (the socket had no more)
   // or EAGAIN before waiting again.
-  for (int reads = 0; reads < kReadsPerWake && !backlog_; ++reads) {
+  size_t bytes = 0;
+  for (int reads = 0; reads < kReadsPerWake && bytes < kBytesPerTurn && !backlog_; ++reads) {
     const bool in_scratch = pending_len_ == 0;
     if (!in_scratch) {
       size_t need = std::max(pending_len_ + ScratchLease::kBytes, decoder_.wanted());
@@ -342,6 +348,7 @@ void ZmtpStream::on_readable() {
       if (errno == EAGAIN) return arm_read();
       return disconnect();
     }
+    bytes += static_cast<size_t>(n);
     std::string_view data = in_scratch ? std::string_view(dst, static_cast<size_t>(n))
                                        : std::string_view(pending_.get(), pending_len_ + static_cast<size_t>(n));
     if (!consume(data, sink)) return;
