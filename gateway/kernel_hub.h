@@ -21,6 +21,7 @@
 
 #include "metrics/gateway_metrics.h"
 #include "gateway/execute_clock.h"
+#include "gateway/turn_lock.h"
 #include "gateway/http/outgoing.h"
 #include "gateway/http/ws_connection.h"
 #include "gateway/lease_fence.h"
@@ -79,6 +80,11 @@ class KernelHub : public launcher::KernelObserver,
   // Its jail has a proxy endpoint (it started with a network policy): the proxy knows it even while
   // its policy is none, and only such a kernel's policy can be changed while it runs.
   bool egress_endpoint = false;
+  // Held by whoever changes what the egress proxy holds for this kernel (a PATCH, the resync after the
+  // proxy restarted) from reading `network` to recording the proxy's answer. Each request goes on a
+  // connection of its own, so two in flight could be applied by the proxy in one order and recorded
+  // here in the other: the proxy would enforce a policy the gateway no longer shows.
+  TurnLock network_turn;
   int pause_after_s = 0;    // freeze the kernel after this long idle; 0 = never
   // A request was sent on shell or control and the kernel has sent nothing since: it has not even
   // said busy yet (a loaded host, a kernel just thawed), so it is not idle and must not be frozen

@@ -608,8 +608,13 @@ awaitable<void> KernelManager::resync_egress_now(std::shared_ptr<uint64_t> curre
     auto& kernel = hub->kernel();
     const std::string id = kernel.id();
     if (!kernels_.count(id)) continue;  // removed meanwhile, its policy with it
+    std::optional<TurnLock::Turn> turn(co_await hub->network_turn.acquire());
+    if (overtaken() || !egress_) co_return;
+    if (!kernels_.count(id)) continue;
+    // Read in its turn: a PATCH that changed it meanwhile has had its answer recorded.
     const json request = {{"op", "set"}, {"kernel", id}, {"user", hub->owner}, {"policy", hub->network}};
     auto set = co_await egress_->ask(request);
+    turn.reset();
     if (overtaken()) co_return;
     if (!set) {
       common::log_error("kernel={} msg=\"egress proxy: cannot restore the policy\" error=\"{}\"", id, set.error().message);

@@ -20,6 +20,7 @@ using nlohmann::json;
 awaitable<common::Result<json>> KernelManager::set_network(std::shared_ptr<KernelHub> hub, json requested, std::string who) {
   auto& kernel = hub->kernel();
   const std::string id = kernel.id();
+  auto turn = co_await hub->network_turn.acquire();
   // Judged as at start: against the owner's limit (an admin changing another's kernel gets no more),
   // else the kernelspec's policy, else none.
   auto owner = services_.users.get_user(hub->owner);

@@ -511,6 +511,42 @@ def test_change_a_running_kernels_policy(gw, site):
         assert u["alice"].api("DELETE", "api/kernels/" + kernel).status_code == 204
 
 
+def test_concurrent_policy_changes_leave_the_proxy_with_the_policy_the_gateway_shows(gw, site):
+    """Many PATCHes of one kernel's network at once, while its proxy is killed and restarted (the resync
+    sends every policy again): each request to the proxy goes on a connection of its own, so without a
+    turn per kernel the proxy could apply them in one order and the gateway record them in another; the
+    kernel would then be held to a policy that the API no longer shows."""
+    import concurrent.futures
+    t, u = gw
+    kid = u["alice"].start(name="py-net")["id"]
+    policies = [{"mode": "allowlist", "allow": [rule("web.test", site)]},
+                {"mode": "allowlist", "allow": [rule("api.test", site)]},
+                {"mode": "none"}]
+
+    def patch(i):
+        r = u["alice"].api("PATCH", "api/kernels/" + kid, json={"network": policies[i % 3]})
+        return r.status_code
+
+    mismatches = []
+    for round_ in range(20):
+        if round_ % 2:
+            os.kill(egress_pid(t), signal.SIGKILL)  # the restarted proxy gets every policy again
+        with concurrent.futures.ThreadPoolExecutor(24) as pool:
+            codes = list(pool.map(patch, range(round_, round_ + 48)))
+        assert set(codes) <= {200, 503}, codes
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            shown = u["alice"].api("GET", "api/kernels/" + kid).json()["network"]
+            held = u["alice"].api("GET", "api/kernels/%s/egress" % kid)
+            if held.status_code == 200 and held.json().get("policy") == shown:
+                break
+            time.sleep(0.5)
+        else:
+            mismatches.append((round_, shown, held.status_code, held.text[:300]))
+    assert not mismatches, "the proxy holds another policy than the gateway shows: %s" % mismatches
+    assert u["alice"].api("DELETE", "api/kernels/" + kid).status_code == 204
+
+
 def test_bad_kernelspec_policy_stops_serve():
     t = targets_mod.jail_target()
     write_spec(t.kernels_dir, "badnet", {"mode": "allowlist", "allow": [{"host": "web.test", "ports": ["http"]}]})
