@@ -39,8 +39,9 @@ std::string encode_v1_head(std::string_view channel, const Message& m);
 common::Result<WsMessage> decode_ws(WsProtocol protocol, std::string_view data, bool binary,
                                     size_t max_parts = 64);
 
-// Server→client v1, as a relay reads another node's kernel (docs/cluster.md): the same checks, and
-// iopub is a channel too.
+// Server→client v1, as a relay reads another node's kernel (docs/cluster.md): the same checks of the
+// framing (offsets, channel, iopub a channel too) and of the header, but not of the other parts' JSON:
+// they are the kernel's, passed on as they are (as to a client of the node that holds the kernel).
 common::Result<WsMessage> decode_v1_from_server(std::string_view data, bool binary, size_t max_parts = 4096);
 
 }  // namespace cellgate::protocol

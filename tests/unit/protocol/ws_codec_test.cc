@@ -193,4 +193,14 @@ TEST_CASE("v1 from another node: iopub is a channel, and only there", "[protocol
   CHECK_FALSE(cellgate::protocol::decode_v1_from_server(frame.data.substr(0, 12), true));
   auto bogus = encode_ws(WsProtocol::kV1, "nope", m);
   CHECK_FALSE(cellgate::protocol::decode_v1_from_server(bogus.data, true));
+  // The kernel's parts pass as they are, as its own node passes them on: only a client's are checked.
+  Message raw = stream_message();
+  raw.content = "[not an object";
+  auto passed = encode_ws(WsProtocol::kV1, "iopub", raw);
+  auto got = cellgate::protocol::decode_v1_from_server(passed.data, true);
+  REQUIRE(got);
+  CHECK(got->message.content == raw.content);
+  CHECK_FALSE(decode_ws(WsProtocol::kV1, encode_ws(WsProtocol::kV1, "shell", raw).data, true));
+  raw.header = "nope";  // the header is still read (msg_id, msg_type)
+  CHECK_FALSE(cellgate::protocol::decode_v1_from_server(encode_ws(WsProtocol::kV1, "iopub", raw).data, true));
 }
