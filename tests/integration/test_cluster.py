@@ -132,7 +132,10 @@ class Node(targets_mod.CellgateTarget):
 
 
 class Cluster:
-    def __init__(self):
+    """PostgreSQL, an upstream HTTP server and a node per name, each in a namespace of its own; what
+    bench/cluster/cluster_bench.py runs on too."""
+
+    def __init__(self, names=NAMES):
         path, why = targets_mod.cellgate_binary()
         if not path:
             pytest.fail("cellgate target required but " + why)
@@ -155,7 +158,7 @@ class Cluster:
             self.store = os.path.join(self.tmp, "shared-store")
             ca = make_ca(self.tmp, "cluster-ca")
             self.ca = ca[1]
-            for i, name in enumerate(NAMES):
+            for i, name in enumerate(names):
                 ns, address = self.net.add(name, 10 + i)
                 certs = make_cert(self.tmp, ca, name, address)
                 # One snapshot store for all three, as a shared filesystem (NFS, CephFS, EFS) would be.
