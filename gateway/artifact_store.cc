@@ -75,7 +75,7 @@ common::Result<StoredFile> ArtifactStore::store_file(const workspace::Workspace&
   std::lock_guard quota(*owner_lock);
   const std::string owner_dir = workspace::workspaces_dir(workspaces_.data_dir()) + "/" + owner;
   if (limits.store_bytes != 0) {
-    const uint64_t held = workspace::owner_store_bytes(owner_dir, store);
+    const uint64_t held = workspace::owner_store_bytes(owner_dir, store, workspaces_.pins());
     const uint64_t cost = workspace::charged_bytes(file->size);
     if (held + cost > limits.store_bytes)
       return make_error(Errc::kInsufficientStorage,
@@ -92,7 +92,7 @@ common::Result<StoredFile> ArtifactStore::store_file(const workspace::Workspace&
   if (batch.bytes_read() != file->size)
     return make_error(Errc::kConflict, path + " shrank while it was published; publish it again once it is written");
   // The pin first, then the object: a crash between them leaves a pin naming nothing (pins.h).
-  workspace::Pins pins(workspaces_.data_dir());
+  workspace::Pins pins(workspaces_.pins());
   if (auto st = pins.add(kArtifactPinKind, owner, id, {hash.value()}); !st) return st.error();
   if (auto st = batch.commit(); !st) {
     (void)pins.remove(kArtifactPinKind, owner, id);
@@ -117,7 +117,7 @@ std::shared_ptr<std::mutex> ArtifactStore::quota_lock(const std::string& owner) 
 }
 
 common::Status ArtifactStore::unpin(const std::string& owner, const std::string& id) {
-  return workspace::Pins(workspaces_.data_dir()).remove(kArtifactPinKind, owner, id);
+  return workspace::Pins(workspaces_.pins()).remove(kArtifactPinKind, owner, id);
 }
 
 common::Result<common::UniqueFd> ArtifactStore::open(std::string_view sha256) const {
@@ -125,7 +125,7 @@ common::Result<common::UniqueFd> ArtifactStore::open(std::string_view sha256) co
 }
 
 common::Result<std::vector<std::string>> ArtifactStore::pinned(const std::string& owner) const {
-  return workspace::Pins(workspaces_.data_dir()).names(kArtifactPinKind, owner);
+  return workspace::Pins(workspaces_.pins()).names(kArtifactPinKind, owner);
 }
 
 std::string media_type_for(std::string_view name) {

@@ -73,7 +73,7 @@ common::Status Retention::drop_entries(const std::string& owner, const std::vect
   }
   for (const auto& j : baselines) delete_baseline_snapshot(j);
   // The store keeps a journal's large outputs while its pin names them: only the remaining entries'.
-  workspace::Pins pins(data_dir_);
+  workspace::Pins pins(workspaces_.pins());
   for (const auto& k : kernels) {
     auto left = state::journal_blobs(db_, k);
     if (!left) return left.error();
@@ -176,7 +176,7 @@ common::Status Retention::drop(const state::JournalRow& j) {
   delete_baseline_snapshot(j);
   auto st = state::delete_journal(db_, j.kernel_id);
   if (!st && st.error().code != Errc::kNotFound) return st;
-  if (auto pin = workspace::Pins(data_dir_).remove("journal", j.owner, j.kernel_id); !pin) return pin;
+  if (auto pin = workspace::Pins(workspaces_.pins()).remove("journal", j.owner, j.kernel_id); !pin) return pin;
   if (auto it = usage_.find(j.owner); it != usage_.end())
     if (auto sum = state::journal_bytes_of(db_, j.owner)) it->second = sum.value();
   return common::ok();

@@ -221,7 +221,7 @@ std::vector<Writer::Op> Writer::prepare(std::vector<Event>& events) {
         pinned[{ev.entry.owner, ev.entry.kernel_id}].push_back(hash.value());
       }
     }
-    workspace::Pins pins(data_dir_);
+    workspace::Pins pins(workspaces_.pins());
     for (const auto& [who, hashes] : pinned) {
       if (!lost.empty()) break;
       if (auto st = pins.add("journal", who.first, who.second, hashes); !st) lost = st.error().message;

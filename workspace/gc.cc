@@ -46,7 +46,7 @@ common::Result<GcResult> collect_garbage(ObjectStore& store, const std::string& 
     }
   }
   // Objects held outside snapshots: a journal's large outputs, published artifacts.
-  auto pinned = Pins(data_dir).all();
+  auto pinned = Pins(pins_dir(data_dir, "")).all();  // a shared store was refused above
   if (!pinned) return make_error(Errc::kInternal, "gc aborted: " + pinned.error().message);
   live.merge(*pinned);
   GcResult result;

@@ -25,6 +25,17 @@ std::string workspace_dir(const std::string& data_dir, std::string_view owner, s
   return fmt::format("{}/{}/{}", workspaces_dir(data_dir), owner, name);
 }
 
+std::string data_dir_of(const std::string& ws_dir) {
+  std::string dir = ws_dir;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  for (int up = 0; up < 3; ++up) {  // <data>/workspaces/<owner>/<name>
+    const size_t slash = dir.rfind('/');
+    if (slash == std::string::npos) return {};
+    dir.resize(slash);
+  }
+  return dir;
+}
+
 common::Status validate_name(std::string_view name) {
   if (name.empty() || name.size() > 64 || name == "." || name == "..") {
     return make_error(Errc::kBadRequest, "names are 1..64 characters of [A-Za-z0-9._-], not '.' or '..'");

@@ -17,6 +17,8 @@ std::string store_dir(const std::string& data_dir);
 std::string workspaces_dir(const std::string& data_dir);
 std::string data_tmp_dir(const std::string& data_dir);
 std::string workspace_dir(const std::string& data_dir, std::string_view owner, std::string_view name);
+// The data dir of a workspace dir (workspace_dir's inverse; "" when ws_dir is not such a path).
+std::string data_dir_of(const std::string& ws_dir);
 
 // Owner and workspace names: [A-Za-z0-9._-]{1,64}, not "." or "..". kBadRequest otherwise.
 common::Status validate_name(std::string_view name);

@@ -56,9 +56,11 @@ common::Result<std::vector<std::string>> parse(const std::string& text, const st
 
 }  // namespace
 
-std::string pins_dir(const std::string& data_dir) { return data_dir + "/pins"; }
+PinsDir pins_dir(const std::string& data_dir, const std::string& store_dir) {
+  return PinsDir{(store_dir.empty() ? data_dir : store_dir) + "/pins"};
+}
 
-Pins::Pins(std::string data_dir) : root_(pins_dir(data_dir)) {}
+Pins::Pins(PinsDir dir) : root_(std::move(dir.path)) {}
 
 common::Result<std::string> Pins::dir_of(const std::string& kind, const std::string& owner) const {
   if (auto st = validate_name(kind); !st) return st.error();
@@ -158,6 +160,45 @@ common::Result<std::unordered_set<std::string>> Pins::all() const {
     }
   }
   return out;
+}
+
+common::Result<size_t> move_local_pins(const std::string& data_dir, const PinsDir& to) {
+  const PinsDir from = pins_dir(data_dir, "");
+  if (from.path == to.path) return size_t{0};
+  Pins here(from), there(to);
+  auto kinds = list_dir_at(AT_FDCWD, from.path);
+  if (!kinds && kinds.error().code == Errc::kNotFound) return size_t{0};
+  if (!kinds) return kinds.error();
+  size_t moved = 0;
+  for (const auto& kind : *kinds) {
+    if (!validate_name(kind)) continue;
+    auto owners = list_dir_at(AT_FDCWD, from.path + "/" + kind);
+    if (!owners) return owners.error();
+    for (const auto& owner : *owners) {
+      if (!validate_name(owner)) continue;
+      auto names = here.names(kind, owner);
+      if (!names) return names.error();
+      for (const auto& name : *names) {
+        auto mine = here.read(kind, owner, name);
+        if (!mine && mine.error().code == Errc::kNotFound) continue;
+        if (!mine) return mine.error();
+        // A move cut short left both copies: the union, written durably before this copy goes.
+        auto theirs = there.read(kind, owner, name);
+        if (!theirs && theirs.error().code != Errc::kNotFound) return theirs.error();
+        std::vector<std::string> merged = theirs ? std::move(theirs.value()) : std::vector<std::string>{};
+        std::unordered_set<std::string> seen(merged.begin(), merged.end());
+        for (auto& h : *mine)
+          if (seen.insert(h).second) merged.push_back(std::move(h));
+        if (auto st = there.replace(kind, owner, name, merged); !st) return st.error();
+        if (auto st = here.remove(kind, owner, name); !st) return st.error();
+        ++moved;
+      }
+      ::rmdir((from.path + "/" + kind + "/" + owner).c_str());
+    }
+    ::rmdir((from.path + "/" + kind).c_str());
+  }
+  ::rmdir(from.path.c_str());
+  return moved;
 }
 
 }  // namespace cellgate::workspace

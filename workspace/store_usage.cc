@@ -182,16 +182,14 @@ uint64_t workspace_bytes(const std::string& ws_dir) {
   return objects + manifest_bytes(ws_dir);
 }
 
-// What an owner's published artifacts hold: each artifact's object (pins/artifact/<owner>/<id>), in
+// What an owner's published artifacts hold: each artifact's object (<pins>/artifact/<owner>/<id>), in
 // whole blocks, once per artifact. owner_dir = <data>/workspaces/<owner>; the objects are in store
 // (with --store-dir not under the data dir: reading <data>/store charged them nothing).
-uint64_t artifact_bytes(const std::string& owner_dir, const ObjectStore& store) {
+uint64_t artifact_bytes(const std::string& owner_dir, const ObjectStore& store, const PinsDir& pins_at) {
   const size_t owner_slash = owner_dir.rfind('/');
-  if (owner_slash == std::string::npos || owner_slash == 0) return 0;
-  const size_t ws_slash = owner_dir.rfind('/', owner_slash - 1);
-  if (ws_slash == std::string::npos) return 0;
-  const std::string data_dir = owner_dir.substr(0, ws_slash), owner = owner_dir.substr(owner_slash + 1);
-  Pins pins(data_dir);
+  if (owner_slash == std::string::npos) return 0;
+  const std::string owner = owner_dir.substr(owner_slash + 1);
+  const Pins pins(pins_at);
   auto ids = pins.names("artifact", owner);
   if (!ids) return 0;
   uint64_t total = 0;
@@ -209,7 +207,7 @@ uint64_t artifact_bytes(const std::string& owner_dir, const ObjectStore& store) 
 
 }  // namespace
 
-uint64_t other_workspaces_bytes(const std::string& ws_dir, const ObjectStore& store) {
+uint64_t other_workspaces_bytes(const std::string& ws_dir, const ObjectStore& store, const PinsDir& pins) {
   std::string dir = ws_dir;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   const size_t slash = dir.rfind('/');
@@ -221,17 +219,17 @@ uint64_t other_workspaces_bytes(const std::string& ws_dir, const ObjectStore& st
       if (n != self && validate_name(n)) total += workspace_bytes(owner_dir + "/" + n);
     }
   }
-  return total + artifact_bytes(owner_dir, store);
+  return total + artifact_bytes(owner_dir, store, pins);
 }
 
-uint64_t owner_store_bytes(const std::string& owner_dir, const ObjectStore& store) {
+uint64_t owner_store_bytes(const std::string& owner_dir, const ObjectStore& store, const PinsDir& pins) {
   uint64_t total = 0;
   if (auto names = list_dir_at(AT_FDCWD, owner_dir); names) {
     for (const auto& n : *names) {
       if (validate_name(n)) total += workspace_bytes(owner_dir + "/" + n);
     }
   }
-  return total + artifact_bytes(owner_dir, store);
+  return total + artifact_bytes(owner_dir, store, pins);
 }
 
 }  // namespace cellgate::workspace

@@ -12,6 +12,7 @@
 #include "common/result.h"
 #include "workspace/manifest.h"
 #include "workspace/object_store.h"
+#include "workspace/pins.h"
 
 namespace cellgate::workspace {
 
@@ -49,11 +50,11 @@ uint64_t charged_bytes(uint64_t size);
 uint64_t manifest_bytes(const std::string& ws_dir, const std::set<std::string>& except = {});
 // What ws_dir's owner holds in the store outside ws_dir: the other workspaces' refs totals and
 // manifests, read without taking their locks, and the owner's published artifacts (each one's object
-// in whole blocks: pins/artifact/<owner>, its object in `store`, the store actually used: --store-dir's
+// in whole blocks: <pins>/artifact/<owner>, its object in `store`, the store actually used: --store-dir's
 // when given). A workspace without a refs file (never snapshotted under a store quota) is charged the
 // sum of its manifests' byte counts: more than it holds, never less.
-uint64_t other_workspaces_bytes(const std::string& ws_dir, const ObjectStore& store);
+uint64_t other_workspaces_bytes(const std::string& ws_dir, const ObjectStore& store, const PinsDir& pins);
 // What an owner holds in all: every workspace and the artifacts; owner_dir = <data>/workspaces/<owner>.
-uint64_t owner_store_bytes(const std::string& owner_dir, const ObjectStore& store);
+uint64_t owner_store_bytes(const std::string& owner_dir, const ObjectStore& store, const PinsDir& pins);
 
 }  // namespace cellgate::workspace

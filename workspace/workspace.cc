@@ -274,7 +274,7 @@ common::Result<StoreRefs> Workspace::check_store_quota(const ObjectBatch& batch,
     refs->remove(old, m->entries);
   }
   const uint64_t mine = refs->object_bytes() + manifest_bytes(dir_, dropped) + charged_bytes(manifest_size);
-  const uint64_t others = other_workspaces_bytes(dir_, *store_);
+  const uint64_t others = other_workspaces_bytes(dir_, *store_, pins_);
   if (others + mine > config_.store_bytes)
     return make_error(Errc::kInsufficientStorage,
                       fmt::format("store quota exceeded: the owner's snapshots and artifacts may hold {} bytes (store_bytes); with this "
@@ -371,7 +371,7 @@ common::Result<RestoreResult> Workspace::adopt(const Manifest& manifest) {
     refs.emplace(std::move(loaded.value()));
     refs->add(manifest.id, manifest.entries, cost);
     const uint64_t mine = refs->object_bytes() + manifest_bytes(dir_) + charged_bytes(text.size());
-    const uint64_t others = other_workspaces_bytes(dir_, *store_);
+    const uint64_t others = other_workspaces_bytes(dir_, *store_, pins_);
     if (others + mine > config_.store_bytes)
       return make_error(Errc::kInsufficientStorage,
                         fmt::format("store quota exceeded: the owner's snapshots and artifacts may hold {} bytes (store_bytes); "

@@ -12,8 +12,10 @@
 #include "common/progress.h"
 #include "common/result.h"
 #include "workspace/manifest.h"
+#include "workspace/layout.h"
 #include "workspace/published_manifests.h"
 #include "workspace/object_store.h"
+#include "workspace/pins.h"
 #include "workspace/store_usage.h"
 #include "workspace/tar_writer.h"
 
@@ -89,7 +91,8 @@ class Workspace {
  public:
   Workspace(ObjectStore& store, std::string dir, const WorkspaceConfig& config)
       : store_(&store), dir_(std::move(dir)), config_(config),
-        published_(PublishedManifests::for_workspace(config.store_dir, dir_)) {}
+        published_(PublishedManifests::for_workspace(config.store_dir, dir_)),
+        pins_(pins_dir(data_dir_of(dir_), config.store_dir)) {}
 
   std::string tree_path() const { return dir_ + "/tree"; }
   const std::string& dir() const { return dir_; }
@@ -142,6 +145,7 @@ class Workspace {
   std::string dir_;
   WorkspaceConfig config_;
   std::optional<PublishedManifests> published_;
+  PinsDir pins_;  // the owner's artifacts count against the store quota
   FaultHook fault_hook_;
 };
 

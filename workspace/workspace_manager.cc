@@ -12,6 +12,7 @@
 
 #include <fmt/core.h>
 
+#include "common/log.h"
 #include "common/random.h"
 #include "workspace/io_util.h"
 #include "workspace/layout.h"
@@ -63,6 +64,14 @@ common::Result<std::unique_ptr<WorkspaceManager>> WorkspaceManager::open(std::st
   if (!store) return store.error();
   std::unique_ptr<WorkspaceManager> mgr(
       new WorkspaceManager(std::move(data_dir), config, std::move(store.value()), std::move(volume)));
+  // Pins made before this data dir was given a shared store: a gc on another node must see them.
+  if (auto moved = move_local_pins(mgr->data_dir_, mgr->pins_); !moved) {
+    auto e = moved.error();
+    e.message = "moving the pins of " + mgr->data_dir_ + " to " + mgr->pins_.path + ": " + e.message;
+    return e;
+  } else if (*moved != 0) {
+    common::log_info("moved={} to={} msg=\"pins moved beside the shared store\"", *moved, mgr->pins_.path);
+  }
   if (mgr->volume_) {
     if (auto st = make_dir(mgr->staging_dir(), 0700); !st) return st.error();
   }

@@ -8,6 +8,7 @@
 
 #include "common/result.h"
 #include "workspace/object_store.h"
+#include "workspace/pins.h"
 #include "workspace/volume.h"
 #include "workspace/workspace.h"
 
@@ -25,7 +26,8 @@ struct WorkspaceRef {
 // Errors: kBadRequest (invalid names), kNotFound, kConflict (exists), kInternal (errno).
 class WorkspaceManager {
  public:
-  // Creates <data_dir> and the store if missing. Config errors → kInternal with errno.
+  // Creates <data_dir> and the store if missing. With config.store_dir, the pins live beside that store
+  // (pins.h) and those still under <data>/pins are moved there first. Config errors → kInternal with errno.
   static common::Result<std::unique_ptr<WorkspaceManager>> open(std::string data_dir, WorkspaceConfig config);
 
   // Creates an empty workspace atomically (staged, then renamed): kConflict if it exists. With a
@@ -55,12 +57,15 @@ class WorkspaceManager {
   std::string staging_dir() const;
 
   ObjectStore& store() { return store_; }
+  // Where pins live (<store>/pins with --store-dir, else <data>/pins).
+  const PinsDir& pins() const { return pins_; }
   const std::string& data_dir() const { return data_dir_; }
   const WorkspaceConfig& config() const { return config_; }
 
  private:
   WorkspaceManager(std::string data_dir, WorkspaceConfig config, ObjectStore store, std::unique_ptr<Volume> volume)
-      : data_dir_(std::move(data_dir)), config_(config), store_(std::move(store)), volume_(std::move(volume)) {}
+      : data_dir_(std::move(data_dir)), config_(config), store_(std::move(store)), volume_(std::move(volume)),
+        pins_(pins_dir(data_dir_, config_.store_dir)) {}
   common::Result<std::string> checked_dir(const WorkspaceRef& ref) const;
   // Removes a staged or doomed workspace dir (its tree in one go when it is a subvolume).
   common::Status discard(const std::string& staged) const;
@@ -79,6 +84,7 @@ class WorkspaceManager {
   WorkspaceConfig config_;
   ObjectStore store_;
   std::unique_ptr<Volume> volume_;
+  PinsDir pins_;
 };
 
 }  // namespace cellgate::workspace

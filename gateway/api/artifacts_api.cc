@@ -137,7 +137,12 @@ common::Result<gateway::ArtifactLimits> ArtifactsApi::owner_limits(const state::
 }
 
 void ArtifactsApi::remove_orphaned_pins() {
-  const std::string root = workspace::pins_dir(workspaces_.data_dir()) + "/" + gateway::kArtifactPinKind;
+  const std::string root = workspaces_.pins().path + "/" + gateway::kArtifactPinKind;
+  // Pins beside a shared store are every node's: a publish on another node writes its pin, then its
+  // row; a pin that young is left for the next start.
+  const bool shared = !workspaces_.config().store_dir.empty();
+  constexpr auto kPublishInFlight = std::chrono::minutes(10);
+  const auto now = std::filesystem::file_time_type::clock::now();
   std::error_code ec;
   for (const auto& dir : std::filesystem::directory_iterator(root, ec)) {
     const std::string owner = dir.path().filename().string();
@@ -150,6 +155,9 @@ void ArtifactsApi::remove_orphaned_pins() {
     for (const auto& id : ids.value()) {
       auto row = state::get_artifact(db_, id);
       if (row || row.error().code != Errc::kNotFound) continue;  // named, or the database cannot say: kept
+      std::error_code age_ec;  // only read with a shared store
+      const auto written = std::filesystem::last_write_time(dir.path() / id, age_ec);
+      if (shared && (age_ec || now - written < kPublishInFlight)) continue;
       auto st = store_.unpin(owner, id);
       if (st) common::log_warn("owner={} artifact={} msg=\"artifact pin without a row removed (a publish or delete a crash cut short)\"", owner, id);
       else common::log_warn("owner={} artifact={} msg=\"orphaned artifact pin not removed\" error=\"{}\"", owner, id, st.error().message);

@@ -55,7 +55,9 @@ class ArtifactsApi {
   common::Result<gateway::ArtifactLimits> owner_limits(const state::User& caller, const std::string& owner);
   // At start, before anything is served: the artifact pins no row names go (a crash between a
   // publish's pin and its row, or between a delete's row and its pin), so that their bytes stop
-  // counting against their owner's quota and gc may take them. Blocking; logs what it removes.
+  // counting against their owner's quota and gc may take them. With a shared store, a pin written in
+  // the last 10 minutes stays: another node's publish may be between its pin and its row. Blocking;
+  // logs what it removes.
   void remove_orphaned_pins();
   // kForbidden when owner holds max_per_user artifacts already. Io thread.
   std::optional<common::Error> over_count(const std::string& owner);

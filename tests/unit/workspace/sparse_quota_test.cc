@@ -181,12 +181,12 @@ TEST_CASE("published artifacts count against the owner's store quota until their
   ObjectBatch batch((*mgr)->store());
   auto hash = batch.put_bytes(std::string(2 << 20, 'x'));
   REQUIRE(hash);
-  Pins pins((*mgr)->data_dir());
+  Pins pins((*mgr)->pins());
   REQUIRE(pins.add("artifact", "u", "a1", {hash.value()}));
   REQUIRE(batch.commit());
   const std::string owner_dir = tmp.path() + "/data/workspaces/u";
-  CHECK(owner_store_bytes(owner_dir, (*mgr)->store()) == (2u << 20));
-  CHECK(owner_store_bytes(tmp.path() + "/data/workspaces/other", (*mgr)->store()) == 0);  // another owner pays nothing
+  CHECK(owner_store_bytes(owner_dir, (*mgr)->store(), (*mgr)->pins()) == (2u << 20));
+  CHECK(owner_store_bytes(tmp.path() + "/data/workspaces/other", (*mgr)->store(), (*mgr)->pins()) == 0);  // another owner pays nothing
 
   // A snapshot of 1.5 MiB no longer fits beside it; it does once the artifact is deleted.
   cellgate::workspace::test::write_text(ws->tree_path() + "/f", std::string(3 << 19, 'y'));
@@ -195,7 +195,7 @@ TEST_CASE("published artifacts count against the owner's store quota until their
   REQUIRE_FALSE(refused);
   CHECK(refused.error().code == Errc::kInsufficientStorage);
   REQUIRE(pins.remove("artifact", "u", "a1"));
-  CHECK(owner_store_bytes(owner_dir, (*mgr)->store()) == 0);
+  CHECK(owner_store_bytes(owner_dir, (*mgr)->store(), (*mgr)->pins()) == 0);
   CHECK(ws->snapshot(labelled));
 }
 
@@ -212,7 +212,7 @@ TEST_CASE("with --store-dir, published artifacts count against the owner's store
   ObjectBatch batch((*mgr)->store());
   auto hash = batch.put_bytes(std::string(2 << 20, 'x'));
   REQUIRE(hash);
-  Pins pins((*mgr)->data_dir());
+  Pins pins((*mgr)->pins());
   REQUIRE(pins.add("artifact", "u", "a1", {hash.value()}));
   REQUIRE(batch.commit());
   cellgate::workspace::test::write_text(ws->tree_path() + "/f", std::string(3 << 19, 'y'));
@@ -220,7 +220,7 @@ TEST_CASE("with --store-dir, published artifacts count against the owner's store
   auto refused = ws->snapshot(labelled);
   REQUIRE_FALSE(refused);
   CHECK(refused.error().code == Errc::kInsufficientStorage);
-  CHECK(owner_store_bytes(tmp.path() + "/data/workspaces/u", (*mgr)->store()) == (2u << 20));
+  CHECK(owner_store_bytes(tmp.path() + "/data/workspaces/u", (*mgr)->store(), (*mgr)->pins()) == (2u << 20));
   REQUIRE(pins.remove("artifact", "u", "a1"));
   CHECK(ws->snapshot(labelled));
 }
