@@ -25,7 +25,8 @@ constexpr const char* kUsage =
     "  user     manage users and their tokens (cellgate user --help)\n"
     "  mcp      an MCP server over stdio for a running gateway: cellgate mcp --url URL --token T\n"
     "  fsck     verify every snapshot object and manifest: cellgate fsck [--data-dir DIR]\n"
-    "  gc       remove snapshot objects no snapshot references: cellgate gc [--data-dir DIR]\n"
+    "  gc       remove snapshot objects no snapshot or pin references: cellgate gc [--data-dir DIR]\n"
+    "           [--store-dir DIR [--min-age SECONDS]] (a shared store: every node's snapshots are kept)\n"
     "  restore  put a workspace back to a snapshot: cellgate restore [--data-dir DIR] [--owner U] WS SNAPSHOT\n"
     "  reproduce  re-run a kernel's journal on a running gateway and compare: cellgate reproduce KERNEL_ID (--help)\n";
 
@@ -43,7 +44,7 @@ int main(int argc, char** argv) {
     if (command == "user") return cellgate::cli::user_main(argc - 2, argv + 2);
     if (command == "mcp") return cellgate::cli::mcp_main(argc - 2, argv + 2);
     if (command == "fsck") return cellgate::cli::fsck_main(cellgate::cli::store_args(argc - 2, argv + 2), std::cout);
-    if (command == "gc") return cellgate::cli::gc_main(cellgate::cli::store_args(argc - 2, argv + 2));
+    if (command == "gc") return cellgate::cli::gc_main(cellgate::cli::store_args(argc - 2, argv + 2, true));
     if (command == "restore") return cellgate::cli::restore_main(argc - 2, argv + 2);
     if (command == "reproduce") return cellgate::cli::reproduce_main(argc - 2, argv + 2);
   } catch (const cellgate::common::ConfigError& e) {

@@ -6,6 +6,8 @@
 
 #include <sys/stat.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -25,15 +27,27 @@ namespace cellgate::cli {
 
 std::string StoreArgs::store() const { return store_dir.empty() ? workspace::store_dir(data_dir) : store_dir; }
 
-StoreArgs store_args(int argc, char** argv) {
+StoreArgs store_args(int argc, char** argv, bool gc) {
   StoreArgs out;
   out.data_dir = std::getenv("CELLGATE_DATA_DIR") ? std::getenv("CELLGATE_DATA_DIR") : "./data";
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
     const bool data = a == "--data-dir" || a.rfind("--data-dir=", 0) == 0;
     const bool store = a == "--store-dir" || a.rfind("--store-dir=", 0) == 0;
+    const bool age = gc && (a == "--min-age" || a.rfind("--min-age=", 0) == 0);
+    if (age) {
+      const std::string v = option_value(a, argc, argv, i);
+      char* end = nullptr;
+      errno = 0;
+      const long long s = std::strtoll(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || errno != 0 || s < 0)
+        throw common::ConfigError("--min-age needs a number of seconds, not '" + v + "'");
+      out.min_age_s = s;
+      continue;
+    }
     if (!data && !store)
-      throw common::ConfigError("unexpected argument '" + a + "' (usage: [--data-dir DIR] [--store-dir DIR])");
+      throw common::ConfigError("unexpected argument '" + a + "' (usage: [--data-dir DIR] [--store-dir DIR]" +
+                                (gc ? " [--min-age SECONDS])" : ")"));
     (data ? out.data_dir : out.store_dir) = option_value(a, argc, argv, i);
   }
   return out;
@@ -52,7 +66,10 @@ int gc_main(const StoreArgs& args) {
     return 2;
   }
   std::optional<common::TerminalProgress> meter(std::in_place, "gc");  // stderr, a terminal only
-  auto r = workspace::collect_garbage(store.value(), data_dir, meter->fn());
+  // With --store-dir the store may be shared by cluster nodes: marked from every node's published
+  // snapshots and pins, swept by age (docs/cluster.md §6).
+  workspace::GcOptions options{data_dir, !args.store_dir.empty(), std::chrono::seconds(args.min_age_s)};
+  auto r = workspace::collect_garbage(store.value(), options, meter->fn());
   meter.reset();
   if (*volume && (*volume)->mounted_here()) (*volume)->release();
   if (!r) {
@@ -60,6 +77,9 @@ int gc_main(const StoreArgs& args) {
     return 1;
   }
   std::printf("gc: %llu objects removed\n", static_cast<unsigned long long>(r->objects_removed));
+  if (r->objects_young != 0)
+    std::printf("gc: %llu unreferenced objects younger than %llds kept\n", static_cast<unsigned long long>(r->objects_young),
+                static_cast<long long>(args.min_age_s));
   return 0;
 }
 

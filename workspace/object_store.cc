@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -65,6 +66,12 @@ bool ObjectStore::contains(std::string_view hash) const {
          S_ISREG(st.st_mode);
 }
 
+bool ObjectStore::reuse(std::string_view hash) const {
+  if (!is_sha256_hex(hash)) return false;
+  // utimensat(2) with no times: now, for the file's owner; ENOENT when absent (or gc took it meanwhile).
+  return ::utimensat(objects_fd_.get(), relative_path(hash).c_str(), nullptr, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 common::Result<UniqueFd> ObjectStore::open_object(std::string_view hash) const {
   if (!is_sha256_hex(hash)) return make_error(Errc::kBadRequest, "malformed object hash");
   UniqueFd fd(::openat(objects_fd_.get(), relative_path(hash).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
@@ -111,8 +118,9 @@ common::Status ObjectStore::remove_object(std::string_view hash) {
   return common::ok();
 }
 
-common::Result<uint64_t> ObjectStore::remove_temps() {
+common::Result<uint64_t> ObjectStore::remove_temps(std::chrono::seconds older_than) {
   uint64_t removed = 0;
+  const time_t cutoff = ::time(nullptr) - static_cast<time_t>(older_than.count());
   for (int i = 0; i < 256; ++i) {
     char name[3] = {kHex[i >> 4], kHex[i & 15], 0};
     auto entries = list_dir_at(objects_fd_.get(), name);
@@ -120,6 +128,10 @@ common::Result<uint64_t> ObjectStore::remove_temps() {
     for (const auto& e : *entries) {
       if (e.empty() || e[0] != '.') continue;
       std::string rel = std::string(name) + "/" + e;
+      struct stat st {};
+      if (older_than.count() > 0 &&
+          (::fstatat(objects_fd_.get(), rel.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_mtime > cutoff))
+        continue;  // a write in flight, maybe on another node
       if (::unlinkat(objects_fd_.get(), rel.c_str(), 0) == 0) ++removed;
     }
   }
@@ -151,7 +163,7 @@ common::Status ObjectBatch::stage(std::string temp, const std::string& hash) {
 common::Result<std::string> ObjectBatch::put_bytes(std::string_view data) {
   std::string hash = sha256_hex(data);
   bytes_read_ += data.size();
-  if (staged_hashes_.count(hash) != 0 || store_.contains(hash)) return hash;
+  if (staged_hashes_.count(hash) != 0 || store_.reuse(hash)) return hash;
   auto temp = new_temp(std::string_view(hash).substr(0, 2));
   if (!temp) return temp.error();
   if (auto st = write_all(temp->first.get(), data.data(), data.size()); !st) {
@@ -199,7 +211,7 @@ common::Result<std::string> ObjectBatch::put_fd(int fd, uint64_t max_bytes) {
     have = *n;
   }
   std::string hash = h.hex_digest();
-  if (staged_hashes_.count(hash) != 0 || store_.contains(hash)) {
+  if (staged_hashes_.count(hash) != 0 || store_.reuse(hash)) {
     ::unlinkat(store_.objects_fd(), temp->second.c_str(), 0);
     return hash;
   }
@@ -240,7 +252,7 @@ common::Result<ObjectBatch::Put> ObjectBatch::put_file(int fd, uint64_t max_byte
   if (!read) return fail(read.error());
   bytes_read_ += *read;
   Put put{h.hex_digest(), layout->size, *read, true};
-  if (staged_hashes_.count(put.hash) != 0 || store_.contains(put.hash)) {
+  if (staged_hashes_.count(put.hash) != 0 || store_.reuse(put.hash)) {
     ::unlinkat(store_.objects_fd(), temp->second.c_str(), 0);
     return put;
   }

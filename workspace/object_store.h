@@ -2,6 +2,7 @@
 // object_store: content-addressed (SHA-256) immutable blobs shared by every workspace.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -31,6 +32,11 @@ class ObjectStore {
   int objects_fd() const { return objects_fd_.get(); }
   static std::string relative_path(std::string_view hash);  // "ab/cdef…"
   bool contains(std::string_view hash) const;
+  // contains(), for an object a new snapshot, pin or journal will name without writing it again: its
+  // mtime is set to now, so that a gc on a shared store (whose age rule keeps unmarked objects younger
+  // than an hour, gc.h) does not take it before that name is published. False when it is absent, or
+  // cannot be touched (then it is written again, which renames a fresh copy over it).
+  bool reuse(std::string_view hash) const;
   // Opens an object read-only. kNotFound if absent, kBadRequest if hash is malformed.
   common::Result<common::UniqueFd> open_object(std::string_view hash) const;
   // Re-reads an object and returns its actual SHA-256 (fsck).
@@ -38,8 +44,9 @@ class ObjectStore {
   // Calls fn(name, size) for every object file (not temps); stops at the first error.
   common::Status for_each_object(const std::function<void(const std::string&, uint64_t)>& fn) const;
   common::Status remove_object(std::string_view hash);
-  // Removes every temp (crash leftovers); only safe under the exclusive lock. Returns the count.
-  common::Result<uint64_t> remove_temps();
+  // Removes every temp (crash leftovers) whose mtime is older than older_than (0: all; only safe
+  // under the exclusive lock, and only when no other node writes to this store). Returns the count.
+  common::Result<uint64_t> remove_temps(std::chrono::seconds older_than = std::chrono::seconds(0));
 
   // Writers (snapshot, restore, fork) hold kShared; GC holds kExclusive.
   common::Result<FileLock> lock(FileLock::Mode mode) const;

@@ -28,6 +28,7 @@ namespace {
 
 constexpr uint64_t kMaxManifestBytes = uint64_t{1} << 30;  // as workspace.cc reads its own
 constexpr size_t kMaxPublished = 100'000;                  // retention keeps far fewer per workspace
+constexpr const char* kHeld = "held";
 
 common::Status make_dir(const std::string& path) {
   if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) return errno_error("mkdir " + path, errno);
@@ -59,19 +60,57 @@ common::Status PublishedManifests::make_dirs() const {
   return common::ok();
 }
 
-common::Status PublishedManifests::publish(const std::string& id, const std::string& manifest_text) {
+common::Status PublishedManifests::publish(const std::string& id, const std::string& manifest_text, bool held) {
   if (!is_snapshot_id(id)) return make_error(Errc::kBadRequest, "not a snapshot id: " + id);
   if (auto st = make_dirs(); !st) return st;
-  UniqueFd dir(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!dir) return errno_error("open " + dir_, errno);
+  const std::string target = held ? dir_ + "/" + kHeld : dir_;
+  if (held)
+    if (auto st = make_dir(target); !st) return st;
+  UniqueFd dir(::open(target.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir) return errno_error("open " + target, errno);
   return write_file_atomic(dir.get(), id, manifest_text);
+}
+
+bool PublishedManifests::has(const std::string& id) const {
+  if (!is_snapshot_id(id)) return false;
+  struct stat st {};
+  return ::stat((dir_ + "/" + id).c_str(), &st) == 0 || ::stat((dir_ + "/" + kHeld + "/" + id).c_str(), &st) == 0;
 }
 
 common::Status PublishedManifests::remove(const std::string& id) {
   if (!is_snapshot_id(id)) return make_error(Errc::kBadRequest, "not a snapshot id: " + id);
-  const std::string path = dir_ + "/" + id;
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return errno_error("unlink " + path, errno);
+  for (const std::string& path : {dir_ + "/" + id, dir_ + "/" + kHeld + "/" + id})
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return errno_error("unlink " + path, errno);
   return common::ok();
+}
+
+common::Result<std::vector<std::string>> PublishedManifests::all_paths(const std::string& store_dir) {
+  std::vector<std::string> out;
+  const std::string root = store_dir + "/manifests";
+  // The names in dir that pass keep; none when dir is gone (a workspace deleted meanwhile).
+  auto names_in = [](const std::string& dir, auto keep) -> common::Result<std::vector<std::string>> {
+    auto names = list_dir_at(AT_FDCWD, dir, kMaxPublished);
+    if (!names && names.error().code == Errc::kNotFound) return std::vector<std::string>{};
+    if (!names) return names.error();
+    std::erase_if(*names, [&](const std::string& n) { return !keep(n); });
+    return names;
+  };
+  auto is_name = [](const std::string& n) { return static_cast<bool>(validate_name(n)); };
+  auto owners = names_in(root, is_name);
+  if (!owners) return owners.error();
+  for (const auto& owner : *owners) {
+    auto workspaces = names_in(root + "/" + owner, is_name);
+    if (!workspaces) return workspaces.error();
+    for (const auto& ws : *workspaces) {
+      const std::string dir = root + "/" + owner + "/" + ws;
+      for (const std::string& sub : {dir, dir + "/" + kHeld}) {
+        auto ids = names_in(sub, [](const std::string& n) { return is_snapshot_id(n); });
+        if (!ids) return ids.error();
+        for (const auto& id : *ids) out.push_back(sub + "/" + id);
+      }
+    }
+  }
+  return out;
 }
 
 common::Status PublishedManifests::remove_all() { return remove_tree_at(AT_FDCWD, dir_); }

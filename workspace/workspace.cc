@@ -125,6 +125,11 @@ common::Result<SnapshotResult> Workspace::snapshot(const SnapshotOptions& option
     index_text = std::move(text.value());
   }
   std::string head = head_id();
+  // With a shared store the head's objects are safe from every node's gc only while its manifest is
+  // published: a head whose publish failed (the shared filesystem was away, or this node stopped
+  // between the two) is not trusted below; its objects are touched or written again, and it is
+  // published once whole (docs/cluster.md §6).
+  const bool head_marked = head.empty() || !published_ || published_->has(head);
   std::vector<Entry> previous;
   if (!head.empty()) {
     auto m = load_snapshot(head);
@@ -155,11 +160,12 @@ common::Result<SnapshotResult> Workspace::snapshot(const SnapshotOptions& option
   std::unordered_set<std::string> present;
   present.reserve(previous.size());
   for (const Entry& e : previous) {
-    if (e.type == EntryType::kFile) present.insert(e.hash);
+    if (head_marked && e.type == EntryType::kFile) present.insert(e.hash);
   }
   auto can_reuse = [&](const std::string& hash) {
     if (present.count(hash) != 0) return true;
-    if (!store_->contains(hash)) return false;
+    // Not in the head: maybe in no published manifest either, so it is touched (object_store.h).
+    if (!store_->reuse(hash)) return false;
     present.insert(hash);
     return true;
   };
@@ -181,6 +187,11 @@ common::Result<SnapshotResult> Workspace::snapshot(const SnapshotOptions& option
     if (text != index_text) (void)replace_file(dir->get(), "index", text);
   };
   if (options.only_if_changed && result.diff.empty()) {
+    if (!head_marked) {
+      // The head, whole again in the store (what gc took meanwhile is written back from the tree).
+      if (auto st = batch.commit(); !st) return st.error();
+      if (auto text = read_file_at(dir->get(), "snapshots/" + head, kMaxManifestBytes); text) publish_copy(head, *text);
+    }
     save_index();
     result.id = head;
     return result;
@@ -228,7 +239,7 @@ common::Result<SnapshotResult> Workspace::snapshot(const SnapshotOptions& option
   });
   if (!st) return st.error();
   if (auto hs = write_file_atomic(dir->get(), "head", m.id); !hs) return hs.error();
-  if (options.publish) publish_copy(m.id, manifest_text);
+  publish_copy(m.id, manifest_text, options.held);
   save_index();
   result.created = true;
   result.id = m.id;

@@ -55,7 +55,9 @@ struct SnapshotOptions {
   bool automatic = true;
   std::string label;            // non-empty keeps it through retention (≤ 128 bytes)
   bool only_if_changed = true;  // no new snapshot when the tree equals the head snapshot
-  bool publish = true;          // into a shared store too (WorkspaceConfig::store_dir); false: here only
+  // Into a shared store (WorkspaceConfig::store_dir) under held/: gc keeps its objects, but no node
+  // takes it for the workspace's newest state (published_manifests.h).
+  bool held = false;
 };
 
 struct SnapshotResult {
@@ -120,7 +122,8 @@ class Workspace {
   common::Result<RestoreResult> adopt(const Manifest& manifest);
   // With a shared store: adopts the newest published snapshot when this node does not have it and its
   // own head is older (the workspace ran on another node since). What the tree holds beyond its head
-  // is first kept as a labelled snapshot, here only. The adopted id, or nullopt when nothing changed.
+  // is first kept as a labelled snapshot, published as held (never the newest state, but gc keeps its
+  // objects). The adopted id, or nullopt when nothing changed.
   common::Result<std::optional<std::string>> catch_up();
 
   void set_fault_hook(FaultHook hook) { fault_hook_ = std::move(hook); }
@@ -138,7 +141,7 @@ class Workspace {
   common::Result<RestoreResult> restore_locked(const Manifest& target, const common::ProgressFn& progress = {});
   // The shared store's copy follows the local one; a failure is logged, not returned: the snapshot is
   // whole here, and the next one publishes the newest state.
-  void publish_copy(const std::string& id, const std::string& text);
+  void publish_copy(const std::string& id, const std::string& text, bool held = false);
   void unpublish(const std::string& id);
 
   ObjectStore* store_;

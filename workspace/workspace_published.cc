@@ -19,20 +19,21 @@ common::Result<std::optional<std::string>> Workspace::catch_up() {
     if (mine && mine->created_ns >= m.created_ns) return std::optional<std::string>();
   }
   // A node that returns after it was declared lost may hold changes made after its last snapshot.
-  // They stay here, labelled; unpublished, so no node takes them for the workspace's newest state.
+  // They stay here, labelled, and are published as held: no node takes them for the workspace's newest
+  // state, and a gc on any node keeps their objects.
   SnapshotOptions keep;
   keep.automatic = false;
   keep.label = "kept before restoring " + m.id + " from the shared store";
-  keep.publish = false;
+  keep.held = true;
   if (auto kept = snapshot(keep); !kept) return kept.error();
   auto adopted = adopt(m);
   if (!adopted) return adopted.error();
   return std::optional<std::string>(m.id);
 }
 
-void Workspace::publish_copy(const std::string& id, const std::string& text) {
+void Workspace::publish_copy(const std::string& id, const std::string& text, bool held) {
   if (!published_) return;
-  if (auto st = published_->publish(id, text); !st)
+  if (auto st = published_->publish(id, text, held); !st)
     common::log_warn("workspace={} snapshot={} msg=\"cannot publish the manifest to the shared store\" error=\"{}\"",
                      dir_, id, st.error().message);
 }

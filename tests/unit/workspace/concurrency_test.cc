@@ -49,7 +49,7 @@ TEST_CASE("parallel snapshots of shared and separate workspaces with GC running"
   threads.emplace_back(worker, "b", 3);
   threads.emplace_back([&] {
     for (int i = 0; i < 10; ++i) {
-      if (!collect_garbage((*mgr)->store(), (*mgr)->data_dir())) ++failures;
+      if (!collect_garbage((*mgr)->store(), {(*mgr)->data_dir()})) ++failures;
     }
   });
   for (auto& t : threads) t.join();

@@ -61,7 +61,7 @@ void check_crash_at(FaultPoint point, size_t at_count) {
   auto leftovers = list_dir_at(AT_FDCWD, ws->dir() + "/snapshots");
   REQUIRE(leftovers);
   CHECK(leftovers->size() == 2);  // the two manifests, no temp
-  auto gc = collect_garbage((*mgr)->store(), (*mgr)->data_dir());
+  auto gc = collect_garbage((*mgr)->store(), {(*mgr)->data_dir()});
   REQUIRE(gc);
   CHECK(gc->objects_kept == 10);
   if (point == FaultPoint::kObjectWritten) CHECK(gc->temps_removed == 2);

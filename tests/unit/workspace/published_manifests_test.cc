@@ -155,7 +155,7 @@ TEST_CASE("gc deletes nothing in a store that cluster nodes share", "[workspace]
   test::write_text(ws->tree_path() + "/f", "only node a's manifest names this");
   snap(*ws);
   // Node b's gc sees none of node a's manifests: it must not take node a's objects.
-  auto r = collect_garbage(nodes.b->store(), nodes.b->data_dir());
+  auto r = collect_garbage(nodes.b->store(), {nodes.b->data_dir()});
   REQUIRE(!r);
   CHECK(r.error().code == Errc::kUnavailable);
   CHECK(r.error().message.find("shared by cluster nodes") != std::string::npos);

@@ -237,7 +237,7 @@ TEST_CASE("retention keeps the last N automatic plus labelled, GC frees the rest
   CHECK((*list)[1].id == ids[3]);
   CHECK((*list)[2].id == ids[4]);
   CHECK(count_objects(mgr->store()) == 6);
-  auto gc = collect_garbage(mgr->store(), mgr->data_dir());
+  auto gc = collect_garbage(mgr->store(), {mgr->data_dir()});
   REQUIRE(gc);
   CHECK(gc->objects_removed == 3);
   CHECK(gc->objects_kept == 3);
