@@ -620,6 +620,58 @@ def test_a_workspace_is_restored_on_another_node_after_its_node_is_lost(cluster)
     assert rows[0][0] == "up" and cluster.node_of(kid) is None, (rows, cluster.node_of(kid))
 
 
+def test_gc_on_one_node_keeps_what_the_other_nodes_snapshotted_and_pinned(cluster):
+    """`cellgate gc --store-dir` run on a node that holds neither the workspace nor its artifact keeps
+    both (another node's published manifest, the pin beside the store), and removes an object nothing
+    names once it is older than --min-age; a younger one stays (a manifest may not be published yet).
+    Before, gc on a shared store refused and deleted nothing."""
+    import hashlib
+    import io
+    import tarfile
+    s = cluster.session("alice")
+    a = cluster.nodes["a"]
+    kid = start(s, a, workspace="gcw")["id"]
+    holder = cluster.nodes[cluster.node_of(kid)[0]]
+    keep, art = secrets.token_hex(16), secrets.token_hex(16)
+    rep = execute(s, holder, kid, "open('keep.txt', 'w').write(%r); open('art.txt', 'w').write(%r)" % (keep, art))
+    snap = rep["workspace"]["snapshot"]
+    r = s.post(holder.url + "api/workspaces/gcw/artifacts", json={"path": "art.txt"}, timeout=60)
+    assert r.status_code == 201, r.text
+    artifact = r.json()["id"]
+    assert os.listdir(os.path.join(cluster.store, "pins", "artifact", "alice"))
+
+    def orphan(data):
+        h = hashlib.sha256(data).hexdigest()
+        path = os.path.join(cluster.store, "objects", h[:2], h[2:])
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+    old_path = orphan(b"named by nothing, written long ago " + secrets.token_bytes(8))
+    young_path = orphan(b"named by nothing yet " + secrets.token_bytes(8))
+    two_hours_ago = time.time() - 7200
+    os.utime(old_path, (two_hours_ago, two_hours_ago))
+
+    gc_node = others(cluster, holder.name)[0]
+    out = subprocess.run([gc_node.binary, "gc", "--data-dir", gc_node.data_dir, "--store-dir", cluster.store,
+                          "--min-age", "600"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, (out.returncode, out.stdout, out.stderr)
+    assert "objects removed" in out.stdout, out.stdout
+    assert not os.path.exists(old_path)
+    assert os.path.exists(young_path)
+    os.unlink(young_path)
+
+    # The holder's snapshot and the artifact are whole: read back from the store.
+    r = s.get(holder.url + "api/workspaces/gcw/snapshots/%s/archive" % snap, timeout=60)
+    assert r.status_code == 200, r.text[:300]
+    with tarfile.open(fileobj=io.BytesIO(r.content)) as tar:
+        names = [n.lstrip("./") for n in tar.getnames()]
+        assert "keep.txt" in names, names
+        assert tar.extractfile(tar.getmember(tar.getnames()[names.index("keep.txt")])).read() == keep.encode()
+    r = s.get(holder.url + "api/artifacts/" + artifact, timeout=60)
+    assert r.status_code == 200 and r.content == art.encode(), (r.status_code, r.content[:100])
+    s.delete(holder.url + "api/kernels/" + kid, timeout=60)
+
+
 def test_a_node_that_cannot_renew_its_lease_stops_serving_its_kernels_before_it_may_be_declared_lost(cluster):
     s = cluster.session("alice")
     b = cluster.nodes["b"]
