@@ -204,6 +204,8 @@ asio::awaitable<json> run_execute(std::shared_ptr<KernelHub> hub, ExecRequest re
   }
   json r = result(status, collector.get());
   if (status == "timeout") r["message"] = "execution timed out after " + std::to_string(request.timeout_s) + " s; the cell was interrupted";
+  if (status == "error" && collector->reply_status_ == "aborted")
+    r["message"] = "the kernel aborted this request without running it (a kernel drops the requests queued behind a cell that failed or was interrupted)";
   co_return r;
 }
 

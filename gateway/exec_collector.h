@@ -25,8 +25,10 @@ class ExecCollector : public RequestWatcher {
   void on_reply(launcher::Channel channel, const protocol::Message& m, const std::string& type) override;
   void on_state(launcher::KernelState state, const std::string& reason) override;
 
-  // The reply and the kernel's idle status both arrived, or the kernel died.
-  bool done() const { return (got_reply_ && got_idle_) || died_; }
+  // The reply and the kernel's idle status both arrived, or the kernel died. An aborted reply is the
+  // end by itself: IRkernel aborts the requests queued behind an interrupted or failed cell with a
+  // reply and no busy or idle (abort_shell_msg), and waiting for an idle would wait forever.
+  bool done() const { return (got_reply_ && (got_idle_ || reply_status_ == "aborted")) || died_; }
   // Waits until done() or the deadline.
   boost::asio::awaitable<void> wait_until(std::chrono::steady_clock::time_point deadline);
 

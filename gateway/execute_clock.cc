@@ -19,10 +19,11 @@ void ExecuteClock::busy(const std::string& msg_id) {
   if (it != entries_.end()) start(msg_id, it->second);
 }
 
-void ExecuteClock::replied(const std::string& msg_id) {
+void ExecuteClock::replied(const std::string& msg_id, bool aborted) {
   auto it = entries_.find(msg_id);
   if (it == entries_.end()) return;
   it->second.replied = true;
+  if (aborted) it->second.idle = true;
   end_if_done(msg_id);
 }
 

@@ -13,7 +13,7 @@ namespace cellgate::gateway {
 
 // A kernel runs its shell requests one at a time, in the order they came (ipykernel's and xeus's
 // dispatch). The clock keeps the executes the gateway sent, oldest first, each until both its
-// execute_reply and its idle have come, or the gateway gives up on it. A limited execute's clock
+// execute_reply and its idle have come (an aborted reply alone: replied()), or the gateway gives up on it. A limited execute's clock
 // starts when every execute sent before it has ended here (the shell is free by the gateway's count),
 // or at its busy if that comes first.
 //
@@ -35,7 +35,10 @@ class ExecuteClock {
   bool sent(const std::string& msg_id, bool limited);
   // What the kernel said about msg_id (ignored unless it is tracked).
   void busy(const std::string& msg_id);
-  void replied(const std::string& msg_id);
+  // An aborted reply ends the execute by itself: a kernel that drops requests after an interrupt or
+  // an error may send no busy or idle for them (IRkernel's abort_shell_msg sends the reply alone).
+  // Forged, it frees no more than a forged reply and idle would.
+  void replied(const std::string& msg_id, bool aborted = false);
   void idle(const std::string& msg_id);
   // The gateway stopped waiting for msg_id (its own request timed out): it holds no later clock back.
   void forget(const std::string& msg_id);

@@ -306,7 +306,7 @@ void KernelHub::track_execution(Channel channel, const protocol::Message& messag
   if (parent_id.empty()) parent_id = protocol::peek_parent_msg_id(message.parent_header);
   if (!clock_.tracking(parent_id)) return;
   if (is_execute_reply) {
-    clock_.replied(parent_id);
+    clock_.replied(parent_id, protocol::peek_string_member(message.content, "status") == "aborted");
   } else if (auto header = protocol::peek_header(message.header); header && header->msg_type == "status") {
     const std::string state = protocol::peek_string_member(message.content, "execution_state");
     if (state == "busy") clock_.busy(parent_id);

@@ -137,10 +137,43 @@ def test_interrupt_stops_the_cell(gw, kernel, name):
         reply = kws.wait_for(lambda m: parent_id(m) == msg_id and msg_type(m) == "execute_reply", timeout=30)
         assert time.monotonic() - started < 30
         assert reply["content"]["status"] == lang["interrupted"], reply["content"]
+        # As a notebook does, the next cell goes after the kernel is idle: until then IRkernel aborts
+        # whatever reaches its shell (abort_queued_messages after an interrupted cell).
+        kws.wait_for(lambda m: parent_id(m) == msg_id and msg_type(m) == "status"
+                     and m["content"]["execution_state"] == "idle", timeout=30)
     finally:
         kws.close()
     res = execute(gw, kid, lang["identity"])
     assert res["status"] == "ok" and "sandbox" in stdout(res), res
+
+
+def test_a_request_the_kernel_aborts_ends_at_once_and_the_kernel_keeps_its_memory(gw, kernel):
+    """IRkernel aborts the requests queued behind a failed (or interrupted) cell with an execute_reply
+    {"status": "aborted"} and no busy or idle on iopub. POST /execute waited for an idle that never
+    came: it timed out, interrupted, and restarted the kernel (its memory lost)."""
+    need("ir")
+    kid = kernel("ir")["id"]
+    assert execute(gw, kid, LANG["ir"]["set"])["status"] == "ok"
+    kws = KernelWS(gw.url, gw.token, kid)
+    try:
+        failing = kws.send("shell", "execute_request", {"code": 'cat("started\\n"); flush.console(); Sys.sleep(10); stop("boom")',
+                                                        "silent": False, "store_history": True, "user_expressions": {},
+                                                        "allow_stdin": False, "stop_on_error": True})
+        kws.wait_for(lambda m: parent_id(m) == failing and msg_type(m) == "stream", timeout=60)
+        # Queued behind the failing cell: it reaches the kernel's shell well within the 10 s it sleeps.
+        queued = {}
+        th = threading.Thread(target=lambda: queued.update(execute(gw, kid, 'cat("ran\\n")', timeout=40)))
+        th.start()
+        reply = kws.wait_for(lambda m: parent_id(m) == failing and msg_type(m) == "execute_reply", timeout=60)
+        assert reply["content"]["status"] == "error", reply["content"]
+        th.join(timeout=90)
+        assert not th.is_alive()
+    finally:
+        kws.close()
+    assert queued["status"] == "error" and "aborted" in queued.get("message", ""), queued
+    assert gw.get("api/kernels/" + kid).json()["execution_state"] != "restarting"
+    res = execute(gw, kid, LANG["ir"]["get"])
+    assert res["status"] == "ok" and "remembered" in stdout(res), (res, "the kernel was not restarted")
 
 
 @pytest.mark.parametrize("name", ["ir", "octave"])

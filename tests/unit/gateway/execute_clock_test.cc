@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // ExecuteClock: a limited execute is timed from when the shell is free by the gateway's count (or its
-// busy), and ends only on both its reply and its idle; what a kernel forges or withholds moves neither.
+// busy), and ends on both its reply and its idle (or an aborted reply alone); what a kernel forges or
+// withholds lets no cell escape its limit.
 #include <catch2/catch.hpp>
 
 #include "gateway/execute_clock.h"
@@ -18,6 +19,31 @@ TEST_CASE("a limited execute sent to a free shell is timed at once, and ends on 
   CHECK(c.take_ended().empty());  // a reply alone (a cell can forge it) ends nothing
   c.idle("a");
   CHECK(c.take_ended() == Ids{"a"});
+  CHECK(c.empty());
+}
+
+TEST_CASE("an aborted reply ends an execute without an idle, and the next one's clock starts") {
+  // IRkernel aborts what was queued behind an interrupted cell with the reply alone (abort_shell_msg).
+  ExecuteClock c;
+  REQUIRE(c.sent("a", true));
+  REQUIRE(c.sent("b", true));
+  CHECK(c.take_started() == Ids{"a"});
+  c.replied("a");
+  CHECK(c.take_ended().empty());
+  c.idle("a");
+  CHECK(c.take_ended() == Ids{"a"});
+  CHECK(c.take_started() == Ids{"b"});
+  c.replied("b", /*aborted=*/true);
+  CHECK(c.take_ended() == Ids{"b"});
+  CHECK(c.empty());
+}
+
+TEST_CASE("aborted executes do not fill the table") {
+  ExecuteClock c;
+  for (size_t i = 0; i < 2 * ExecuteClock::kMaxTracked; ++i) {
+    REQUIRE(c.sent("q" + std::to_string(i), true));
+    c.replied("q" + std::to_string(i), /*aborted=*/true);
+  }
   CHECK(c.empty());
 }
 
