@@ -39,6 +39,7 @@ ExecCollector::ExecCollector(asio::any_io_executor ex, size_t limit, std::functi
 }
 
 void ExecCollector::on_reply(Channel channel, const protocol::Message& m, const std::string& type) {
+  last_heard_ = std::chrono::steady_clock::now();
   if (channel == Channel::kShell && type == "execute_reply") {
     auto c = protocol::parse_untrusted_json(m.content);
     if (c.is_object()) {
@@ -56,7 +57,13 @@ void ExecCollector::on_reply(Channel channel, const protocol::Message& m, const 
     auto md = protocol::parse_untrusted_json(m.metadata);
     if (md.is_object() && md.contains("cellgate")) workspace_ = md["cellgate"];
     got_reply_ = true;
+    wake_.cancel();  // the wait now also ends kQuietAfterReply after the last message
   } else if (channel == Channel::kIopub) {
+    // Past the budget an output is not kept: its content is not parsed either (a flooding cell would
+    // make the io thread parse all of it for nothing).
+    if (truncated_ && (type == "stream" || type == "display_data" || type == "update_display_data" ||
+                       type == "execute_result"))
+      return;
     auto c = protocol::parse_untrusted_json(m.content);
     if (!c.is_object()) return;
     if (type == "status") {
@@ -80,8 +87,18 @@ void ExecCollector::on_state(KernelState state, const std::string& reason) {
 }
 
 asio::awaitable<void> ExecCollector::wait_until(std::chrono::steady_clock::time_point deadline) {
-  while (!done() && std::chrono::steady_clock::now() < deadline) {
-    wake_.expires_at(deadline);
+  while (!done()) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) co_return;
+    auto wake = deadline;
+    if (got_reply_) {
+      if (now >= last_heard_ + kQuietAfterReply) {
+        got_idle_ = idle_lost_ = true;
+        co_return;
+      }
+      wake = std::min(wake, last_heard_ + kQuietAfterReply);
+    }
+    wake_.expires_at(wake);
     boost::system::error_code ec;
     co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }

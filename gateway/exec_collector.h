@@ -29,8 +29,13 @@ class ExecCollector : public RequestWatcher {
   // end by itself: IRkernel aborts the requests queued behind an interrupted or failed cell with a
   // reply and no busy or idle (abort_shell_msg), and waiting for an idle would wait forever.
   bool done() const { return (got_reply_ && (got_idle_ || reply_status_ == "aborted")) || died_; }
-  // Waits until done() or the deadline.
+  // Waits until done() or the deadline. After the reply, kQuietAfterReply with nothing more for the
+  // request also ends the wait (idle_lost_): a kernel's iopub is a PUB socket, which drops what its
+  // reader has not taken once its queue is full (ZMQ_SNDHWM, zmq_setsockopt(3): 1000 messages in
+  // ipykernel), so a cell that floods its output can push its own idle out. The reply comes on shell,
+  // which is not dropped. While the request's outputs still arrive, the wait goes on.
   boost::asio::awaitable<void> wait_until(std::chrono::steady_clock::time_point deadline);
+  static constexpr std::chrono::seconds kQuietAfterReply{2};
 
   nlohmann::json outputs_ = nlohmann::json::array();
   std::string reply_status_ = "error";
@@ -38,6 +43,7 @@ class ExecCollector : public RequestWatcher {
   nlohmann::json count_ = nullptr;
   nlohmann::json workspace_ = nullptr;
   bool got_reply_ = false, got_idle_ = false, died_ = false, truncated_ = false;
+  bool idle_lost_ = false;  // the wait ended kQuietAfterReply after the reply, without an idle
   bool saw_error_ = false;  // an iopub error arrived (IRkernel's reply may still say "ok")
   std::string death_reason_;
 
@@ -46,6 +52,7 @@ class ExecCollector : public RequestWatcher {
   void append(nlohmann::json& out);
 
   boost::asio::steady_timer wake_;
+  std::chrono::steady_clock::time_point last_heard_{};  // the request's last message, on any channel
   size_t limit_;
   size_t bytes_ = 0;
   std::function<void(const nlohmann::json&)> on_output_;

@@ -16,7 +16,17 @@ bool ExecuteClock::sent(const std::string& msg_id, bool limited) {
 
 void ExecuteClock::busy(const std::string& msg_id) {
   auto it = entries_.find(msg_id);
-  if (it != entries_.end()) start(msg_id, it->second);
+  if (it == entries_.end()) return;
+  start(msg_id, it->second);
+  // The shell runs in order, so the replied executes ahead of this one have ended even if their idle
+  // never came (an iopub PUB socket drops messages a slow reader has not taken: ZMQ_SNDHWM).
+  std::vector<std::string> ended;
+  for (const auto& id : order_) {
+    if (id == msg_id) break;
+    if (entries_.at(id).replied) ended.push_back(id);
+  }
+  for (const auto& id : ended) erase(id);
+  if (!ended.empty()) start_front();
 }
 
 void ExecuteClock::replied(const std::string& msg_id, bool aborted) {

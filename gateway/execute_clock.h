@@ -33,7 +33,8 @@ class ExecuteClock {
   // its msg_id is already in it: a limited execute must then not be sent, or it would escape its limit
   // (an unlimited one, the gateway's own, may go untracked).
   bool sent(const std::string& msg_id, bool limited);
-  // What the kernel said about msg_id (ignored unless it is tracked).
+  // What the kernel said about msg_id (ignored unless it is tracked). A busy also ends the replied
+  // executes ahead of it, whose idle was lost (the shell runs in order).
   void busy(const std::string& msg_id);
   // An aborted reply ends the execute by itself: a kernel that drops requests after an interrupt or
   // an error may send no busy or idle for them (IRkernel's abort_shell_msg sends the reply alone).

@@ -89,6 +89,31 @@ def test_a_timeout_does_not_get_the_next_cell_aborted(target, new_kernel):
     assert stdout_of(rep).strip() == "restored", rep
 
 
+# Run in a cell: ipykernel publishes no idle at the end of this cell (once), as when its PUB socket
+# drops it (ZMQ_SNDHWM, zmq_setsockopt(3)) under a flood of output the gateway reads slower.
+LOSE_IDLE = """
+k = get_ipython().kernel
+_cg_publish = k._publish_status
+def _cg_once(status, *a, **kw):
+    if status == "idle":
+        k._publish_status = _cg_publish
+        return None
+    return _cg_publish(status, *a, **kw)
+k._publish_status = _cg_once
+"""
+
+
+def test_an_execute_whose_idle_is_lost_ends_on_its_reply(target, new_kernel):
+    """The gateway waited for an idle that never came: the execute timed out, the interrupt found the
+    kernel idle, and the kernel was restarted (its memory lost)."""
+    kid = new_kernel()["id"]
+    execute(target, kid, "kept = 'still here'")
+    rep = execute(target, kid, LOSE_IDLE + "print('ran')", timeout=30)
+    assert rep["status"] == "ok" and stdout_of(rep).strip() == "ran", rep
+    rep = execute(target, kid, "print(kept)", timeout=60)
+    assert rep["status"] == "ok" and stdout_of(rep).strip() == "still here", rep
+
+
 def test_an_execute_cut_short_by_a_restart_says_why(target, new_kernel):
     import threading
     import time

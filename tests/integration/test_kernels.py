@@ -168,6 +168,9 @@ def test_a_request_the_kernel_aborts_ends_at_once_and_the_kernel_keeps_its_memor
         assert reply["content"]["status"] == "error", reply["content"]
         th.join(timeout=90)
         assert not th.is_alive()
+        # The next cell goes once the kernel is idle (IRkernel aborts whatever arrives until then).
+        kws.wait_for(lambda m: parent_id(m) == failing and msg_type(m) == "status"
+                     and m["content"]["execution_state"] == "idle", timeout=30)
     finally:
         kws.close()
     assert queued["status"] == "error" and "aborted" in queued.get("message", ""), queued

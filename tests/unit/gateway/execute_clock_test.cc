@@ -38,6 +38,19 @@ TEST_CASE("an aborted reply ends an execute without an idle, and the next one's 
   CHECK(c.empty());
 }
 
+TEST_CASE("a later execute's busy ends the replied ones ahead of it whose idle was lost") {
+  ExecuteClock c;
+  REQUIRE(c.sent("a", true));
+  REQUIRE(c.sent("b", true));
+  REQUIRE(c.sent("c", true));
+  CHECK(c.take_started() == Ids{"a"});
+  c.replied("a");  // its idle dropped by the PUB socket
+  c.busy("c");     // b has not replied: it is still the kernel's, and stays
+  CHECK(c.take_ended() == Ids{"a"});
+  CHECK(c.take_started() == Ids{"c", "b"});
+  CHECK(c.size() == 2);
+}
+
 TEST_CASE("aborted executes do not fill the table") {
   ExecuteClock c;
   for (size_t i = 0; i < 2 * ExecuteClock::kMaxTracked; ++i) {
