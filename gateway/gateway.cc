@@ -104,8 +104,7 @@ void Gateway::finish_setup(std::unique_ptr<launcher::Spawner> spawner) {
     options.connect_wait = std::chrono::seconds(30);
     return state::Database::connect(spec, dir, options);
   };
-  journal_ = std::make_unique<journal::Journal>(io_, *db_, journal_config(config_), connect, *workspaces_,
-                                                config_.data_dir);
+  journal_ = std::make_unique<journal::Journal>(io_, *db_, journal_config(config_), connect, *workspaces_);
   if (auto st = journal_->start(); !st)
     throw ConfigError("cannot open the journal's database connection: " + st.error().message);
   db_thread_ = std::make_unique<state::DatabaseThread>(state::DatabaseThreadOptions{}, connect);

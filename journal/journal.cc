@@ -47,8 +47,8 @@ awaitable<void> wait_for(const std::shared_ptr<Waiter>& w, std::chrono::millisec
 }  // namespace
 
 Journal::Journal(asio::io_context& io, state::Database& db, JournalConfig config, Writer::Connect connect,
-                 workspace::WorkspaceManager& workspaces, std::string data_dir)
-    : io_(io), db_(db), config_(config), writer_(config.writer, std::move(connect), workspaces, std::move(data_dir)),
+                 workspace::WorkspaceManager& workspaces)
+    : io_(io), db_(db), config_(config), writer_(config.writer, std::move(connect), workspaces),
       sweep_timer_(io) {}
 
 Journal::~Journal() { stop(); }

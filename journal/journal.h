@@ -30,7 +30,7 @@ struct JournalConfig {
 class Journal : public Sink {
  public:
   Journal(boost::asio::io_context& io, state::Database& db, JournalConfig config, Writer::Connect connect,
-          workspace::WorkspaceManager& workspaces, std::string data_dir);
+          workspace::WorkspaceManager& workspaces);
   ~Journal() override;
   Journal(const Journal&) = delete;
   Journal& operator=(const Journal&) = delete;

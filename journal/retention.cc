@@ -20,9 +20,8 @@ constexpr int64_t kPage = 256;   // entries looked at per round
 constexpr int kMaxRounds = 64;   // per owner per enforce(): the rest waits for the next batch
 }  // namespace
 
-Retention::Retention(state::Database& db, workspace::WorkspaceManager& workspaces, std::string data_dir,
-                     RetentionDefaults defaults)
-    : db_(db), workspaces_(workspaces), data_dir_(std::move(data_dir)), defaults_(defaults) {}
+Retention::Retention(state::Database& db, workspace::WorkspaceManager& workspaces, RetentionDefaults defaults)
+    : db_(db), workspaces_(workspaces), defaults_(defaults) {}
 
 void Retention::charge(const std::string& owner, int64_t delta) {
   auto it = usage_.find(owner);

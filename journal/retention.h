@@ -30,8 +30,7 @@ struct RetentionDefaults {
 // The writer thread's (its own database connection). Keeps each owner's usage in memory once read.
 class Retention {
  public:
-  Retention(state::Database& db, workspace::WorkspaceManager& workspaces, std::string data_dir,
-            RetentionDefaults defaults);
+  Retention(state::Database& db, workspace::WorkspaceManager& workspaces, RetentionDefaults defaults);
 
   // owner's entries now hold delta more bytes (committed).
   void charge(const std::string& owner, int64_t delta);
@@ -61,7 +60,6 @@ class Retention {
 
   state::Database& db_;
   workspace::WorkspaceManager& workspaces_;
-  std::string data_dir_;
   RetentionDefaults defaults_;
   std::unordered_map<std::string, int64_t> usage_;
   std::unordered_map<std::string, Limits> limits_;

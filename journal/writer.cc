@@ -2,15 +2,7 @@
 // writer: the journal's own thread and database connection, writing in batches.
 #include "journal/writer.h"
 
-#include <map>
-
-#include <fmt/core.h>
-
 #include "common/log.h"
-#include "common/time_format.h"
-#include "protocol/json_text.h"
-#include "workspace/object_store.h"
-#include "workspace/pins.h"
 #include "workspace/workspace_manager.h"
 
 namespace cellgate::journal {
@@ -19,73 +11,19 @@ using common::Errc;
 
 namespace {
 
-constexpr uint64_t kEventOverhead = 256;  // what an event costs the queue beyond its entry's bytes
-constexpr size_t kCutCode = 4 << 10;      // code kept of an entry cut because the queue was full
+constexpr size_t kCutCode = 4 << 10;  // code kept of an entry cut because the queue was full
 constexpr auto kMaxBackoff = std::chrono::seconds(5);
 
-std::string iso(int64_t ns) {
-  if (ns <= 0) return "";
-  return common::iso8601(common::SystemTime(std::chrono::duration_cast<common::SystemTime::duration>(
-      std::chrono::nanoseconds(ns))));
-}
-
-std::string key_of(const std::string& kernel_id, int64_t seq) { return kernel_id + "/" + std::to_string(seq); }
-
-// Cuts s to at most n bytes without splitting a UTF-8 sequence.
 void cut_utf8(std::string& s, size_t n) {
   if (s.size() <= n) return;
   while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
   s.resize(n);
 }
 
-// detail: what the columns do not say, only when there is something to say.
-std::string detail_text(const Entry& e) {
-  std::string out = "{";
-  auto field = [&](const char* key) {
-    if (out.size() > 1) out += ',';
-    out += '"';
-    out += key;
-    out += "\":";
-  };
-  if (e.requested_ns && e.started_ns && e.started_ns - e.requested_ns > 1'000'000) {
-    field("requested");
-    protocol::detail::append_json_string(out, iso(e.requested_ns));
-  }
-  if (e.code_bytes > e.code.size()) {
-    field("code_bytes");
-    out += std::to_string(e.code_bytes);
-  }
-  if (e.unrecorded_before) {
-    field("unrecorded_before");
-    out += std::to_string(e.unrecorded_before);
-  }
-  if (e.dropped_outputs) {
-    field("dropped_outputs");
-    out += std::to_string(e.dropped_outputs);
-    field("dropped_bytes");
-    out += std::to_string(e.dropped_bytes);
-  }
-  if (!e.reason.empty()) {
-    field("reason");
-    protocol::detail::append_json_string(out, e.reason);
-  }
-  return out + "}";
-}
-
 }  // namespace
 
-struct Writer::Op {
-  Event::Type type;
-  state::JournalRow journal;
-  state::JournalEntryRow row;
-  std::function<void(common::Status)> done;
-  std::string charged_to;  // the owner whose share the bytes count against ("" for no entry)
-  uint64_t charged = 0;
-  uint64_t unrecorded_before = 0;
-};
-
-Writer::Writer(WriterOptions options, Connect connect, workspace::WorkspaceManager& workspaces, std::string data_dir)
-    : options_(options), connect_(std::move(connect)), workspaces_(workspaces), data_dir_(std::move(data_dir)) {}
+Writer::Writer(WriterOptions options, Connect connect, workspace::WorkspaceManager& workspaces)
+    : options_(options), connect_(std::move(connect)), workspaces_(workspaces) {}
 
 Writer::~Writer() { stop(); }
 
@@ -93,7 +31,7 @@ common::Status Writer::start() {
   auto db = connect_();
   if (!db) return db.error();
   db_.emplace(std::move(db.value()));
-  retention_ = std::make_unique<Retention>(*db_, workspaces_, data_dir_, options_.retention);
+  retention_ = std::make_unique<Retention>(*db_, workspaces_, options_.retention);
   thread_ = std::thread([this] { run(); });
   return common::ok();
 }
@@ -178,7 +116,7 @@ void Writer::post(Event event) {
   if (wake) cv_.notify_one();
 }
 
-void Writer::release(const std::vector<Op>& ops) {
+void Writer::release(const std::vector<WriteOp>& ops) {
   std::lock_guard lk(mu_);
   for (const auto& op : ops) {
     held_bytes_ -= std::min(held_bytes_, op.charged);
@@ -190,107 +128,7 @@ void Writer::release(const std::vector<Op>& ops) {
   }
 }
 
-std::vector<Writer::Op> Writer::prepare(std::vector<Event>& events) {
-  // Outputs above the inline bound become objects: staged under the store's shared lock (gc waits),
-  // named in the journal's pin, then committed (syncfs) in one go for the whole batch.
-  std::map<const Output*, std::string> stored;
-  std::string lost;
-  {
-    std::optional<workspace::FileLock> lock;
-    std::optional<workspace::ObjectBatch> batch;
-    std::map<std::pair<std::string, std::string>, std::vector<std::string>> pinned;  // (owner, kernel) → hashes
-    for (const auto& ev : events) {
-      if (ev.type != Event::Type::kEnd) continue;
-      for (const auto& o : ev.entry.outputs) {
-        if (o.content.size() <= options_.inline_output_bytes || !lost.empty()) continue;
-        if (!batch) {
-          auto l = workspaces_.store().lock(workspace::FileLock::Mode::kShared);
-          if (!l) {
-            lost = l.error().message;
-            continue;
-          }
-          lock.emplace(std::move(l.value()));
-          batch.emplace(workspaces_.store());
-        }
-        auto hash = batch->put_bytes(o.content);
-        if (!hash) {
-          lost = hash.error().message;
-          continue;
-        }
-        stored[&o] = hash.value();
-        pinned[{ev.entry.owner, ev.entry.kernel_id}].push_back(hash.value());
-      }
-    }
-    workspace::Pins pins(workspaces_.pins());
-    for (const auto& [who, hashes] : pinned) {
-      if (!lost.empty()) break;
-      if (auto st = pins.add("journal", who.first, who.second, hashes); !st) lost = st.error().message;
-    }
-    if (batch && lost.empty())
-      if (auto st = batch->commit(); !st) lost = st.error().message;
-    if (!lost.empty()) stored.clear();
-  }
-
-  std::vector<Op> ops;
-  ops.reserve(events.size());
-  for (auto& ev : events) {
-    const bool is_entry = ev.type == Event::Type::kBegin || ev.type == Event::Type::kEnd;
-    Op op{ev.type, std::move(ev.journal), {}, std::move(ev.done), is_entry ? ev.entry.owner : std::string(),
-          ev.charged, ev.entry.unrecorded_before};
-    if (is_entry) {
-      Entry& e = ev.entry;
-      state::JournalEntryRow& r = op.row;
-      // The entry is the writer's now: its strings move into the row.
-      r.kernel_id = std::move(e.kernel_id);
-      r.seq = e.seq;
-      r.owner = std::move(e.owner);
-      r.kind = to_string(e.kind);
-      r.msg_id = std::move(e.msg_id);
-      r.run_by = std::move(e.origin.user);
-      r.client = std::move(e.origin.client);
-      r.session = std::move(e.origin.session);
-      r.silent = e.silent;
-      r.detail = detail_text(e);  // before the code moves: it compares the code kept with code_bytes
-      r.code = std::move(e.code);
-      r.started = iso(e.started_ns ? e.started_ns : e.requested_ns);
-      r.ended = iso(e.ended_ns);
-      r.status = std::move(e.status);
-      r.execution_count = e.execution_count;
-      r.snapshot_before = std::move(e.snapshot_before);
-      r.snapshot_after = std::move(e.snapshot_after);
-      int64_t blob_bytes = 0;
-      std::string& outputs = r.outputs;
-      size_t reserve = 2;
-      for (const auto& o : e.outputs) reserve += 48 + std::min<size_t>(o.content.size(), options_.inline_output_bytes);
-      outputs.reserve(reserve);
-      outputs = "[";
-      for (const auto& o : e.outputs) {
-        if (outputs.size() > 1) outputs += ',';
-        outputs += "{\"msg_type\":";
-        protocol::detail::append_json_string(outputs, o.msg_type);
-        if (o.content.size() <= options_.inline_output_bytes) {
-          outputs += ",\"content\":";
-          outputs += o.content;
-        } else if (auto it = stored.find(&o); it != stored.end()) {
-          outputs += fmt::format(",\"content_sha256\":\"{}\",\"content_bytes\":{}", it->second, o.content.size());
-          if (!r.blobs.empty()) r.blobs += ' ';
-          r.blobs += it->second;
-          blob_bytes += static_cast<int64_t>(o.content.size());
-        } else {
-          outputs += ",\"lost\":";
-          protocol::detail::append_json_string(outputs, "not stored: " + lost);
-        }
-        outputs += '}';
-      }
-      outputs += ']';
-      r.bytes = static_cast<int64_t>(kEventOverhead + r.code.size() + r.outputs.size() + r.detail.size()) + blob_bytes;
-    }
-    ops.push_back(std::move(op));
-  }
-  return ops;
-}
-
-common::Status Writer::apply(std::vector<Op>& ops, Mode mode, bool& want_guarded) {
+common::Status Writer::apply(std::vector<WriteOp>& ops, Mode mode, bool& want_guarded) {
   auto tx = state::Transaction::begin(*db_);
   if (!tx) return tx.error();
   if (!stmts_) {
@@ -320,7 +158,7 @@ common::Status Writer::apply(std::vector<Op>& ops, Mode mode, bool& want_guarded
     if (auto done = db_->exec("RELEASE SAVEPOINT journal_op"); !done) return done;
     return st;
   };
-  auto outcome = [&](const Op& op, const common::Status& st) {
+  auto outcome = [&](const WriteOp& op, const common::Status& st) {
     if (st) return true;
     if (!refused(st)) return false;
     if (refusal_aborts && !guarded) {
@@ -336,7 +174,7 @@ common::Status Writer::apply(std::vector<Op>& ops, Mode mode, bool& want_guarded
   // An entry's first row (a begin, or the end of an entry never written as running), gathered and
   // written in multi-row INSERTs (guarded: one by one); any other write first writes what is gathered,
   // so the rows go in the order posted.
-  std::vector<const Op*> group;
+  std::vector<const WriteOp*> group;
   std::vector<const state::JournalEntryRow*> rows;
   bool group_has_begin = false;
   auto flush = [&]() -> common::Status {
@@ -344,7 +182,7 @@ common::Status Writer::apply(std::vector<Op>& ops, Mode mode, bool& want_guarded
     common::Status st = common::ok();
     if (!guarded) {
       rows.clear();
-      for (const Op* op : group) rows.push_back(&op->row);
+      for (const WriteOp* op : group) rows.push_back(&op->row);
       st = stmts->insert(rows, written);
       if (!st && refusal_aborts) {
         want_guarded = refused(st);
@@ -352,12 +190,12 @@ common::Status Writer::apply(std::vector<Op>& ops, Mode mode, bool& want_guarded
       }
     }
     for (size_t i = 0; i < group.size(); ++i) {
-      const Op& op = *group[i];
+      const WriteOp& op = *group[i];
       common::Status one = common::ok();
       // Past the statement that failed: one by one, so that only the row at fault is skipped.
       if (guarded || (i >= written && !st)) one = guard([&] { return stmts->insert(op.row); });
       if (!outcome(op, one)) return one;
-      if (one && op.type == Event::Type::kBegin) running[key_of(op.row.kernel_id, op.row.seq)] = op.row.bytes;
+      if (one && op.type == Event::Type::kBegin) running[entry_key(op.row.kernel_id, op.row.seq)] = op.row.bytes;
     }
     group.clear();
     group_has_begin = false;
@@ -373,7 +211,7 @@ common::Status Writer::apply(std::vector<Op>& ops, Mode mode, bool& want_guarded
       // Its begin may be in the group: written first, so that this end finds it running.
       if (group_has_begin)
         if (auto st = flush(); !st) return st;
-      const std::string key = key_of(op.row.kernel_id, op.row.seq);
+      const std::string key = entry_key(op.row.kernel_id, op.row.seq);
       if (!op.unrecorded_before && !running.count(key) && !running_bytes_.count(key)) {
         group.push_back(&op);
         continue;
@@ -387,7 +225,7 @@ common::Status Writer::apply(std::vector<Op>& ops, Mode mode, bool& want_guarded
         case Event::Type::kOpen:
           return state::insert_journal(*db_, op.journal);
         case Event::Type::kEnd: {
-          const std::string key = key_of(op.row.kernel_id, op.row.seq);
+          const std::string key = entry_key(op.row.kernel_id, op.row.seq);
           bool was_running = running.count(key) || running_bytes_.count(key);
           if (auto w = was_running ? stmts->finish(op.row) : stmts->insert(op.row); !w) return w;
           // Entries of this kernel the writer dropped may have been written as running: the kernel
@@ -420,13 +258,13 @@ common::Status Writer::apply(std::vector<Op>& ops, Mode mode, bool& want_guarded
   return common::ok();
 }
 
-void Writer::after_commit(std::vector<Op>& ops) {
+void Writer::after_commit(std::vector<WriteOp>& ops) {
   for (auto& op : ops) {
     if (op.type == Event::Type::kBegin) {
       retention_->charge(op.row.owner, op.row.bytes);
     } else if (op.type == Event::Type::kEnd) {
       int64_t delta = op.row.bytes;
-      if (auto it = running_bytes_.find(key_of(op.row.kernel_id, op.row.seq)); it != running_bytes_.end()) {
+      if (auto it = running_bytes_.find(entry_key(op.row.kernel_id, op.row.seq)); it != running_bytes_.end()) {
         delta -= it->second;
         running_bytes_.erase(it);
       }
@@ -450,7 +288,7 @@ void Writer::after_commit(std::vector<Op>& ops) {
 }
 
 void Writer::run() {
-  std::vector<Op> pending;  // prepared, not committed yet (the database was away)
+  std::vector<WriteOp> pending;  // prepared, not committed yet (the database was away)
   // Swapped with the queue each batch, so that both keep their capacity: post() does not regrow the
   // queue (moving every event queued so far) as each batch fills it again.
   std::vector<Event> events;
@@ -478,7 +316,7 @@ void Writer::run() {
       sync_wanted_ = false;
       stopping = stopping_;
     }
-    auto ops = prepare(events);
+    auto ops = prepare_batch(events, options_.inline_output_bytes, workspaces_);
     for (auto& op : ops) pending.push_back(std::move(op));
     if (pending.empty()) {
       if (stopping) return;
@@ -496,7 +334,7 @@ void Writer::run() {
       common::log_warn("msg=\"journal batch not written; retrying\" entries={} error=\"{}\"", pending.size(),
                        st.error().message);
       // Whoever waits for a sync reads what the database has now; the entries stay queued.
-      std::vector<Op> keep, gone;
+      std::vector<WriteOp> keep, gone;
       for (auto& op : pending) {
         if (op.type == Event::Type::kSync) {
           if (op.done) op.done(st);

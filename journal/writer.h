@@ -18,6 +18,7 @@
 #include "common/result.h"
 #include "journal/entry.h"
 #include "journal/retention.h"
+#include "journal/write_batch.h"
 #include "state/database.h"
 #include "state/journal_records.h"
 
@@ -26,25 +27,6 @@ class WorkspaceManager;
 }
 
 namespace cellgate::journal {
-
-// One thing for the writer to do, in the order posted.
-struct Event {
-  enum class Type {
-    kOpen,        // journal: a new journal (an existing one is left as it is)
-    kBegin,       // entry: running (inserted so that a crash leaves a trace of it)
-    kEnd,         // entry: done (inserted, or the running row finished)
-    kBaseline,    // journal.kernel_id, .baseline, .note
-    kDeleted,     // journal.kernel_id, .deleted: the kernel is gone
-    kEndRunning,  // journal.kernel_id: rows a crashed gateway left running become .note, ended .deleted
-    kDrop,        // journal.kernel_id: the owner deletes the journal (done hears how it went)
-    kSync,        // done runs once everything posted before is committed (or could not be)
-  };
-  Type type;
-  Entry entry{};
-  state::JournalRow journal{};
-  std::function<void(common::Status)> done{};  // runs on the writer thread
-  uint64_t charged = 0;                        // what post() counted against the queue's bounds
-};
 
 struct WriterOptions {
   std::chrono::milliseconds interval{100};  // what a batch gathers; a crash loses at most this much
@@ -62,7 +44,7 @@ struct WriterOptions {
 class Writer {
  public:
   using Connect = std::function<common::Result<state::Database>()>;
-  Writer(WriterOptions options, Connect connect, workspace::WorkspaceManager& workspaces, std::string data_dir);
+  Writer(WriterOptions options, Connect connect, workspace::WorkspaceManager& workspaces);
   ~Writer();
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
@@ -78,21 +60,18 @@ class Writer {
   uint64_t dropped() const;
 
  private:
-  struct Op;  // an event made ready for the database (rows built, blobs stored)
   void run();
-  std::vector<Op> prepare(std::vector<Event>& events);
   // kFast: multi-row INSERTs, no savepoints. kGuarded: each write under a savepoint, for a batch in
   // which PostgreSQL refused a row (want_guarded set), since that aborted the whole transaction.
   enum class Mode { kFast, kGuarded };
-  common::Status apply(std::vector<Op>& ops, Mode mode, bool& want_guarded);
-  void after_commit(std::vector<Op>& ops);
+  common::Status apply(std::vector<WriteOp>& ops, Mode mode, bool& want_guarded);
+  void after_commit(std::vector<WriteOp>& ops);
   // ops leave the writer (committed, or lost at shutdown): their bytes no longer count.
-  void release(const std::vector<Op>& ops);
+  void release(const std::vector<WriteOp>& ops);
 
   WriterOptions options_;
   Connect connect_;
   workspace::WorkspaceManager& workspaces_;
-  std::string data_dir_;
   std::optional<state::Database> db_;
   // Compiled once, reused by every batch (after db_: finalized before the connection closes). The
   // backends keep them valid across reconnects (PostgreSQL's are SQL text and parameters).

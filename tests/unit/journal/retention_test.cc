@@ -100,7 +100,7 @@ TEST_CASE("age drops old entries but keeps the baseline that the kept entries st
   f.journal("k3", "w3", days_ago(60), idle, 1000);
   f.entries({entry("k3", 1, days_ago(60), 100)});
 
-  Retention r(f.db, *f.workspaces, f.data, RetentionDefaults{0, 30});
+  Retention r(f.db, *f.workspaces, RetentionDefaults{0, 30});
   r.enforce(std::chrono::steady_clock::now());
 
   auto k1 = state::list_journal_entries(f.db, "k1", 0, 10);
@@ -130,7 +130,7 @@ TEST_CASE("bytes count the baseline with the entries and drop it first, saying s
   f.journal("k2", "w2", days_ago(1), recent, 500);
   f.entries({entry("k2", 1, days_ago(1), 1000)});
 
-  Retention r(f.db, *f.workspaces, f.data, RetentionDefaults{8000, 0});
+  Retention r(f.db, *f.workspaces, RetentionDefaults{8000, 0});
   r.charge("alice", 0);  // first sight: the committed sum, 9,500 bytes
   r.enforce(std::chrono::steady_clock::now());
 

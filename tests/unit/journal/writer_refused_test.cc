@@ -71,7 +71,7 @@ TEST_CASE("rows the database refuses are skipped and the rest of their batch is 
   REQUIRE(workspaces);
   WriterOptions options;
   options.retention = RetentionDefaults{0, 0};
-  Writer w(options, [&db] { return db.open(); }, *workspaces.value(), db.dir() + "/data");
+  Writer w(options, [&db] { return db.open(); }, *workspaces.value());
   // Posted before the thread starts, so that they are one batch.
   open(w, "ka");
   post_entry(w, Event::Type::kEnd, "ghost", 1);  // no journal: the foreign key refuses it

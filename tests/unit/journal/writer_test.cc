@@ -106,7 +106,7 @@ struct Flooded {
 TEST_CASE("one owner flooding the journal's writer while the database is away cuts none of another's entries",
           "[journal]") {
   Flooded f;
-  Writer w(f.options, [data = f.data] { return state::Database::open(data); }, *f.workspaces, f.data);
+  Writer w(f.options, [data = f.data] { return state::Database::open(data); }, *f.workspaces);
   f.run(w);
   auto bob = f.entries("kb");
   REQUIRE(bob.size() == 4);
@@ -119,7 +119,7 @@ TEST_CASE("one owner flooding the journal's writer while the database is away cu
 TEST_CASE("past its owner's share an entry is cut, then dropped and counted on the kernel's next entry",
           "[journal]") {
   Flooded f;
-  Writer w(f.options, [data = f.data] { return state::Database::open(data); }, *f.workspaces, f.data);
+  Writer w(f.options, [data = f.data] { return state::Database::open(data); }, *f.workspaces);
   f.run(w);
   auto alice = f.entries("ka");
   REQUIRE(!alice.empty());
