@@ -11,13 +11,13 @@
 
 #include "common/assert.h"
 #include "protocol/json_text.h"
+#include "protocol/v1_frame.h"
 
 namespace cellgate::protocol {
 namespace {
 
 using nlohmann::json;
 
-constexpr size_t kV1JsonParts = 4;           // header, parent_header, metadata, content
 constexpr uint64_t kV1MinOffsets = 2 + kV1JsonParts;  // channel start + 4 parts + end offset
 
 common::Error bad(std::string message) { return common::make_error(common::Errc::kBadRequest, std::move(message)); }
@@ -46,19 +46,12 @@ void put_le64(std::string& out, uint64_t v) {
   out.append(bytes, 8);
 }
 
-uint64_t get_le64(const char* p) {
-  const auto* u = reinterpret_cast<const unsigned char*>(p);
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | u[i];
-  return v;
-}
-
 std::string_view json_or_empty_object(std::string_view part) { return part.empty() ? "{}" : part; }
 
 // The message dict as jupyter_server's json.dumps writes it (default ", " and ": " separators,
 // key order of Session.deserialize plus "channel"), built by splicing the parts' text.
 // The binary layout omits "buffers", as serialize_binary_message pops it.
-void append_legacy_json(std::string& out, std::string_view channel, const Message& m, bool buffers_key) {
+void append_legacy_json(std::string& out, std::string_view channel, const MessageView& m, bool buffers_key) {
   HeaderFields fields;
   if (auto peeked = peek_header(m.header)) fields = std::move(peeked.value());
   out.append("{\"header\": ").append(json_or_empty_object(m.header));
@@ -75,13 +68,14 @@ void append_legacy_json(std::string& out, std::string_view channel, const Messag
   out.push_back('}');
 }
 
-size_t parts_size(const Message& m) {
+template <class M>
+size_t parts_size(const M& m) {
   size_t n = m.header.size() + m.parent_header.size() + m.metadata.size() + m.content.size();
   for (const auto& b : m.buffers) n += b.size();
   return n;
 }
 
-WsFrame encode_legacy(std::string_view channel, const Message& m) {
+WsFrame encode_legacy_view(std::string_view channel, const MessageView& m) {
   constexpr size_t kJsonOverhead = 256;  // keys, separators, msg_id, msg_type: one reserve fits
   WsFrame frame;
   if (m.buffers.empty()) {
@@ -211,52 +205,31 @@ common::Result<WsMessage> decode_legacy_binary(std::string_view data, size_t max
 
 // Little-endian layout: n, n offsets, channel, 4 JSON parts, buffers (deserialize_msg_from_ws_v1).
 common::Result<WsMessage> decode_v1(std::string_view data, bool binary, size_t max_parts, bool from_server) {
-  if (!binary) return bad("v1 websocket messages must be binary");
-  if (data.size() < 8) return bad("v1 websocket message is truncated");
-  const uint64_t n = get_le64(data.data());
-  if (n < kV1MinOffsets) return bad("v1 websocket message has too few parts");
-  if (n - 2 > max_parts) return too_many();
-  if (n >= data.size() / 8) return bad("v1 websocket message offset table is truncated");  // 8*(n+1) > size
-
-  std::vector<uint64_t> offsets(n);
-  for (uint64_t i = 0; i < n; ++i) offsets[i] = get_le64(data.data() + 8 * (i + 1));
-  if (offsets[0] != 8 * (n + 1)) return bad("v1 websocket message first offset is wrong");
-  for (uint64_t i = 1; i < n; ++i) {
-    if (offsets[i] < offsets[i - 1] || offsets[i] > data.size()) {
-      return bad("v1 websocket message offsets are out of order or out of range");
-    }
-  }
-  if (offsets[n - 1] != data.size()) return bad("v1 websocket message last offset is not the frame end");
-
-  auto part = [&](uint64_t i) { return data.substr(offsets[i], offsets[i + 1] - offsets[i]); };
+  auto offsets = check_v1(data, binary, max_parts, from_server);
+  if (!offsets) return offsets.error();
+  const std::vector<uint64_t>& at = offsets.value();
+  auto part = [&](uint64_t i) { return data.substr(at[i], at[i + 1] - at[i]); };
   WsMessage out;
-  std::string_view channel = part(0);
-  if (!client_channel(channel) && !(from_server && channel == "iopub"))
-    return bad("v1 websocket message has an unknown channel");
-  out.channel.assign(channel);
-
-  std::string_view header = part(1);
-  if (auto fields = peek_header(header); !fields) return bad("v1 websocket message: " + fields.error().message);
-  // A client's parts are checked; a node's are its kernel's, passed on as that node passes them to its
-  // own clients (which nothing parses on the way either): scanning them cost the relay ~13% of its CPU
-  // on iopub output.
-  for (uint64_t i = 2; !from_server && i <= kV1JsonParts; ++i) {
-    if (!detail::is_json_object_text(part(i))) return bad("v1 websocket message part is not a JSON object");
-  }
-  out.message.header.assign(header);
+  out.channel.assign(part(0));
+  out.message.header.assign(part(1));
   out.message.parent_header.assign(part(2));
   out.message.metadata.assign(part(3));
   out.message.content.assign(part(4));
-  out.message.buffers.reserve(n - 2 - kV1JsonParts);
-  for (uint64_t i = 1 + kV1JsonParts; i + 1 < n; ++i) out.message.buffers.emplace_back(part(i));
+  out.message.buffers.reserve(at.size() - 2 - kV1JsonParts);
+  for (uint64_t i = 1 + kV1JsonParts; i + 1 < at.size(); ++i) out.message.buffers.emplace_back(part(i));
   return out;
 }
 
 }  // namespace
 
 WsFrame encode_ws(WsProtocol protocol, std::string_view channel, const Message& m) {
-  return protocol == WsProtocol::kV1 ? encode_v1(channel, m) : encode_legacy(channel, m);
+  if (protocol == WsProtocol::kV1) return encode_v1(channel, m);
+  MessageView view{m.header, m.parent_header, m.metadata, m.content, {}};
+  view.buffers.assign(m.buffers.begin(), m.buffers.end());
+  return encode_legacy_view(channel, view);
 }
+
+WsFrame encode_legacy(std::string_view channel, const MessageView& m) { return encode_legacy_view(channel, m); }
 
 std::string encode_v1_head(std::string_view channel, const Message& m) {
   std::string head;

@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.h"
 #include "protocol/message.h"
@@ -23,11 +24,20 @@ struct WsMessage {
   Message message;      // identities empty
 };
 
+// A message's parts read where they are (a V1Frame's, a Message's).
+struct MessageView {
+  std::string_view header, parent_header, metadata, content;
+  std::vector<std::string_view> buffers;
+};
+
 // Server→client. Legacy: a text JSON frame {header, msg_id, msg_type, parent_header, metadata,
 // content, buffers: [], channel} built by splicing the parts' JSON text (no re-serialisation), or,
 // when there are buffers, the binary layout with big-endian uint32 offsets. v1: the binary layout with
 // little-endian uint64 offsets, parts copied as they are. msg_id/msg_type come from peek_header.
 WsFrame encode_ws(WsProtocol protocol, std::string_view channel, const Message& m);
+
+// The legacy framing of parts read in place: the bytes encode_ws(kLegacy, ...) makes of the same parts.
+WsFrame encode_legacy(std::string_view channel, const MessageView& m);
 
 // The start of the v1 frame encode_ws builds: its offset table and the channel. The whole frame is
 // this, then header, parent_header, metadata, content and the buffers, so a writer can send the
