@@ -10,6 +10,7 @@
 #include <boost/asio/buffer.hpp>
 
 #include "protocol/message.h"
+#include "protocol/v1_frame.h"
 #include "protocol/ws_codec.h"
 
 namespace cellgate::http {
@@ -34,19 +35,23 @@ class FrameBuffers {
 class Outgoing {
  public:
   Outgoing(std::string channel, protocol::Message message) : channel_(std::move(channel)), message_(std::move(message)) {}
+  // Another node's message as it came (a relay's): a v1 client is sent its bytes as they are.
+  explicit Outgoing(protocol::V1Frame frame) : channel_(frame.channel()), raw_(std::move(frame)) {}
   Outgoing(const Outgoing&) = delete;  // frame_buffers point into it
   Outgoing& operator=(const Outgoing&) = delete;
 
   const std::string& channel() const { return channel_; }
-  const protocol::Message& message() const { return message_; }
   // The frame for a protocol as buffers to write in order, encoded on first use; they point into this
   // object (which must not be moved while they are in use). v1 is the offset table, then the message's
-  // own parts: its megabytes are never copied (what the legacy JSON splice cannot avoid). Io thread only.
+  // own parts (or a relayed frame whole): its megabytes are never copied (what the legacy JSON splice
+  // cannot avoid). Io thread only.
   FrameBuffers frame_buffers(protocol::WsProtocol p) const {
     auto& out = p == protocol::WsProtocol::kLegacy ? legacy_buffers_ : v1_buffers_;
     if (out.empty() && p == protocol::WsProtocol::kLegacy) {
-      if (!legacy_) legacy_ = protocol::encode_ws(p, channel_, message_);
+      if (!legacy_) legacy_ = encode_legacy();
       out.emplace_back(legacy_->data.data(), legacy_->data.size());
+    } else if (out.empty() && raw_) {
+      out.emplace_back(raw_->bytes().data(), raw_->bytes().size());
     } else if (out.empty()) {
       if (!v1_head_) v1_head_ = protocol::encode_v1_head(channel_, message_);
       out.reserve(5 + message_.buffers.size());
@@ -60,11 +65,12 @@ class Outgoing {
   }
   bool binary_frame(protocol::WsProtocol p) const {
     if (p == protocol::WsProtocol::kV1) return true;
-    if (!legacy_) legacy_ = protocol::encode_ws(p, channel_, message_);
+    if (!legacy_) legacy_ = encode_legacy();
     return legacy_->binary;
   }
   // Approximate memory held, for queue and buffer bounds.
   size_t bytes() const {
+    if (raw_) return raw_->bytes().size() + 64;
     size_t n = message_.header.size() + message_.parent_header.size() + message_.metadata.size() +
                message_.content.size() + 64;
     for (const auto& b : message_.buffers) n += b.size();
@@ -72,8 +78,16 @@ class Outgoing {
   }
 
  private:
+  protocol::WsFrame encode_legacy() const {
+    if (!raw_) return protocol::encode_ws(protocol::WsProtocol::kLegacy, channel_, message_);
+    protocol::MessageView view{raw_->header(), raw_->parent_header(), raw_->metadata(), raw_->content(), {}};
+    for (size_t i = 0; i < raw_->buffer_count(); ++i) view.buffers.push_back(raw_->buffer(i));
+    return protocol::encode_legacy(channel_, view);
+  }
+
   std::string channel_;
   protocol::Message message_;
+  std::optional<protocol::V1Frame> raw_;  // or this, as another node sent it
   mutable std::optional<protocol::WsFrame> legacy_;
   mutable std::optional<std::string> v1_head_;
   mutable std::vector<boost::asio::const_buffer> legacy_buffers_;  // point into legacy_

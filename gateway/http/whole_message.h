@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// whole_message: one WebSocket message read into memory of its own, sized by its frame header, so that
+// its bytes are written once and can be handed on (a relay's Outgoing) without a copy.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/system/error_code.hpp>
+
+namespace cellgate::http {
+
+struct WholeMessage {
+  std::unique_ptr<char[]> data;
+  size_t size = 0;
+};
+
+// Kept by a reader between messages: where each message's first bytes go.
+struct WholeMessageScratch {
+  static constexpr size_t kSize = 16 * 1024;
+  std::unique_ptr<char[]> data = std::make_unique_for_overwrite<char[]>(kSize);
+};
+
+// Reads the next message of ws (a Beast websocket::stream) whole. Its first bytes go into scratch; a
+// message that fits there is copied once into a buffer of its exact size. A longer one gets one buffer of
+// the length its frame header declares (read_size_hint: Beast has checked that length against
+// read_message_max before this sees it), the scratch's bytes are copied in and the rest is read straight
+// into it, so its megabytes are written once. A message of several frames grows by each frame's declared
+// length. On a read error, ec is set and the message is empty. Io thread only.
+template <class Ws>
+boost::asio::awaitable<WholeMessage> read_whole_message(Ws& ws, WholeMessageScratch& scratch,
+                                                        boost::system::error_code& ec) {
+  char* at = scratch.data.get();
+  size_t capacity = WholeMessageScratch::kSize;
+  WholeMessage out;
+  do {
+    // The rest of the frame being read (exact once its header is in and it is the last), or more.
+    const size_t rest = out.size == 0 ? 0 : std::max<size_t>(ws.read_size_hint(WholeMessageScratch::kSize), 1);
+    if (capacity - out.size < rest) {
+      const size_t want = out.size + rest;
+      auto bigger = std::make_unique_for_overwrite<char[]>(want);
+      std::memcpy(bigger.get(), at, out.size);
+      out.data = std::move(bigger);
+      at = out.data.get();
+      capacity = want;
+    }
+    out.size += co_await ws.async_read_some(boost::asio::buffer(at + out.size, capacity - out.size),
+                                            boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+    if (ec) co_return WholeMessage{};
+  } while (!ws.is_message_done());
+  if (!out.data) {  // it fit in scratch
+    out.data = std::make_unique_for_overwrite<char[]>(std::max<size_t>(out.size, 1));
+    std::memcpy(out.data.get(), at, out.size);
+  }
+  co_return out;
+}
+
+}  // namespace cellgate::http

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// whole_message_test: a relay's read of a whole message into memory of its own, over real loopback TCP
+// between two Beast WebSockets: small and large messages, one frame or several, and the size bound.
+#include "gateway/http/whole_message.h"
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/websocket.hpp>
+#include <catch2/catch.hpp>
+
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+using tcp = asio::ip::tcp;
+using Ws = websocket::stream<beast::tcp_stream>;
+using cellgate::http::WholeMessageScratch;
+
+void run_until(asio::io_context& io, const std::function<bool()>& done) {
+  while (!done()) {
+    if (io.stopped()) io.restart();
+    REQUIRE(io.run_one_for(std::chrono::seconds(10)) > 0);
+  }
+}
+
+struct Pair {
+  asio::io_context io;
+  std::unique_ptr<Ws> writer, reader;
+
+  Pair() {
+    tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+    tcp::socket c(io);
+    c.connect(acceptor.local_endpoint());
+    writer = std::make_unique<Ws>(beast::tcp_stream(acceptor.accept()));
+    reader = std::make_unique<Ws>(beast::tcp_stream(std::move(c)));
+    bool accepted = false, shaken = false;
+    writer->async_accept([&](beast::error_code ec) { accepted = !ec; });
+    reader->async_handshake("127.0.0.1", "/", [&](beast::error_code ec) { shaken = !ec; });
+    run_until(io, [&] { return accepted && shaken; });
+    writer->binary(true);
+  }
+  // Reads one message while the writer writes `frames` (the last one ends the message).
+  std::optional<std::string> relay(const std::vector<std::string>& frames, WholeMessageScratch& scratch,
+                                   beast::error_code& ec) {
+    std::optional<std::string> got;
+    bool done = false;
+    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+      auto m = co_await cellgate::http::read_whole_message(*reader, scratch, ec);
+      if (!ec) got = std::string(m.data.get(), m.size);
+      done = true;
+    }, asio::detached);
+    size_t i = 0;
+    std::function<void()> next = [&] {
+      if (i == frames.size()) return;
+      const bool fin = i + 1 == frames.size();
+      writer->async_write_some(fin, asio::buffer(frames[i]), [&](beast::error_code wec, size_t) {
+        if (wec) return;
+        ++i;
+        next();
+      });
+    };
+    next();
+    run_until(io, [&] { return done; });
+    return got;
+  }
+};
+
+std::string pattern(size_t n, int seed) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 31 + static_cast<size_t>(seed)) & 0xff);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a whole message is read, whatever its size and framing", "[http][relay]") {
+  Pair p;
+  WholeMessageScratch scratch;
+  const size_t k = WholeMessageScratch::kSize;
+  const std::vector<std::vector<std::string>> messages = {
+      {pattern(500, 1)},                                        // fits the scratch: copied once, exactly
+      {std::string()},                                          // empty
+      {pattern(k, 2)},                                          // exactly the scratch
+      {pattern(k + 1, 3)},                                      // one byte more
+      {pattern(3 * 1024 * 1024 + 7, 4)},                        // one large frame: its declared length
+      {pattern(100, 5), pattern(40000, 6), pattern(9, 7)},      // several frames
+      {pattern(k - 3, 8), pattern(3 * k, 9), pattern(2 * k, 10)},
+  };
+  for (const auto& frames : messages) {
+    std::string whole;
+    for (const auto& f : frames) whole += f;
+    INFO(frames.size() << " frames, " << whole.size() << " bytes");
+    beast::error_code ec;
+    auto got = p.relay(frames, scratch, ec);
+    REQUIRE_FALSE(ec);
+    REQUIRE(got);
+    CHECK(got->size() == whole.size());
+    CHECK(*got == whole);
+  }
+}
+
+TEST_CASE("a message past read_message_max fails the read before its bytes are held", "[http][relay]") {
+  Pair p;
+  p.reader->read_message_max(64 * 1024);
+  // The writer reads too, so that it answers the close the reader's failure sends.
+  beast::flat_buffer sink;
+  p.writer->async_read(sink, [](beast::error_code, size_t) {});
+  WholeMessageScratch scratch;
+  beast::error_code ec;
+  auto got = p.relay({pattern(64 * 1024 + 1, 1)}, scratch, ec);
+  CHECK_FALSE(got);
+  CHECK(ec == websocket::error::message_too_big);
+}
