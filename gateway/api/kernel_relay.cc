@@ -6,12 +6,13 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/websocket.hpp>
 
 #include "common/log.h"
 #include "common/random.h"
+#include "gateway/http/whole_message.h"
 #include "gateway/kernel_hub.h"
+#include "protocol/v1_frame.h"
 #include "protocol/ws_codec.h"
 
 namespace cellgate::api {
@@ -94,26 +95,24 @@ awaitable<void> KernelRelay::write_upstream() {
 }
 
 awaitable<void> KernelRelay::read_upstream() {
-  beast::flat_buffer buffer;
+  http::WholeMessageScratch scratch;
   boost::system::error_code ec;
   std::string why = "the kernel's node closed the connection";
   while (!ended_) {
-    co_await upstream_->async_read(buffer, asio::redirect_error(asio::use_awaitable, ec));
+    // Read into memory of its own and passed on as it is: a v1 client is sent these very bytes.
+    auto read = co_await http::read_whole_message(*upstream_, scratch, ec);
     if (ec) {
       if (ec != beast::websocket::error::closed) why = "the kernel's node connection failed: " + ec.message();
       break;
     }
     auto session = session_.lock();
     if (!session) break;
-    const auto data = buffer.cdata();
-    auto msg = protocol::decode_v1_from_server(std::string_view(static_cast<const char*>(data.data()), data.size()),
-                                               upstream_->got_binary());
-    buffer.consume(buffer.size());
-    if (!msg) {
-      why = "the kernel's node sent a malformed message: " + msg.error().message;
+    auto frame = protocol::V1Frame::from_server(std::move(read.data), read.size, upstream_->got_binary());
+    if (!frame) {
+      why = "the kernel's node sent a malformed message: " + frame.error().message;
       break;
     }
-    session->deliver(std::make_shared<http::Outgoing>(std::move(msg->channel), std::move(msg->message)));
+    session->deliver(std::make_shared<http::Outgoing>(std::move(frame.value())));
     if (session->pending_bytes() > queue_bytes_ / 2) {
       // Read on only once the client has taken most of it: the owner's own queue (and its slow-client
       // policy) then sees this client's pace.

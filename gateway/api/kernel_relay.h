@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // kernel_relay: a client's kernel WebSocket served by relaying it to the node that holds the kernel
 // (docs/cluster.md §5). Messages pass both ways as they are; the upstream is always v1, so the relay
-// splits frames by their offset table and never parses JSON. Backpressure crosses it: the relay reads
+// splits frames by their offset table and never parses JSON, and a v1 client is sent the owner's frame
+// bytes as they were read (whole_message.h), not a copy. Backpressure crosses it: the relay reads
 // from the owner only while the client's queue is below half its bound. When the kernel dies with its
 // node, the relay tells the client as a dead kernel is told (iopub status dead with the reason).
 #pragma once
