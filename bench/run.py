@@ -8,7 +8,8 @@
 
 A figure script is any bench/*/*.py with the line `# cellgate-bench: figures` among its first 20
 lines. It is run as `/usr/bin/python3 SCRIPT --jsonl --cellgate BIN [--quick] [ARGS]` and prints one
-JSON object per line on stdout (other lines are ignored, stderr passes through):
+JSON object per line on stdout (other lines are ignored, stderr passes through; a script that fails
+has its last stderr lines repeated after the table, with the problems, where a CI log's tail keeps them):
 
     {"figure": "exec 1+1 p50", "backend": "cellgate", "value": 1.23, "unit": "ms",
      "target": "<= floor+0.2", "group": "hot path"}
@@ -23,6 +24,7 @@ whether cellgate meets it. --validate (CI) exits 1 unless every script exits 0 a
 well-formed with a value; it does not require targets to be met (benchmarks, not timed tests).
 """
 import argparse
+import collections
 import glob
 import json
 import math
@@ -32,6 +34,7 @@ import platform
 import re
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -42,6 +45,7 @@ TARGET_RE = [
     (re.compile(r"^(<=|>=)\s*([0-9.]+)x\s+([\w.-]+)$"), "times"),
     (re.compile(r"^(<=|>=)\s*([\w.-]+)\s*\+\s*([0-9.]+)$"), "plus"),
 ]
+STDERR_TAIL = 25  # lines of a failed script's stderr repeated at the end of the output
 REFERENCE_ORDER = ["floor", "jupyter_server", "jupyter_server_nodelay", "cold_start", "cold_jail"]
 
 
@@ -233,10 +237,29 @@ def run_script(path, a):
             cmd += extra.split()
     print("# bench: %s" % " ".join(cmd), file=sys.stderr, flush=True)
     t0 = time.monotonic()
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=a.timeout,
-                          env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                            env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    out, tail = [], collections.deque(maxlen=STDERR_TAIL)
+
+    def pass_stderr():  # live, as before, and its last lines kept for the end of the output
+        for line in proc.stderr:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+            tail.append(line.rstrip("\n"))
+    readers = [threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True),
+               threading.Thread(target=pass_stderr, daemon=True)]
+    for r in readers:
+        r.start()
     lines, problems = [], []
-    for raw in proc.stdout.splitlines():
+    try:
+        proc.wait(timeout=a.timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        problems.append("%s timed out after %.0f s" % (name, a.timeout))
+    for r in readers:  # a leftover grandchild holding a pipe must not hang the run
+        r.join(timeout=10)
+    for raw in "".join(out).splitlines():
         if not raw.startswith("{"):
             continue
         try:
@@ -249,12 +272,14 @@ def run_script(path, a):
         for b in check_line(obj):
             problems.append("%s: %s: %s" % (name, obj.get("figure"), b))
         lines.append(obj)
-    if proc.returncode != 0:
-        problems.append("%s exited with %d" % (name, proc.returncode))
+    last = next((line.strip() for line in reversed(tail) if line.strip()), "")
+    if proc.returncode != 0 and not problems:
+        problems.append("%s exited with %d%s" % (name, proc.returncode, (": " + last[:300]) if last else ""))
     if not lines:
         problems.append("%s printed no figures" % name)
     print("# bench: %s done in %.0f s" % (name, time.monotonic() - t0), file=sys.stderr, flush=True)
-    return lines, problems
+    failed = proc.returncode != 0 or not lines
+    return lines, problems, (list(tail) if failed else [])
 
 
 def build_table(all_lines):
@@ -330,14 +355,13 @@ def main():
     a.cellgate = os.path.abspath(a.cellgate)
     load_before = loadavg()
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    all_lines, problems = [], []
+    all_lines, problems, tails = [], [], []
     for s in scripts:
-        try:
-            lines, probs = run_script(s, a)
-        except subprocess.TimeoutExpired:
-            lines, probs = [], ["%s timed out after %.0f s" % (os.path.basename(s), a.timeout)]
+        lines, probs, tail = run_script(s, a)
         all_lines += lines
         problems += probs
+        if tail:
+            tails.append((os.path.basename(s), tail))
     head, rows = build_table(all_lines)
     title = ("cellgate bench%s, %s; %s; load average %s before, %s after"
              % (" (--quick)" if a.quick else "", started, machine_line(), load_before, loadavg()))
@@ -346,8 +370,16 @@ def main():
     if a.markdown:
         with open(a.markdown, "w") as f:
             f.write(title + "\n\n" + render(head, rows, True) + "\n")
+    # What failed goes last, after the table, where a CI log's tail keeps it: each failed script's last
+    # stderr lines (its traceback, or its own one-line verdict), then one line per problem.
+    sys.stdout.flush()
+    for name, tail in tails:
+        print("--- %s failed; the last %d lines of its stderr:" % (name, len(tail)), file=sys.stderr)
+        for line in tail:
+            print("  %s| %s" % (name, line), file=sys.stderr)
     for pr in problems:
         print("problem: " + pr, file=sys.stderr)
+    sys.stderr.flush()
     if a.validate and problems:
         return 1
     return 0
