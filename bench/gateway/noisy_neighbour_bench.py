@@ -26,6 +26,15 @@ phase: the hostile phase raises it itself (the fork bomb's processes are runnabl
 whether a figure is publishable is the load at the start, before the first phase (at most 2 on the
 shared 2-vCPU VM). A benchmark, not a test: it asserts nothing about time.
 
+Slowness never crashes it (the project's CI host is ~2x slower, under ctest -j2): a round trip that
+fails or times out (60 s) is counted in the figure "noisy 1+1 failed round trips" and listed, and the
+WebSocket reopened; a phase gives up after 3 failures in a row; every REST call is bounded and a
+failed one is printed with its status and body; a hostile cell still running well past its end is
+interrupted before its summary is asked for. Alice's WebSocket is pinged while the bench waits for the
+hostile cells (the gateway closes one that sends nothing for 60 s). What fails the run (exit 1, one
+last line saying so, the gateway's log before it): the gateway dying or not answering, or a kernel
+that does not start.
+
     bench/gateway/noisy_neighbour_bench.py --cellgate build/bin/cellgate [--samples 400] [--jsonl]
 """
 import argparse
@@ -36,14 +45,15 @@ import statistics
 import sys
 import threading
 import time
+import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "integration"))
 sys.path.insert(0, HERE)
 
-import jupyter_ws as jws  # noqa: E402
 import targets as tm  # noqa: E402
 from gateway_bench import percentile, proc_cpu_seconds  # noqa: E402
+from noisy_client import Alice, Fatal, KeepAlive, call, gateway_gone  # noqa: E402
 
 # What a classroom operator sets per kernel on a small host (cellgate serve flags).
 LIMITS = [("kernel-memory", "1G"), ("kernel-pids", "128"), ("kernel-cpus", "1"),
@@ -199,14 +209,18 @@ def read(path):
 def counter(text, key):
     for line in text.splitlines():
         parts = line.split()
-        if len(parts) == 2 and parts[0] == key:
+        if len(parts) == 2 and parts[0] == key and parts[1].isdigit():
             return int(parts[1])
     return None
 
 
 def cgroup_dirs(target, kid):
-    """controller -> the kernel's cgroup dir (v1 per controller, else the v2 dir for all)."""
-    leaf = os.path.basename(target.jail_status(kid)["cgroup"])
+    """controller -> the kernel's cgroup dir (v1 per controller, else the v2 dir for all); "" when
+    unknown (the kernel's jail status is gone: it died or is being restarted)."""
+    try:
+        leaf = os.path.basename(target.jail_status(kid)["cgroup"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return {"memory": "", "pids": "", "cpu": ""}
     dirs = {}
     for ctl in ("memory", "pids", "cpu"):
         found = glob.glob("/sys/fs/cgroup/%s/cellgate/%s" % (ctl, leaf)) or \
@@ -218,6 +232,8 @@ def cgroup_dirs(target, kid):
 def held_by(target, kid):
     """What the kernel's own cgroup counted: pids limit hits, OOM kills, peak memory, CPU throttling."""
     d = cgroup_dirs(target, kid)
+    if not any(d.values()):
+        return {"cgroup": "gone"}
     out = {}
     pids = counter(read(d["pids"] + "/pids.events"), "max")
     if pids is not None:
@@ -227,11 +243,11 @@ def held_by(target, kid):
         oom = counter(read(d["memory"] + "/memory.events"), "oom_kill")
     if oom is not None:
         out["oom kills"] = oom
-    peak = read(d["memory"] + "/memory.max_usage_in_bytes") or read(d["memory"] + "/memory.peak")
-    if peak.strip():
+    peak = (read(d["memory"] + "/memory.max_usage_in_bytes") or read(d["memory"] + "/memory.peak")).strip()
+    if peak.isdigit():
         out["memory peak MiB"] = int(peak) >> 20
-    usage = read(d["cpu"].replace("/cpu/", "/cpuacct/") + "/cpuacct.usage") or read(d["cpu"] + "/cpuacct.usage")
-    if usage.strip():
+    usage = (read(d["cpu"].replace("/cpu/", "/cpuacct/") + "/cpuacct.usage") or read(d["cpu"] + "/cpuacct.usage")).strip()
+    if usage.isdigit():
         out["cpu s"] = round(int(usage) / 1e9, 1)
     quota = read(d["cpu"] + "/cpu.cfs_quota_us").strip() or read(d["cpu"] + "/cpu.max").strip()
     if quota:
@@ -259,19 +275,29 @@ class Sampler(threading.Thread):
             time.sleep(0.2)
 
 
-def phase(kws, n, interval, deadline=None):
-    """n round trips of `1+1` (fewer if deadline passes first), one every interval s: latencies in ms."""
-    lat = []
+def phase(t, alice, name, n, interval, deadline=None, timeout=60, give_up=3):
+    """n round trips of `1+1` (fewer if deadline passes first, or after give_up failures in a row), one
+    every interval s: (latencies of the ok ones in ms, round trips tried, gave up). Raises Fatal when
+    the gateway is gone."""
+    lat, tried, in_a_row = [], 0, 0
     for _ in range(n):
         if deadline is not None and time.time() > deadline:
             break
-        t0 = time.perf_counter()
-        r = kws.execute("1+1", timeout=120)
-        lat.append((time.perf_counter() - t0) * 1000)
-        assert r.reply["content"]["status"] == "ok", r.reply["content"]
-        kws.seen.clear()
+        tried += 1
+        ms = alice.round_trip(name, timeout)
+        if ms is not None:
+            lat.append(ms)
+            in_a_row = 0
+        else:
+            in_a_row += 1
+            if t.proc.poll() is not None or in_a_row >= give_up:
+                gone = gateway_gone(t)
+                if gone:
+                    raise Fatal(gone)
+                if in_a_row >= give_up:
+                    return lat, tried, True
         time.sleep(interval)
-    return lat
+    return lat, tried, False
 
 
 def run_delay_ms(pids):
@@ -289,8 +315,183 @@ def run_delay_ms(pids):
     return total / 1e6
 
 
-def summary(lat):
-    return statistics.median(lat), percentile(lat, 99)
+def gw_cpu_s(pid):
+    try:
+        return proc_cpu_seconds(pid)
+    except OSError:
+        return float("nan")
+
+
+def start_kernel(t, client, body, who):
+    """The new kernel's id; Fatal when it does not start (a gateway that cannot start a kernel before
+    any attack fails the run, whatever the host's speed)."""
+    r = call(client, "POST", "api/kernels", 180, json=body)
+    if r.status == 201 and r.get("id"):
+        return r.get("id")
+    raise Fatal(gateway_gone(t) or "%s did not start: %s" % (who, r))
+
+
+def stats(lat):
+    """(p50, p99, max) in ms, None when no round trip ended ok."""
+    return (statistics.median(lat), percentile(lat, 99), max(lat)) if lat else None
+
+
+def summarize(t, mallory, kid, name, i, thread, results, notes, log_flood):
+    """What one hostile kernel's cell says it did, and what held it."""
+    if thread.is_alive():  # its cell runs on well past its end: interrupt it so that it can be asked
+        r = call(mallory, "POST", "api/kernels/%s/interrupt" % kid, 60)
+        notes.append("%s: its cell still ran at the end of the drain; interrupted it (%s)"
+                     % (name, r.status if r.status else r))
+    r = call(mallory, "POST", "api/kernels/%s/execute" % kid, 120, json={"code": "print(_noisy)", "timeout": 60})
+    told = "".join(o.get("text", "") for o in r.get("outputs", []) if isinstance(o, dict)
+                   and o.get("name") == "stdout").strip() if r.ok else ""
+    if not told:
+        told = "(no summary: %s)" % (("status %s" % r.get("status")) if r.ok else r)
+    model = call(t, "GET", "api/kernels/" + kid, 30)
+    cg = held_by(t, kid)
+    if log_flood:
+        try:
+            cg["kernel.log bytes"] = os.path.getsize(os.path.join(t.run_dir, "s", kid, "kernel.log"))
+        except OSError:
+            pass
+    state = model.get("execution_state", "?") if model.ok else "unknown (%s)" % model
+    return name, results.get(i, "no answer"), told, cg, state, model.get("reason", "")
+
+
+def measure(t, a, say, mark):
+    """The three phases and what held the hostile kernels: (figures for --jsonl, report lines)."""
+    gw = t.proc.pid
+    hostile_set = HOSTILE if not a.only else [h for h in HOSTILE if h[0] in a.only.split(",")]
+    alice_rest = tm.TokenClient(t, "alice", t.tokens["alice"])
+    mallory = tm.TokenClient(t, "mallory", t.tokens["mallory"])
+    good = start_kernel(t, alice_rest, {"name": "python3"}, "alice's kernel")
+    hostile = [start_kernel(t, mallory, {"name": "python3", "workspace": "hostile%d" % i}, "mallory's %s kernel" % name)
+               for i, (name, _) in enumerate(hostile_set)]
+    notes = []
+    for kid, (name, _) in zip(hostile, hostile_set):  # every kernel answers before the run starts
+        r = call(mallory, "POST", "api/kernels/%s/execute" % kid, 180, json={"code": "1", "timeout": 120})
+        if r.get("status") != "ok":
+            notes.append("%s: its warm-up `1` did not end ok: %s" % (name, r))
+    mark("%d kernels started" % (len(hostile) + 1))
+    # Opened now: the starts above can outlast the gateway's idle limit for a silent WebSocket (60 s).
+    alice = Alice(t, t.tokens["alice"], good)
+    phase(t, alice, "warm", 30, a.interval)
+
+    sampler = Sampler(gw)
+    sampler.start()
+    loads, cpu, waits, tried = {}, {}, {}, {}
+
+    def measured(name, n, deadline=None):
+        sampler.phase = name
+        kpids = [int(x) for x in read(cgroup_dirs(t, good)["cpu"] + "/cgroup.procs").split() if x.isdigit()]
+        w0 = (run_delay_ms(kpids), run_delay_ms([gw]))
+        l0, c0, t0 = load(), gw_cpu_s(gw), time.perf_counter()
+        lat, tried[name], gave_up = phase(t, alice, name, n, a.interval, deadline)
+        w1 = (run_delay_ms(kpids), run_delay_ms([gw]))
+        waits[name] = ((w1[0] - w0[0]) / max(1, tried[name]), (w1[1] - w0[1]) / max(1, tried[name]))
+        loads[name] = (l0, load())
+        cpu[name] = (gw_cpu_s(gw) - c0) / (time.perf_counter() - t0)
+        if gave_up:
+            notes.append("%s phase: gave up after 3 failed round trips in a row" % name)
+        mark("%s phase: %d of %d round trips ok" % (name, len(lat), tried[name]))
+        return lat
+
+    try:
+        quiet1 = measured("quiet", a.samples)
+        per_rt = (statistics.mean(quiet1) / 1000 if quiet1 else 0.1) + a.interval
+        seconds = a.ramp + a.samples * per_rt * 3 + 10  # room for the phase to run 3x slower
+        end = time.time() + seconds
+        results = {}
+
+        def attack(i, kid, code):
+            r = call(mallory, "POST", "api/kernels/%s/execute" % kid, seconds + 180,
+                     json={"code": code % {"end": end}, "timeout": int(seconds) + 120})
+            results[i] = "%s, %+.0f s after its end" % ((r.status, r.get("status")) if r.ok else r, time.time() - end)
+
+        threads = [threading.Thread(target=attack, args=(i, kid, code), daemon=True)
+                   for i, (kid, (_, code)) in enumerate(zip(hostile, hostile_set))]
+        for th in threads:
+            th.start()
+        sampler.phase = "ramp"
+        time.sleep(a.ramp)
+        hot = measured("hostile", a.samples, deadline=end - 1)
+        sampler.phase = "drain"
+        with KeepAlive(alice) as keep:
+            join_by = max(end, time.time()) + (60 if a.quick else 150)
+            for th in threads:
+                th.join(timeout=max(0.1, join_by - time.time()))
+            mark("hostile cells: %d of %d ended (they were to end %+.0f s from now)"
+                 % (sum(not th.is_alive() for th in threads), len(threads), end - time.time()))
+            held = [summarize(t, mallory, kid, name, i, threads[i], results, notes, name == "log flood")
+                    for i, (kid, (name, _)) in enumerate(zip(hostile, hostile_set))]
+        notes += ["alice's WebSocket keep-alive: " + p for p in keep.problems]
+        mark("summaries asked")
+        time.sleep(1)
+        quiet2 = measured("quiet again", a.samples)
+    finally:
+        sampler.stop = True
+        alice.drop()
+    gone = gateway_gone(t)
+    if gone:
+        raise Fatal(gone)
+
+    g = "noisy neighbour"
+    figures = []
+    quiet, q, h = quiet1 + quiet2, stats(quiet1 + quiet2), stats(hot)
+    for fig, k in (("noisy 1+1 p50", 0), ("noisy 1+1 p99", 1)):
+        if q:
+            figures.append({"figure": fig, "backend": "quiet", "value": round(q[k], 3), "unit": "ms",
+                            "target": None, "group": g})
+        if h:
+            figures.append({"figure": fig, "backend": "cellgate", "value": round(h[k], 3), "unit": "ms",
+                            "target": "<= 2x quiet" if k == 1 else None, "group": g})
+    figures.append({"figure": "noisy 1+1 failed round trips", "value": len(alice.failed), "unit": "",
+                    "target": "<= 0", "group": g})
+    rss = sampler.rss
+    rss_before = max(rss.get("quiet") or [float("nan")])
+    rss_during = max(rss.get("ramp", []) + rss.get("hostile", []) + rss.get("drain", []) or [float("nan")])
+    rss_after = (rss.get("quiet again") or [float("nan")])[-1]
+    if rss_during == rss_during and rss_before == rss_before:  # not NaN
+        figures.append({"figure": "noisy gw RSS growth", "value": round(rss_during - rss_before, 1),
+                        "unit": "MiB", "target": None, "group": g})
+    figures.append({"figure": "noisy load avg at start", "value": round(loads["quiet"][0], 2),
+                    "unit": "", "target": None, "group": g})
+
+    def ms(v):
+        return "%9.2f" % v
+
+    report = ["limits: " + " ".join("--%s %s" % kv for kv in LIMITS + [VOLUME]),
+              "%-12s %8s %6s %9s %9s %9s %14s %9s %s" % (
+                  "phase", "samples", "failed", "p50 ms", "p99 ms", "max ms", "load (start-end)", "gw CPU/s",
+                  "waiting for a CPU per 1+1: alice's kernel, gateway (ms)")]
+    for name, lat in (("quiet", quiet1), ("hostile", hot), ("quiet again", quiet2)):
+        s, (l0, l1) = stats(lat), loads[name]
+        cols = [ms(v) for v in s] if s else ["%9s" % "-"] * 3
+        report.append("%-12s %8d %6d %s %s %s %8.2f-%-5.2f %9.3f %.2f, %.2f" % (
+            name, len(lat), tried[name] - len(lat), *cols, l0, l1, cpu[name], waits[name][0], waits[name][1]))
+    if q and h:
+        report.append("hostile/quiet: p50 %.2fx, p99 %.2fx (goal p99 <= 2x); quiet phases together: p50 %.2f ms, "
+                      "p99 %.2f ms" % (h[0] / q[0], h[1] / q[1], q[0], q[1]))
+    for name, lat in (("quiet", quiet), ("hostile", hot)):
+        if not lat:
+            report.append("no %s round trip ended ok: no %s latency figure" % (name, name))
+    report.append("failed round trips: %d (alice's WebSocket reopened %d times)" % (len(alice.failed), alice.reconnects))
+    report += ["  %s phase, after %d ms: %s" % f for f in alice.failed[:20]]
+    if len(alice.failed) > 20:
+        report.append("  ... and %d more" % (len(alice.failed) - 20))
+    report.append("gateway RSS: %.1f MiB before, at most %.1f MiB while the hostile kernels ran, %.1f MiB after"
+                  % (rss_before, rss_during, rss_after))
+    for name, res, told, cg, state, reason in held:
+        report.append("  %-11s execute %s; the cell says: %s; its cgroup: %s; kernel now %s%s"
+                      % (name, res, told, ", ".join("%s %s" % kv for kv in cg.items()) or "-", state,
+                         (" (%s)" % reason) if reason else ""))
+    report += ["note: " + n for n in notes]
+    report.append("load average at the start: %.2f (a figure is publishable at <= 2)" % loads["quiet"][0])
+    report.append("host: Linux %s, %d vCPUs %s, %.0f GiB; load average now %s"
+                  % (os.uname().release, os.cpu_count(), cpu_model(),
+                     os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**30,
+                     " ".join("%.2f" % x for x in os.getloadavg())))
+    return figures, report
 
 
 def main():
@@ -306,131 +507,51 @@ def main():
     a = p.parse_args()
     if a.quick:
         a.samples, a.ramp = 60, 2.0
-    hostile_set = HOSTILE
-    if a.only:
-        hostile_set = [h for h in HOSTILE if h[0] in a.only.split(",")]
     if os.geteuid() != 0:
         sys.exit("noisy_neighbour_bench: the jail needs root")
     flags = [x for name, value in LIMITS + [VOLUME] for x in ("--" + name, value)]
     t = tm.CellgateTarget(a.cellgate, spawner="jail", extra_args=flags, pre_start=with_users)
-    say = (lambda *x: print(*x, file=sys.stderr)) if a.jsonl else print
-    sampler = None
+    say = (lambda *x: print(*x, file=sys.stderr, flush=True)) if a.jsonl else (lambda *x: print(*x, flush=True))
+    t_zero = time.monotonic()
+
+    def mark(what):
+        print("noisy: +%.0f s: %s" % (time.monotonic() - t_zero, what), file=sys.stderr, flush=True)
+
+    why, log_tail = None, ""
     try:
-        t.start()
-        gw = t.proc.pid
-        alice = tm.TokenClient(t, "alice", t.tokens["alice"])
-        mallory = tm.TokenClient(t, "mallory", t.tokens["mallory"])
-        r = alice.api("POST", "api/kernels", json={"name": "python3"})
-        assert r.status_code == 201, (r.status_code, r.text)
-        good = r.json()["id"]
-        kws = jws.KernelWS(t.url, t.tokens["alice"], good)
-        hostile = []
-        for i, (name, _) in enumerate(hostile_set):
-            r = mallory.api("POST", "api/kernels", json={"name": "python3", "workspace": "hostile%d" % i})
-            assert r.status_code == 201, (r.status_code, r.text)
-            hostile.append(r.json()["id"])
-        for kid in hostile:  # every kernel answers before the run starts
-            r = mallory.api("POST", "api/kernels/%s/execute" % kid, json={"code": "1", "timeout": 60}, timeout=90)
-            assert r.status_code == 200, r.text
-        phase(kws, 30, a.interval)  # warm
-
-        sampler = Sampler(gw)
-        sampler.start()
-        loads, cpu, waits = {}, {}, {}
-
-        def measured(name, n, deadline=None):
-            sampler.phase = name
-            kpids = [int(x) for x in read(cgroup_dirs(t, good)["cpu"] + "/cgroup.procs").split()]
-            w0 = (run_delay_ms(kpids), run_delay_ms([gw]))
-            l0, c0, t0 = load(), proc_cpu_seconds(gw), time.perf_counter()
-            lat = phase(kws, n, a.interval, deadline)
-            w1 = (run_delay_ms(kpids), run_delay_ms([gw]))
-            waits[name] = ((w1[0] - w0[0]) / len(lat), (w1[1] - w0[1]) / len(lat))
-            loads[name] = (l0, load())
-            cpu[name] = (proc_cpu_seconds(gw) - c0) / (time.perf_counter() - t0)
-            return lat
-
-        quiet1 = measured("quiet", a.samples)
-        per_rt = statistics.mean(quiet1) / 1000 + a.interval
-        seconds = a.ramp + a.samples * per_rt * 3 + 10  # room for the phase to run 3x slower
-        end = time.time() + seconds
-        results = {}
-
-        def attack(i, kid, code):
-            r = mallory.api("POST", "api/kernels/%s/execute" % kid,
-                            json={"code": code % {"end": end}, "timeout": int(seconds) + 120}, timeout=seconds + 180)
-            results[i] = r.status_code, (r.json().get("status") if r.status_code == 200 else r.text[:200])
-
-        threads = [threading.Thread(target=attack, args=(i, kid, code), daemon=True)
-                   for i, (kid, (_, code)) in enumerate(zip(hostile, hostile_set))]
-        for th in threads:
-            th.start()
-        sampler.phase = "ramp"
-        time.sleep(a.ramp)
-        hot = measured("hostile", a.samples, deadline=end - 1)
-        sampler.phase = "drain"
-        for th in threads:
-            th.join(timeout=max(1, end - time.time()) + 150)
-        held = []
-        for i, (kid, (name, _)) in enumerate(zip(hostile, hostile_set)):
-            r = mallory.api("POST", "api/kernels/%s/execute" % kid, json={"code": "print(_noisy)", "timeout": 60}, timeout=90)
-            told = "".join(o.get("text", "") for o in r.json().get("outputs", []) if o.get("name") == "stdout").strip() \
-                if r.status_code == 200 else ""
-            model = t.get("api/kernels/" + kid).json()
-            log = os.path.join(t.run_dir, "s", kid, "kernel.log")
-            cg = held_by(t, kid)
-            if name == "log flood" and os.path.exists(log):
-                cg["kernel.log bytes"] = os.path.getsize(log)
-            held.append((name, results.get(i), told or "(no summary: %s)" % r.text[:120], cg,
-                         model.get("execution_state"), model.get("reason", "")))
-        time.sleep(1)
-        quiet2 = measured("quiet again", a.samples)
-        sampler.stop = True
-
-        quiet = quiet1 + quiet2
-        q50, q99 = summary(quiet)
-        h50, h99 = summary(hot)
-        rss = sampler.rss
-        rss_before = max(rss.get("quiet", [float("nan")]))
-        rss_during = max(rss.get("ramp", []) + rss.get("hostile", []) + rss.get("drain", []))
-        rss_after = rss.get("quiet again", [float("nan")])[-1]
+        try:
+            t.start(timeout=120)
+        except RuntimeError as e:  # it printed no URL line or did not answer: its log is in the message
+            print(e, file=sys.stderr)
+            raise Fatal("the gateway did not start: %s" % str(e).splitlines()[0])
+        mark("gateway up")
+        figures, report = measure(t, a, say, mark)
         if a.jsonl:
-            g = "noisy neighbour"
-            for fig, qv, hv in (("noisy 1+1 p50", q50, h50), ("noisy 1+1 p99", q99, h99)):
-                print(json.dumps({"figure": fig, "backend": "quiet", "value": round(qv, 3), "unit": "ms",
-                                  "target": None, "group": g}))
-                print(json.dumps({"figure": fig, "backend": "cellgate", "value": round(hv, 3), "unit": "ms",
-                                  "target": "<= 2x quiet" if fig.endswith("p99") else None, "group": g}))
-            print(json.dumps({"figure": "noisy gw RSS growth", "value": round(rss_during - rss_before, 1),
-                              "unit": "MiB", "target": None, "group": g}))
-            print(json.dumps({"figure": "noisy load avg at start", "value": round(loads["quiet"][0], 2),
-                              "unit": "", "target": None, "group": g}))
-        say("limits: " + " ".join("--%s %s" % kv for kv in LIMITS + [VOLUME]))
-        say("%-12s %8s %9s %9s %9s %14s %9s %s" % ("phase", "samples", "p50 ms", "p99 ms", "max ms", "load (start-end)",
-                                                "gw CPU/s", "waiting for a CPU per 1+1: alice's kernel, gateway (ms)"))
-        for name, lat in (("quiet", quiet1), ("hostile", hot), ("quiet again", quiet2)):
-            l0, l1 = loads[name]
-            say("%-12s %8d %9.2f %9.2f %9.2f %8.2f-%-5.2f %9.3f %.2f, %.2f" % (name, len(lat), statistics.median(lat),
-                percentile(lat, 99), max(lat), l0, l1, cpu[name], waits[name][0], waits[name][1]))
-        say("hostile/quiet: p50 %.2fx, p99 %.2fx (goal p99 <= 2x); quiet phases together: p50 %.2f ms, p99 %.2f ms"
-            % (h50 / q50, h99 / q99, q50, q99))
-        say("gateway RSS: %.1f MiB before, at most %.1f MiB while the hostile kernels ran, %.1f MiB after"
-            % (rss_before, rss_during, rss_after))
-        for name, res, told, cg, state, reason in held:
-            say("  %-11s execute %s; the cell says: %s; its cgroup: %s; kernel now %s%s"
-                % (name, res, told, ", ".join("%s %s" % kv for kv in cg.items()) or "-", state,
-                   (" (%s)" % reason) if reason else ""))
-        say("load average at the start: %.2f (a figure is publishable at <= 2)" % loads["quiet"][0])
-        say("host: Linux %s, %d vCPUs %s, %.0f GiB; load average now %s"
-            % (os.uname().release, os.cpu_count(), cpu_model(), os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**30,
-               " ".join("%.2f" % x for x in os.getloadavg())))
+            for f in figures:
+                print(json.dumps(f), flush=True)
+        for line in report:
+            say(line)
         if a.log:
             say(t.log_tail(a.log))
+    except Fatal as e:
+        why = str(e)
+    except Exception as e:  # a bug of the bench: say so as clearly
+        traceback.print_exc()
+        why = "the bench raised %s: %s" % (type(e).__name__, str(e).splitlines()[0][:200] if str(e) else "")
     finally:
-        if sampler:
-            sampler.stop = True
-        t.stop()
+        if why:
+            log_tail = t.log_tail(60)  # before stop() removes the temp dir
+        try:
+            t.stop()
+        except Exception as e:
+            why = (why + "; and " if why else "") + "cleanup failed: %s: %s" % (type(e).__name__, e)
+    if why:
+        if log_tail:
+            print("--- the gateway's log, last 60 lines ---\n" + log_tail.rstrip("\n"), file=sys.stderr)
+        print("noisy_neighbour_bench: FAILED: " + why, file=sys.stderr, flush=True)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
