@@ -336,7 +336,7 @@ def stats(lat):
     return (statistics.median(lat), percentile(lat, 99), max(lat)) if lat else None
 
 
-def summarize(t, mallory, kid, name, i, thread, results, notes, log_flood):
+def summarize(t, mallory, kid, name, i, thread, notes, log_flood):
     """What one hostile kernel's cell says it did, and what held it."""
     if thread.is_alive():  # its cell runs on well past its end: interrupt it so that it can be asked
         r = call(mallory, "POST", "api/kernels/%s/interrupt" % kid, 60)
@@ -355,7 +355,7 @@ def summarize(t, mallory, kid, name, i, thread, results, notes, log_flood):
         except OSError:
             pass
     state = model.get("execution_state", "?") if model.ok else "unknown (%s)" % model
-    return name, results.get(i, "no answer"), told, cg, state, model.get("reason", "")
+    return name, i, told, cg, state, model.get("reason", "")
 
 
 def measure(t, a, say, mark):
@@ -422,7 +422,7 @@ def measure(t, a, say, mark):
                 th.join(timeout=max(0.1, join_by - time.time()))
             mark("hostile cells: %d of %d ended (they were to end %+.0f s from now)"
                  % (sum(not th.is_alive() for th in threads), len(threads), end - time.time()))
-            held = [summarize(t, mallory, kid, name, i, threads[i], results, notes, name == "log flood")
+            held = [summarize(t, mallory, kid, name, i, threads[i], notes, name == "log flood")
                     for i, (kid, (name, _)) in enumerate(zip(hostile, hostile_set))]
         notes += ["alice's WebSocket keep-alive: " + p for p in keep.problems]
         mark("summaries asked")
@@ -481,9 +481,9 @@ def measure(t, a, say, mark):
         report.append("  ... and %d more" % (len(alice.failed) - 20))
     report.append("gateway RSS: %.1f MiB before, at most %.1f MiB while the hostile kernels ran, %.1f MiB after"
                   % (rss_before, rss_during, rss_after))
-    for name, res, told, cg, state, reason in held:
+    for name, i, told, cg, state, reason in held:  # its answer as of now, the quiet-again phase over
         report.append("  %-11s execute %s; the cell says: %s; its cgroup: %s; kernel now %s%s"
-                      % (name, res, told, ", ".join("%s %s" % kv for kv in cg.items()) or "-", state,
+                      % (name, results.get(i, "no answer yet"), told, ", ".join("%s %s" % kv for kv in cg.items()) or "-", state,
                          (" (%s)" % reason) if reason else ""))
     report += ["note: " + n for n in notes]
     report.append("load average at the start: %.2f (a figure is publishable at <= 2)" % loads["quiet"][0])
