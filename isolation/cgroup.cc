@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// cgroup: one cgroup per jail — v1 hybrid (memory, pids, cpu, cpuacct, freezer + unified/) or v2.
+// cgroup: one cgroup per jail — v1 hybrid (memory, pids, cpu, cpuacct, freezer + unified/) or v2 —
+// under a top level shared by every jail and an owner level shared by one owner's jails.
 #include "isolation/cgroup.h"
 
 #include <errno.h>
@@ -70,45 +71,6 @@ CgroupLayout detect_cgroup_layout(const std::string& base) {
   return is_fs(base, CGROUP2_SUPER_MAGIC) ? CgroupLayout::kV2 : CgroupLayout::kV1Hybrid;
 }
 
-CgroupPaths plan_cgroup_paths(CgroupLayout layout, const std::string& base, const std::string& name,
-                              const std::vector<std::string>& v1_controllers, bool has_unified) {
-  CgroupPaths p;
-  p.layout = layout;
-  const std::string leaf = "/cellgate/" + name;
-  if (layout == CgroupLayout::kV2) {
-    p.dirs = {base + "/cellgate", base + leaf};
-    p.unified = p.memory = p.pids = p.cpu = base + leaf;
-    return p;
-  }
-  for (const auto& ctl : v1_controllers) {
-    p.dirs.push_back(base + "/" + ctl + "/cellgate");
-    p.dirs.push_back(base + "/" + ctl + leaf);
-    if (ctl == "memory") p.memory = base + "/memory" + leaf;
-    if (ctl == "pids") p.pids = base + "/pids" + leaf;
-    if (ctl == "cpu") p.cpu = base + "/cpu" + leaf;
-    if (ctl == "freezer") p.freezer = base + "/freezer" + leaf;
-  }
-  if (has_unified) {
-    p.dirs.push_back(base + "/unified/cellgate");
-    p.dirs.push_back(base + "/unified" + leaf);
-    p.unified = base + "/unified" + leaf;
-  }
-  return p;
-}
-
-std::string human_bytes(uint64_t bytes) {
-  constexpr uint64_t kMiB = 1ULL << 20, kGiB = 1ULL << 30;
-  if (bytes >= kGiB && bytes % kGiB == 0) return std::to_string(bytes / kGiB) + " GiB";
-  if (bytes >= kMiB) return std::to_string((bytes + kMiB / 2) / kMiB) + " MiB";
-  return std::to_string(bytes) + " bytes";
-}
-
-uint64_t socket_memory_limit(uint64_t memory) { return std::max<uint64_t>(memory / 4, uint64_t{16} << 20); }
-
-uint64_t cpu_quota_us(double cores) {
-  return static_cast<uint64_t>(std::llround(cores * static_cast<double>(kCpuPeriodUs)));
-}
-
 namespace {
 
 // v1 controllers that are mounted under base, one per hierarchy ("cpu" and "cpuacct" are often
@@ -127,12 +89,15 @@ std::vector<std::string> v1_controllers(const std::string& base) {
 }
 
 // Controllers must be enabled in every ancestor's subtree_control (cgroup-v2.rst "Enabling and
-// Disabling"); base must therefore hold no processes itself. The jail dir stays a leaf. cpu may
-// be unavailable (realtime tasks in the parent): the jail then runs without a CPU quota.
+// Disabling"); base, the top and the owner level must therefore hold no processes themselves. The
+// jail dir stays a leaf. cpu may be unavailable (realtime tasks in the parent): the jail then runs
+// without a CPU quota.
 common::Status enable_v2_controllers(const std::string& base, CgroupPaths& p) {
-  if (::mkdir((base + "/cellgate").c_str(), 0755) < 0 && errno != EEXIST)
-    return fail("cgroup: mkdir " + base + "/cellgate", errno);
-  for (const std::string& dir : {base, base + "/cellgate"}) {
+  std::vector<std::string> parents = {base};
+  parents.insert(parents.end(), p.tops.begin(), p.tops.end());
+  parents.insert(parents.end(), p.owners.begin(), p.owners.end());
+  for (const std::string& dir : parents) {
+    if (dir != base && ::mkdir(dir.c_str(), 0755) < 0 && errno != EEXIST) return fail("cgroup: mkdir " + dir, errno);
     for (const char* ctl : {"+memory", "+pids", "+cpu"}) {
       int err = write_file(dir + "/cgroup.subtree_control", ctl);
       if (err != 0 && std::string_view(ctl) == "+cpu") p.cpu.clear();
@@ -144,27 +109,50 @@ common::Status enable_v2_controllers(const std::string& base, CgroupPaths& p) {
 
 // Creates the dirs. A leaf left by a crashed jail of the same name is removed when empty; a busy
 // one (the previous jail of a restarted kernel still shutting down) sets *busy, and the leaves
-// created so far are removed again so the caller can retry under another name.
-common::Status make_dirs(const CgroupPaths& p, bool* busy) {
-  *busy = false;
+// created so far are removed again so the caller can retry under another name. *gone is set when an
+// owner dir vanished between its mkdir and the leaf's (its last other jail removed it): the caller
+// makes the parents again and retries.
+common::Status make_dirs(const CgroupPaths& p, bool* busy, bool* gone) {
+  *busy = *gone = false;
+  for (const auto* level : {&p.tops, &p.owners}) {
+    for (const auto& dir : *level) {
+      if (::mkdir(dir.c_str(), 0755) < 0 && errno != EEXIST) return fail("cgroup: mkdir " + dir, errno);
+    }
+  }
   std::vector<std::string> created;
   for (const auto& dir : p.dirs) {
-    bool leaf = !dir.ends_with("/cellgate");
     if (::mkdir(dir.c_str(), 0755) == 0) {
-      if (leaf) created.push_back(dir);
-      continue;
-    }
-    if (errno != EEXIST) return fail("cgroup: mkdir " + dir, errno);
-    if (!leaf) continue;
-    if (::rmdir(dir.c_str()) == 0 && ::mkdir(dir.c_str(), 0755) == 0) {
       created.push_back(dir);
       continue;
     }
     int err = errno;
+    if (err == EEXIST && ::rmdir(dir.c_str()) == 0 && ::mkdir(dir.c_str(), 0755) == 0) {
+      created.push_back(dir);
+      continue;
+    }
+    if (err == EEXIST) err = errno;
     for (const auto& c : created) ::rmdir(c.c_str());
     *busy = err == EBUSY;
-    return fail("cgroup: " + dir + " exists and is busy", err);
+    *gone = err == ENOENT;
+    return fail(*busy ? "cgroup: " + dir + " exists and is busy" : "cgroup: mkdir " + dir, err);
   }
+  return common::ok();
+}
+
+// The owner's dirs once its last jail is gone (EBUSY while another one is in them: left alone).
+void remove_owner_dirs(const CgroupPaths& p) {
+  for (const auto& dir : p.owners) ::rmdir(dir.c_str());
+}
+
+// The top's weight against its siblings (the gateway's own cgroup, the host's services).
+common::Status write_top_weight(const CgroupPaths& p, uint32_t weight) {
+  if (weight == 0 || p.cpu.empty()) return common::ok();
+  const bool v2 = p.layout == CgroupLayout::kV2;
+  std::string top = p.cpu.substr(0, p.cpu.rfind('/'));  // <cpu tree>/cellgate[/<owner>]
+  if (!p.owners.empty()) top.resize(top.rfind('/'));
+  const std::string file = top + (v2 ? "/cpu.weight" : "/cpu.shares");
+  const std::string value = std::to_string(v2 ? weight : cpu_shares_for_weight(weight));
+  if (int err = write_file(file, value)) return fail("cgroup: write " + value + " to " + file, err);
   return common::ok();
 }
 
@@ -200,30 +188,38 @@ common::Status write_limits(const CgroupPaths& p, const CgroupLimits& limits) {
 
 }  // namespace
 
-common::Result<Cgroup> Cgroup::create(const std::string& base, const std::string& name, const CgroupLimits& limits) {
+common::Result<Cgroup> Cgroup::create(const std::string& base, const std::string& name, const CgroupLimits& limits,
+                                      const CgroupPlacement& where) {
+  if (!where.owner.empty() && !valid_owner(where.owner))
+    return make_error(Errc::kBadRequest, "cgroup: '" + where.owner + "' is not a cgroup owner name");
   CgroupLayout layout = detect_cgroup_layout(base);
   bool v1 = layout == CgroupLayout::kV1Hybrid;
   Cgroup cg;
   const std::vector<std::string> controllers = v1 ? v1_controllers(base) : std::vector<std::string>{};
   const bool unified = v1 && is_fs(base + "/unified", CGROUP2_SUPER_MAGIC);
-  cg.paths_ = plan_cgroup_paths(layout, base, name, controllers, unified);
   cg.limits_ = limits;
-  if (v1 && (cg.paths_.memory.empty() || cg.paths_.pids.empty()))
-    return make_error(Errc::kInternal, "cgroup: no v1 memory/pids hierarchy under " + base);
-  if (!v1) {
-    if (auto s = enable_v2_controllers(base, cg.paths_); !s) return s.error();
-  }
-  const bool had_cpu = !cg.paths_.cpu.empty();
-  bool busy = false;
-  auto made = make_dirs(cg.paths_, &busy);
-  if (!made && busy) {
+  std::string leaf = name;
+  common::Status made = common::ok();
+  // A few rounds: another jail of the owner may remove the owner's dirs between our mkdirs.
+  for (int round = 0; round < 8; ++round) {
+    cg.paths_ = plan_cgroup_paths(layout, base, leaf, controllers, unified, where.owner);
+    if (v1 && (cg.paths_.memory.empty() || cg.paths_.pids.empty()))
+      return make_error(Errc::kInternal, "cgroup: no v1 memory/pids hierarchy under " + base);
+    if (!v1) {
+      if (auto s = enable_v2_controllers(base, cg.paths_); !s) return s.error();
+    }
+    bool busy = false, gone = false;
+    made = make_dirs(cg.paths_, &busy, &gone);
+    if (made || (!busy && !gone)) break;
     // Same name still in use: this jail gets "<name>-<pid>" (the status file names the dir).
-    cg.paths_ = plan_cgroup_paths(layout, base, name + "-" + std::to_string(::getpid()), controllers, unified);
-    if (!v1 && !had_cpu) cg.paths_.cpu.clear();
-    made = make_dirs(cg.paths_, &busy);
+    if (busy) leaf = name + "-" + std::to_string(::getpid());
   }
   if (!made) return made.error();
   if (auto s = write_limits(cg.paths_, limits); !s) {
+    cg.remove();
+    return s.error();
+  }
+  if (auto s = write_top_weight(cg.paths_, where.top_weight); !s) {
     cg.remove();
     return s.error();
   }
@@ -231,23 +227,30 @@ common::Result<Cgroup> Cgroup::create(const std::string& base, const std::string
 }
 
 common::Result<Cgroup> Cgroup::parse(const std::string& unified_dir) {
-  const std::string marker = "/cellgate/";
-  size_t at = unified_dir.rfind(marker);
-  if (unified_dir.empty() || unified_dir[0] != '/' || at == std::string::npos || at == 0)
-    return make_error(Errc::kBadRequest, "cgroup: '" + unified_dir + "' is not a jail cgroup dir");
-  std::string base = unified_dir.substr(0, at);
-  const std::string leaf = unified_dir.substr(at + marker.size());
-  if (leaf.empty() || leaf.size() > 128 || leaf.find_first_not_of(
+  auto refuse = [&] { return make_error(Errc::kBadRequest, "cgroup: '" + unified_dir + "' is not a jail cgroup dir"); };
+  // .../cellgate/<leaf> or .../cellgate/<owner>/<leaf> (an owner is never named "cellgate").
+  const size_t cut = unified_dir.rfind('/');
+  if (unified_dir.empty() || unified_dir[0] != '/' || cut == 0 || cut == std::string::npos) return refuse();
+  const std::string leaf = unified_dir.substr(cut + 1);
+  std::string rest = unified_dir.substr(0, cut), owner;
+  if (!rest.ends_with("/cellgate")) {
+    const size_t up = rest.rfind('/');
+    owner = rest.substr(up + 1);
+    rest.resize(up);
+    if (!valid_owner(owner) || !rest.ends_with("/cellgate")) return refuse();
+  }
+  std::string base = rest.substr(0, rest.size() - std::string_view("/cellgate").size());
+  if (base.empty() || leaf.empty() || leaf.size() > 128 || leaf.find_first_not_of(
       "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != std::string::npos)
-    return make_error(Errc::kBadRequest, "cgroup: '" + unified_dir + "' is not a jail cgroup dir");
+    return refuse();
   Cgroup cg;
   const std::string unified_suffix = "/unified";
   if (base.ends_with(unified_suffix) && base.size() > unified_suffix.size() &&
       detect_cgroup_layout(base.substr(0, base.size() - unified_suffix.size())) == CgroupLayout::kV1Hybrid) {
     base.resize(base.size() - unified_suffix.size());
-    cg.paths_ = plan_cgroup_paths(CgroupLayout::kV1Hybrid, base, leaf, v1_controllers(base), true);
+    cg.paths_ = plan_cgroup_paths(CgroupLayout::kV1Hybrid, base, leaf, v1_controllers(base), true, owner);
   } else {
-    cg.paths_ = plan_cgroup_paths(CgroupLayout::kV2, base, leaf, {}, false);
+    cg.paths_ = plan_cgroup_paths(CgroupLayout::kV2, base, leaf, {}, false, owner);
   }
   return cg;
 }
@@ -263,23 +266,24 @@ bool Cgroup::release(const std::string& unified_dir) {
   auto cg = parse(unified_dir);
   if (!cg) return true;  // not a jail's cgroup: nothing of ours to remove
   const auto& dirs = cg->paths_.dirs;
-  auto leaf = [](const std::string& d) { return !d.ends_with("/cellgate"); };
-  if (std::none_of(dirs.begin(), dirs.end(), [&](const std::string& d) { return leaf(d) && ::access(d.c_str(), F_OK) == 0; }))
+  if (std::none_of(dirs.begin(), dirs.end(), [&](const std::string& d) { return ::access(d.c_str(), F_OK) == 0; })) {
+    remove_owner_dirs(cg->paths_);
     return true;
+  }
   // A task frozen by the v1 freezer cannot even die (cgroup-v1/freezer-subsystem.rst): thaw first.
   (void)cg->set_frozen(false, FreezerKind::kAuto);
   (void)cg->kill_all();
   for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
-    if (!leaf(*it) || ::rmdir(it->c_str()) == 0 || errno == ENOENT) continue;
+    if (::rmdir(it->c_str()) == 0 || errno == ENOENT) continue;
     return errno != EBUSY;  // busy: its last tasks are still exiting; anything else will not change
   }
+  remove_owner_dirs(cg->paths_);
   return true;
 }
 
 bool Cgroup::holds(pid_t pid) const {
   const std::string want = std::to_string(pid);
   for (const auto& dir : paths_.dirs) {
-    if (dir.ends_with("/cellgate")) continue;
     // A jail's leaf lists at most its pids limit; 64 KiB of "N\n" lines is far more than that.
     common::UniqueFd fd(::open((dir + "/cgroup.procs").c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd) return false;
@@ -303,7 +307,7 @@ bool Cgroup::holds(pid_t pid) const {
 common::Status Cgroup::place(pid_t pid, bool skip_unified) const {
   const std::string text = std::to_string(pid);
   for (const auto& dir : paths_.dirs) {
-    if (dir.ends_with("/cellgate") || (skip_unified && dir == paths_.unified)) continue;
+    if (skip_unified && dir == paths_.unified) continue;
     if (int err = write_file(dir + "/cgroup.procs", text)) return fail("cgroup: place in " + dir, err);
   }
   return common::ok();
@@ -397,7 +401,6 @@ std::string Cgroup::exit_reason() const {
 
 void Cgroup::remove() const {
   for (auto it = paths_.dirs.rbegin(); it != paths_.dirs.rend(); ++it) {
-    if (it->ends_with("/cellgate")) continue;  // shared by every jail
     // The dying tasks leave asynchronously after the pid namespace is gone: retry ≤ 200 ms.
     for (int attempt = 0; attempt < 100; ++attempt) {
       if (::rmdir(it->c_str()) == 0 || errno == ENOENT) break;
@@ -405,6 +408,7 @@ void Cgroup::remove() const {
       sleep_ms(2);
     }
   }
+  remove_owner_dirs(paths_);
 }
 
 }  // namespace cellgate::isolation

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// cgroup: one cgroup per jail — v1 hybrid (memory, pids, cpu, cpuacct, freezer + unified/) or v2.
+// cgroup: one cgroup per jail — v1 hybrid (memory, pids, cpu, cpuacct, freezer + unified/) or v2 —
+// at <ctl>/cellgate/<name>, or at <ctl>/cellgate/<owner>/<name> when the jail has an owner level:
+// siblings share the CPU by weight, so every owner gets one share however many jails it runs.
 #pragma once
 
 #include <sys/types.h>
@@ -9,13 +11,16 @@
 #include <vector>
 
 #include "common/result.h"
+#include "isolation/cgroup_paths.h"
 
 namespace cellgate::isolation {
 
-enum class CgroupLayout { kV1Hybrid, kV2 };
 // Which freezer pauses a jail: v2 cgroup.freeze (also the unified/ dir of a hybrid host), v1
 // freezer.state, or kAuto: v2 when the jail has a v2 dir, else v1.
 enum class FreezerKind { kAuto, kV2, kV1 };
+
+// Detects the layout under `base` (statfs: cgroup2 at base = pure v2, else v1 hybrid).
+CgroupLayout detect_cgroup_layout(const std::string& base);
 
 struct CgroupLimits {
   uint64_t memory = 0;  // bytes
@@ -23,39 +28,19 @@ struct CgroupLimits {
   double cpu = 0;       // cores
 };
 
-// The directories of one jail's cgroup. Pure data, built by plan_cgroup_paths().
-struct CgroupPaths {
-  CgroupLayout layout = CgroupLayout::kV2;
-  std::vector<std::string> dirs;  // every dir to create and to write the pid into, parents first
-  std::string unified;            // v2 dir (cgroup.kill, cgroup.freeze, memory.events on v2)
-  std::string memory, pids, cpu;  // where the limit files live (v1: per controller; v2: = unified)
-  std::string freezer;            // v1 freezer dir ("" on v2 or without the v1 freezer)
-};
-
-// Detects the layout under `base` (statfs: cgroup2 at base = pure v2, else v1 hybrid).
-CgroupLayout detect_cgroup_layout(const std::string& base);
-// v1 controllers present under base: "memory", "pids", "cpu", "cpuacct", "freezer" directories
-// that are cgroup mounts; `unified` = base/unified is a cgroup2 mount. Pure given its inputs.
-CgroupPaths plan_cgroup_paths(CgroupLayout layout, const std::string& base, const std::string& name,
-                              const std::vector<std::string>& v1_controllers, bool has_unified);
-// "memory limit 512 MiB exceeded" style sizes: whole GiB, else MiB, else bytes.
-std::string human_bytes(uint64_t bytes);
-// What a jail's socket buffers may hold on a v1 host (memory.kmem.tcp.limit_in_bytes), on top of
-// its memory limit: a quarter of it, at least 16 MiB.
-uint64_t socket_memory_limit(uint64_t memory);
-// cpu.max / cfs quota in microseconds per 100 ms period.
-uint64_t cpu_quota_us(double cores);
-
 class Cgroup {
  public:
   // Creates the dirs (replacing an empty stale dir of the same name) and writes the limits.
+  // The shared levels above it are made when missing (and the top's weight written when given).
   static common::Result<Cgroup> create(const std::string& base, const std::string& name,
-                                       const CgroupLimits& limits);
+                                       const CgroupLimits& limits, const CgroupPlacement& where = {});
   // The cgroup of a running jail, from the unified dir its status file names:
-  // <base>/cellgate/<leaf> (v2) or <base>/unified/cellgate/<leaf> (v1 hybrid). Creates nothing.
+  // <base>/cellgate/[<owner>/]<leaf> (v2) or <base>/unified/cellgate/[<owner>/]<leaf> (v1 hybrid).
+  // Creates nothing.
   static common::Result<Cgroup> attach(const std::string& unified_dir);
   // After the jail's helper is gone: removes the dirs it left (a helper killed by SIGKILL cannot
-  // remove its own), thawing and killing any task still in them first. Never blocks: false while
+  // remove its own), thawing and killing any task still in them first, then its owner's dirs when
+  // no other jail is in them. Never blocks: false while
   // tasks are still leaving (the caller asks again later), true once nothing is left to remove.
   static bool release(const std::string& unified_dir);
   // True when pid is listed in the cgroup.procs of every leaf dir (host pid namespace).
@@ -76,7 +61,8 @@ class Cgroup {
   double cpu_seconds() const;
   // "memory limit … exceeded", "pids limit … reached" or "" from the event counters.
   std::string exit_reason() const;
-  // rmdir every dir, children first, retrying briefly while the kernel drains them.
+  // rmdir every dir, children first, retrying briefly while the kernel drains them; then the
+  // owner's dirs, if this was its last jail.
   void remove() const;
   const CgroupPaths& paths() const { return paths_; }
 

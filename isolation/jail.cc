@@ -106,7 +106,8 @@ std::optional<SetupFailure> Jail::prepare() {
 
   if (!options_.no_cgroup) {
     std::string base = options_.cgroup_root.empty() ? "/sys/fs/cgroup" : options_.cgroup_root;
-    auto cg = Cgroup::create(base, options_.name, CgroupLimits{limits_.memory, limits_.pids, limits_.cpu});
+    auto cg = Cgroup::create(base, options_.name, CgroupLimits{limits_.memory, limits_.pids, limits_.cpu},
+                             CgroupPlacement{options_.cgroup_owner, options_.kernels_cpu_weight});
     if (!cg) return SetupFailure{"cgroup", cg.error().sys_errno, cg.error().message};
     cgroup_.emplace(std::move(cg.value()));
   }

@@ -51,6 +51,13 @@ Options (VALUE may also be given as --option=VALUE):
                           it is rewritten to the newest N/2 when it reaches N). Default 1M
   --ready-fd N            one JSON line on fd N once CMD is exec'd or the jail failed
   --cgroup-root PATH      cgroup mount base instead of /sys/fs/cgroup; dirs are <base>/.../cellgate/<name>
+  --cgroup-owner OWNER    put the jail's cgroup one level down, at .../cellgate/OWNER/<name>
+                          ([a-zA-Z0-9_-]{1,200}, not "cellgate"): OWNER's jails share one CPU
+                          weight among their siblings, however many there are. OWNER's dirs are
+                          made when missing and removed with its last jail
+  --kernels-cpu-weight W  write cpu.weight W (1-10000; v1: cpu.shares W*1024/100) to
+                          .../cellgate itself: every jail's CPU together, against the processes
+                          outside it (the gateway's). Default: left as it is
   --no-cgroup             no cgroups (hosts without a writable cgroup tree; weaker: no memory,
                           pids or cpu limits, no cgroup.kill). The helper still needs root
   --egress SOCKET         network through the egress proxy (cellgate-egress) whose control socket

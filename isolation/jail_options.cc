@@ -7,6 +7,8 @@
 #include <functional>
 #include <map>
 
+#include "isolation/cgroup_paths.h"
+
 namespace cellgate::isolation {
 namespace {
 
@@ -123,6 +125,13 @@ common::Result<JailOptions> parse_options(int argc, const char* const* argv) {
          return true;
        }},
       {"--cgroup-root", [&](std::string_view v) { o.cgroup_root = v; return !v.empty() && v[0] == '/'; }},
+      {"--cgroup-owner", [&](std::string_view v) { o.cgroup_owner = v; return valid_owner(v); }},
+      {"--kernels-cpu-weight", [&](std::string_view v) {
+         uint64_t w = 0;
+         if (!parse_uint(v, w) || w < 1 || w > 10000) return false;
+         o.kernels_cpu_weight = static_cast<uint32_t>(w);
+         return true;
+       }},
       {"--join", [&](std::string_view v) { o.join = v; return !v.empty() && v.size() <= 4096; }},
       {"--attach-workspace", [&](std::string_view v) { o.attach_workspace = v; return !v.empty() && v.size() <= 4096; }},
       {"--egress", [&](std::string_view v) { o.egress_socket = v; return !v.empty() && v[0] == '/' && v.size() < 108; }},

@@ -48,6 +48,8 @@ struct JailOptions {
   std::string status_file;
   int ready_fd = -1;
   std::string cgroup_root;          // empty: /sys/fs/cgroup
+  std::string cgroup_owner;         // --cgroup-owner: <ctl>/cellgate/<owner>/<name>; empty: cellgate/<name>
+  uint32_t kernels_cpu_weight = 0;  // --kernels-cpu-weight: cpu.weight of <ctl>/cellgate; 0 = leave it
   bool no_cgroup = false;
   std::string join;                 // --join STATUS_FILE: run the command in that running jail
   std::string attach_workspace;     // --attach-workspace STATUS_FILE: mount --workspace into that jail
