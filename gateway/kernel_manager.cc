@@ -29,6 +29,7 @@
 #include "gateway/snapshot_index.h"
 #include "gateway/start_gate.h"
 #include "gateway/warm_pool.h"
+#include "isolation/cgroup_paths.h"
 #include "kernel-launcher/egress_env.h"
 #include "journal/journal.h"
 #include "kernel-launcher/kernel_env.h"
@@ -129,6 +130,15 @@ EgressProxyOptions egress_options(const Config& c) {
 
 bool visible_to(const KernelHub& hub, const state::User& user) { return user.admin || hub.owner == user.name; }
 
+// The cgroup level a kernel's jail goes under: one per user, so that each user's kernels together
+// get one CPU share against another user's. Pooled kernels (nobody's yet) share "pool"; a claimed
+// one stays there until its next launch (a cgroup cannot move to another parent). A pooled kernel is
+// made with no owner and recorded as kPoolOwner: both are the pool's.
+std::string cgroup_owner_for(const std::string& owner) {
+  if (owner.empty() || owner == KernelManager::kPoolOwner) return "pool";
+  return isolation::user_cgroup_owner(owner);
+}
+
 KernelManager::KernelManager(asio::io_context& io, const Config& config, Services services,
                              std::unique_ptr<launcher::Spawner> spawner)
     : io_(io), config_(config), services_(services),
@@ -146,7 +156,9 @@ KernelManager::KernelManager(asio::io_context& io, const Config& config, Service
   } else {
     if (::access(config_.jail_helper.c_str(), X_OK) != 0)
       throw ConfigError("jail helper not found at " + config_.jail_helper + " (use --jail-helper or --spawner plain)");
-    const std::vector<std::string> jail_extra = {"--kernel-log-bytes", std::to_string(config_.kernel_log_bytes)};
+    std::vector<std::string> jail_extra = {"--kernel-log-bytes", std::to_string(config_.kernel_log_bytes)};
+    if (config_.kernels_cpu_weight > 0)
+      jail_extra.insert(jail_extra.end(), {"--kernels-cpu-weight", std::to_string(config_.kernels_cpu_weight)});
     auto jail = launcher::make_jail_spawner(config_.jail_helper, jail_extra);
     if (config_.fork_server) {
       fork_server_ = std::make_unique<ForkServer>(io_, config_.zygote_binary, config_.runtime_dir);
@@ -215,6 +227,7 @@ std::map<std::string, launcher::KernelSpec> KernelManager::kernelspecs() const {
 std::shared_ptr<KernelHub> KernelManager::make_hub(launcher::KernelOptions options, const std::string& owner,
                                                    const std::string& workspace, const state::User* user, bool listed) {
   apply_liveness(config_, options);
+  options.cgroup_owner = cgroup_owner_for(owner);
   const int pause_after = pause_after_for(config_, options.spec);
   auto kernel = std::make_shared<launcher::Kernel>(io_, *spawner_, std::move(options));
   auto hub = std::make_shared<KernelHub>(kernel, config_.replay_bytes);
@@ -335,6 +348,7 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
     if (claimed) {
       auto& kernel = claimed->kernel();
       claimed->owner = user.name;
+      kernel.set_cgroup_owner(cgroup_owner_for(user.name));  // from its next launch (a restart) on
       claimed->workspace = ws_name;
       claimed->ephemeral = options.ephemeral;
       claimed->workspace_config = workspace_config_for(workspaces.config(), user);

@@ -41,6 +41,7 @@ std::vector<std::string> jail_args(const SpawnRequest& req, const std::vector<st
                                    "--status-file", jail_status_file(req), "--ready-fd", std::to_string(ready_fd)};
   if (!req.workspace_dir.empty()) argv.insert(argv.end(), {"--workspace", req.workspace_dir});
   if (!req.policy_file.empty()) argv.insert(argv.end(), {"--policy", req.policy_file});
+  if (!req.cgroup_owner.empty()) argv.insert(argv.end(), {"--cgroup-owner", req.cgroup_owner});
   const Limits& l = req.limits;
   if (l.memory_bytes) argv.insert(argv.end(), {"--memory", std::to_string(l.memory_bytes)});
   if (l.pids) argv.insert(argv.end(), {"--pids", std::to_string(l.pids)});

@@ -132,7 +132,7 @@ awaitable<common::Status> Kernel::launch() {
   open_channels();
   SpawnRequest req{options_.kernel_id, substitute_argv(options_.spec.argv, conn_file), options_.env,
                    options_.runtime_dir, options_.private_dir, options_.workspace_dir, options_.policy_file,
-                   options_.limits, options_.egress};
+                   options_.limits, options_.egress, options_.cgroup_owner};
   const int gen = generation_;
   auto proc = co_await spawner_.spawn(req);
   if (gen != generation_) {

@@ -61,6 +61,8 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   common::SystemTime last_activity() const { return last_activity_; }
   void touch() { last_activity_ = std::chrono::system_clock::now(); }
   void set_observer(KernelObserver* observer) { observer_ = observer; }
+  // The cgroup level of the kernel's next launches (a claimed pooled kernel: its new owner's).
+  void set_cgroup_owner(std::string owner) { options_.cgroup_owner = std::move(owner); }
   // Runs after every launch (start, restart, auto-restart) once the kernel answers, before it is declared
   // ready and before held client messages are sent: seed notebooks run here. Its messages go out through
   // send_now(). A failure fails the launch: the process is stopped and the state becomes kDead.

@@ -24,6 +24,8 @@ struct KernelOptions {
   std::string policy_file;
   Limits limits;
   EgressEndpoint egress;                   // the kernel's network (jail spawners only); see egress_env.h
+  std::string cgroup_owner;                // the cgroup level the jail goes under (jail spawners only): the
+                                           // owner's kernels share one CPU weight; "" = none
   std::chrono::milliseconds start_timeout{60000};
   std::chrono::milliseconds shutdown_grace{3000};  // per step: shutdown_request, SIGTERM, kill
   std::chrono::milliseconds heartbeat_interval{3000};

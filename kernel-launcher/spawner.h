@@ -41,6 +41,7 @@ struct SpawnRequest {
   std::string policy_file;                  // jail policy; "" = default
   Limits limits;
   EgressEndpoint egress;                    // jail only: the network through cellgate-egress
+  std::string cgroup_owner;                 // jail only: cellgate/<owner>/<kernel>; "" = cellgate/<kernel>
 };
 
 // A started kernel process (the kernel itself, or the jail helper that supervises it).
