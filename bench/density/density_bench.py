@@ -137,10 +137,17 @@ def meminfo():
 
 
 def cgroup_dirs():
-    """Jail cgroup dirs on this host: /sys/fs/cgroup/cellgate/* (v2) or /sys/fs/cgroup/*/cellgate/* (v1)."""
+    """Jail cgroup dirs on this host: /sys/fs/cgroup/cellgate/[<owner>/]* (v2) or /sys/fs/cgroup/*/cellgate/[<owner>/]*
+    (v1); owner levels (a user's "u-..."/"h-...", the warm pool's "pool") are not jails, what is in them is."""
     n = 0
     for base in glob.glob("/sys/fs/cgroup/*/cellgate") + glob.glob("/sys/fs/cgroup/cellgate"):
-        n += sum(1 for e in os.scandir(base) if e.is_dir())
+        for e in os.scandir(base):
+            if not e.is_dir():
+                continue
+            if e.name.startswith(("u-", "h-")) or e.name == "pool":
+                n += sum(1 for k in os.scandir(e.path) if k.is_dir())
+            else:
+                n += 1
     return n
 
 

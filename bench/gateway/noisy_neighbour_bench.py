@@ -218,13 +218,14 @@ def cgroup_dirs(target, kid):
     """controller -> the kernel's cgroup dir (v1 per controller, else the v2 dir for all); "" when
     unknown (the kernel's jail status is gone: it died or is being restarted)."""
     try:
-        leaf = os.path.basename(target.jail_status(kid)["cgroup"])
-    except (OSError, ValueError, KeyError, TypeError):
+        # [<owner>/]<leaf>: a gateway puts each user's kernels under an owner level, cellgate/<owner>/<leaf>
+        rel = target.jail_status(kid)["cgroup"].split("/cellgate/", 1)[1]
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
         return {"memory": "", "pids": "", "cpu": ""}
     dirs = {}
     for ctl in ("memory", "pids", "cpu"):
-        found = glob.glob("/sys/fs/cgroup/%s/cellgate/%s" % (ctl, leaf)) or \
-            glob.glob("/sys/fs/cgroup/unified/cellgate/%s" % leaf) + glob.glob("/sys/fs/cgroup/cellgate/%s" % leaf)
+        found = glob.glob("/sys/fs/cgroup/%s/cellgate/%s" % (ctl, rel)) or \
+            glob.glob("/sys/fs/cgroup/unified/cellgate/%s" % rel) + glob.glob("/sys/fs/cgroup/cellgate/%s" % rel)
         dirs[ctl] = found[0] if found else ""
     return dirs
 

@@ -382,8 +382,10 @@ class CellgateTarget(Target):
                     names.add(os.path.basename(json.load(f)["cgroup"]))
             except (OSError, ValueError, KeyError, TypeError):
                 pass
-        dirs = [d for n in names if n for d in glob.glob("/sys/fs/cgroup/*/cellgate/" + n) +
-                glob.glob("/sys/fs/cgroup/cellgate/" + n)]
+        # cellgate/<name> or cellgate/<owner>/<name> (each user's kernels under an owner level)
+        dirs = [d for n in names if n for mid in ("", "*/") for d in glob.glob("/sys/fs/cgroup/*/cellgate/" + mid + n) +
+                glob.glob("/sys/fs/cgroup/cellgate/" + mid + n)]
+        owners = {os.path.dirname(d) for d in dirs if os.path.basename(os.path.dirname(d)) != "cellgate"}
         for d in dirs:
             for name, value in (("freezer.state", "THAWED"), ("cgroup.freeze", "0"), ("cgroup.kill", "1")):
                 try:
@@ -402,6 +404,11 @@ class CellgateTarget(Target):
                 except OSError:
                     pass
             time.sleep(0.05)
+        for d in owners:  # those the last of them left (another gateway's jails keep theirs: EBUSY)
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
 
     def database_args(self):
         return ["--database", self.database] if self.database else []

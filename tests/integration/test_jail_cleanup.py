@@ -25,8 +25,9 @@ cellgate_target = targets_mod.started_jailed_cellgate
 
 def cgroup_dirs(kid):
     """Every cgroup dir (v1 controllers and v2) of the kernel's jails, restarted ones included."""
-    return sorted(glob.glob(os.path.join(CGROUP_ROOT, "*", "cellgate", kid + "*")) +
-                  glob.glob(os.path.join(CGROUP_ROOT, "cellgate", kid + "*")))
+    # cellgate/<kernel>, or cellgate/<owner>/<kernel> (each user's kernels under an owner level)
+    return sorted(d for mid in ([], ["*"]) for d in glob.glob(os.path.join(CGROUP_ROOT, "*", "cellgate", *mid, kid + "*")) +
+                  glob.glob(os.path.join(CGROUP_ROOT, "cellgate", *mid, kid + "*")))
 
 
 def alive(pid):

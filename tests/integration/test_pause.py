@@ -33,7 +33,7 @@ def wait_paused(t, kid, want=True, timeout=30):
 def cgroups_of(t, kid):
     """(unified v2 dir, v1 freezer dir) of the kernel's jail, from the helper's status file."""
     unified = t.jail_status(kid)["cgroup"]
-    return unified, os.path.join(V1_FREEZER, os.path.basename(unified))
+    return unified, os.path.join(V1_FREEZER, unified.split("/cellgate/", 1)[1])  # [<owner>/]<leaf>
 
 
 def read(path):

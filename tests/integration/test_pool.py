@@ -121,8 +121,9 @@ def test_claim_gets_workspace_env_cwd_and_limits(pooled):
     assert os.stat(os.path.join(tree, "from_kernel.txt")).st_uid == 1000
     # alice's own memory limit was written into the running jail's cgroup.
     status = json.load(open(os.path.join(t.run_dir, "s", kid, "jail.json")))
-    leaf = os.path.basename(status["cgroup"])
-    limit = "/sys/fs/cgroup/memory/cellgate/%s/memory.limit_in_bytes" % leaf
+    rel = status["cgroup"].split("/cellgate/", 1)[1]  # pool/<leaf>: a pooled kernel stays under the pool's level
+    assert rel.startswith("pool/"), rel
+    limit = "/sys/fs/cgroup/memory/cellgate/%s/memory.limit_in_bytes" % rel
     if os.path.exists(limit):
         assert int(open(limit).read()) == 768 << 20
     else:

@@ -128,7 +128,9 @@ def processes_naming(ids):
 
 
 def cgroup_dirs(kid):
-    return glob.glob("/sys/fs/cgroup/*/cellgate/" + kid + "*") + glob.glob("/sys/fs/cgroup/cellgate/" + kid + "*")
+    # cellgate/<kernel> (a jail started without an owner level) or cellgate/<owner>/<kernel>
+    return [d for mid in ("", "*/") for d in glob.glob("/sys/fs/cgroup/*/cellgate/" + mid + kid + "*") +
+            glob.glob("/sys/fs/cgroup/cellgate/" + mid + kid + "*")]
 
 
 def test_io_thread_answers_while_a_burst_of_starts_waits_on_the_fork_server():
