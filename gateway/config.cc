@@ -171,8 +171,8 @@ const std::vector<Option>& options() {
        }},
       {"kernels-cpu-weight", "W", false,
        "CPU weight of all the kernels together (their cgroup cellgate/; v2 cpu.weight, 1-10000, v1 cpu.shares "
-       "W*1024/100) against the processes beside it, the gateway's among them (weight 100): 25 (default) gives the "
-       "gateway at least 4/5 of a CPU when it wants it; 0 = leave the cgroup's own. Each user's kernels share one "
+       "W*1024/100) against the processes beside it, the gateway's among them (weight 100): 50 (default) gives the "
+       "gateway at least 2/3 of a CPU when it wants it; 0 = leave the cgroup's own. Each user's kernels share one "
        "equal weight below it",
        [](Config& c, const std::string& v) { c.kernels_cpu_weight = static_cast<int>(parse_int("kernels-cpu-weight", v, 0, 10000)); }},
       {"max-kernels", "N|auto", false,

@@ -33,7 +33,7 @@ struct Config {
   bool runtime_dir_default = false;          // set by finish(): no --runtime-dir was given
   std::string ipc_tmpfs = "auto";            // auto | on | off: tmpfs on <runtime_dir>/k and /s (memory_dir.h)
   uint64_t kernel_log_bytes = 1ull << 20;    // each kernel's stdout/stderr log keeps about this much
-  int kernels_cpu_weight = 25;               // cpu.weight of the kernels' cgroup/cellgate against the gateway's; 0 = leave it
+  int kernels_cpu_weight = 50;               // cpu.weight of the kernels' cgroup/cellgate against the gateway's; 0 = leave it
   std::vector<std::string> kernelspec_dirs;
   std::string default_kernel = "python3";
   std::vector<std::string> allow_origins;    // "*" = any
