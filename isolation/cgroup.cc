@@ -205,11 +205,10 @@ common::Result<Cgroup> Cgroup::create(const std::string& base, const std::string
     cg.paths_ = plan_cgroup_paths(layout, base, leaf, controllers, unified, where.owner);
     if (v1 && (cg.paths_.memory.empty() || cg.paths_.pids.empty()))
       return make_error(Errc::kInternal, "cgroup: no v1 memory/pids hierarchy under " + base);
-    if (!v1) {
-      if (auto s = enable_v2_controllers(base, cg.paths_); !s) return s.error();
-    }
     bool busy = false, gone = false;
-    made = make_dirs(cg.paths_, &busy, &gone);
+    made = v1 ? common::ok() : enable_v2_controllers(base, cg.paths_);
+    if (!made) gone = made.error().sys_errno == ENOENT;  // the owner's dir went before its subtree_control
+    else made = make_dirs(cg.paths_, &busy, &gone);
     if (made || (!busy && !gone)) break;
     // Same name still in use: this jail gets "<name>-<pid>" (the status file names the dir).
     if (busy) leaf = name + "-" + std::to_string(::getpid());
