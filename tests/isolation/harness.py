@@ -113,7 +113,8 @@ class Context:
 
 def cgroup_dirs(name):
     """The cgroup dirs of jail `name`, including the `<name>-<helper pid>` fallback for a busy name."""
-    pats = [f"{CGROUP_BASE}/{mid}cellgate/{n}" for mid in ("*/", "", "*/*/") for n in (name, name + "-[0-9]*")]
+    pats = [f"{CGROUP_BASE}/{mid}cellgate/{low}{n}" for mid in ("*/", "", "*/*/") for low in ("", "*/")
+            for n in (name, name + "-[0-9]*")]
     return sorted({p for pat in pats for p in glob.glob(pat)})
 
 

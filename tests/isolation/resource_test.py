@@ -432,6 +432,40 @@ def case_duplicate_name(ctx):
     expect_clean(first)
 
 
+def case_owner_level(ctx):
+    """--cgroup-owner: two jails of one owner sit in cellgate/<owner>/<name> in every tree, a command
+    joins one of them there (--join), and the owner's dirs go with the last of its jails."""
+    owner = "u-iso" + secrets.token_hex(4)
+    runs = [Run(ctx, [PY, "-c", "import time; print('up', flush=True); time.sleep(600)"], opts=["--cgroup-owner", owner],
+                pipe=True, tag="own") for _ in range(2)]
+    for run in runs:
+        check("up" in read_until(run, "up", timeout=60), "jail is up")
+    owner_dirs = lambda: glob.glob(f"{harness.CGROUP_BASE}/*/cellgate/{owner}") + glob.glob(f"{harness.CGROUP_BASE}/cellgate/{owner}")
+    check(owner_dirs(), f"the owner's dirs exist ({owner})")
+    for run in runs:
+        st = run.status()
+        check(st.get("cgroup", "").endswith(f"/cellgate/{owner}/{run.name}"), f"the status names the owner level: {st.get('cgroup')}")
+        leaves = [d for od in owner_dirs() for d in glob.glob(f"{od}/{run.name}")]
+        check(len(leaves) == len(owner_dirs()), f"the jail has its dir under the owner's in every tree ({leaves})")
+    res = subprocess.run([ctx.jail, "--join", runs[0].status_path, "--", PY, "-c", "print('joined', flush=True)"],
+                         capture_output=True, text=True, timeout=60)
+    log(res.stdout.rstrip() + res.stderr.rstrip())
+    check(res.returncode == 0 and "joined" in res.stdout, f"--join runs in the owner-level jail ({res.returncode})")
+    runs[0].kill()
+    runs[0].wait(60)
+    drain(runs[0])
+    expect_clean(runs[0])
+    check(owner_dirs(), "the owner's dirs stay while another of its jails runs")
+    runs[1].kill()
+    runs[1].wait(60)
+    drain(runs[1])
+    expect_clean(runs[1])
+    deadline = time.monotonic() + 10
+    while owner_dirs() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    check(not owner_dirs(), f"the owner's dirs went with its last jail ({owner_dirs()})")
+
+
 def case_status_file_plant(ctx):
     """The launcher keeps the status file in the kernel-writable ipc dir: whatever the kernel plants at
     the helper's temp name, the helper must still finish, report and clean up."""
@@ -457,6 +491,7 @@ CASES = {
     "status_file_plant": case_status_file_plant,
     "setup_failures": case_setup_failures,
     "duplicate_name": case_duplicate_name,
+    "owner_level": case_owner_level,
     "runtime_dir_0700": case_runtime_dir_0700,
     "fork_bomb": case_fork_bomb,
     "fork_bomb_killable": case_fork_bomb_killable,
