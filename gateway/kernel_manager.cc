@@ -1,17 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// kernel_manager: the one owner of every kernel's life.
+// kernel_manager: the one owner of every kernel's life: start, restart, delete, the warm pool's claims.
 #include "gateway/kernel_manager.h"
 
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-#include <fstream>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <fmt/core.h>
 
@@ -30,7 +24,6 @@
 #include "gateway/start_gate.h"
 #include "gateway/warm_pool.h"
 #include "isolation/cgroup_paths.h"
-#include "kernel-launcher/egress_env.h"
 #include "journal/journal.h"
 #include "kernel-launcher/kernel_env.h"
 #include "kernel-launcher/spawn_util.h"
@@ -49,23 +42,6 @@ using common::make_error;
 using nlohmann::json;
 
 namespace {
-
-// True when pid is still the process we started for kernel_id (pids are reused).
-bool is_our_process(pid_t pid, const std::string& kernel_id, const std::string& private_dir) {
-  std::ifstream in(fmt::format("/proc/{}/cmdline", pid), std::ios::binary);
-  std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return !cmd.empty() && (cmd.find(kernel_id) != std::string::npos || cmd.find(private_dir) != std::string::npos);
-}
-
-// Why the jail helper says a kernel died ("" when it says nothing).
-std::string status_reason(const std::string& status_file) {
-  std::ifstream in(status_file);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto j = json::parse(text, nullptr, false);
-  if (j.is_object() && j.contains("reason") && j["reason"].is_string() && !j["reason"].get<std::string>().empty())
-    return j["reason"];
-  return "";
-}
 
 // A start counted toward its user's quotas from their check until its kernel is listed (or it ends).
 class Starting {
@@ -104,26 +80,6 @@ awaitable<common::Result<launcher::Kernel::LaunchPermit>> relaunch_turn(std::wea
 StartLimits start_limits(const Config& c) {
   return StartLimits{c.max_starting, c.max_starting_per_user, c.start_queue, c.start_queue_per_user,
                      std::chrono::seconds(c.kernel_start_timeout_s)};
-}
-
-// cellgate-egress's options from the config: what it resolves and trusts, its secrets, its defaults,
-// and the gateway's own endpoint, which no rule reaches.
-EgressProxyOptions egress_options(const Config& c) {
-  EgressProxyOptions o{c.egress_binary, c.runtime_dir, c.data_dir, {}};
-  auto add = [&](const char* flag, const std::string& v) {
-    if (!v.empty()) o.extra.insert(o.extra.end(), {flag, v});
-  };
-  add("--hosts", c.egress_hosts);
-  add("--secrets", c.egress_secrets);
-  add("--upstream-ca", c.egress_upstream_ca);
-  add("--limits", c.egress_limits);
-  if (!c.egress_dns) o.extra.push_back("--no-dns");
-  if (c.egress_ip_rules) o.extra.push_back("--ip-rules");
-  if (c.port > 0) {
-    const std::string host = c.ip.find(':') != std::string::npos ? "[" + c.ip + "]" : c.ip;
-    o.extra.insert(o.extra.end(), {"--deny", fmt::format("{}:{}=the gateway", host, c.port)});
-  }
-  return o;
 }
 
 }  // namespace
@@ -167,12 +123,7 @@ KernelManager::KernelManager(asio::io_context& io, const Config& config, Service
     spawner_ = fork_server_ ? launcher::make_zygote_spawner(fork_server_->socket(), std::move(jail), jail_extra,
                                                             std::chrono::seconds(config_.fork_server_timeout_s))
                             : std::move(jail);
-    if (config_.egress) {
-      egress_ = std::make_unique<EgressProxy>(io_, egress_options(config_));
-      egress_->on_refusal([this](const json& record) { egress_refused(record); });
-      if (auto st = egress_->start(); !st) throw ConfigError("--egress: " + st.error().message);
-      egress_->on_restart([this] { resync_egress(); });
-    }
+    if (config_.egress) start_egress_proxy();
   }
   if (!config_.seed_notebook.empty()) {
     auto seed = load_seed(config_.seed_notebook);
@@ -421,16 +372,7 @@ awaitable<common::Result<std::shared_ptr<KernelHub>>> KernelManager::start(const
       (void)unindex_workspace(services_.db, ref);
     }
     audit(user.name, "start", id, {{"kernelspec", name}, {"error", st.error().message}}, false);
-    if (auto* m = services_.metrics) {
-      m->kernel_start_failed(config_.fork_server && config_.spawner == "jail" ? metrics::StartPath::kForkServer
-                                                                              : metrics::StartPath::kCold);
-      // cellgate-jail reports a setup step that failed as "cellgate-jail: <stage>: <message>" (jail_help.cc).
-      const std::string_view text = st.error().message;
-      if (const auto at = text.find("cellgate-jail: "); at != std::string_view::npos) {
-        const auto from = at + 15, colon = text.find(':', from);
-        if (colon != std::string_view::npos) m->jail_failed(text.substr(from, colon - from));
-      }
-    }
+    count_start_failure(st.error().message);
     common::log_error("kernel={} msg=\"kernel failed to start\" error=\"{}\"", id, st.error().message);
     // A deadline that passed is 504 and a fork server that did not answer 503 (try again): neither is
     // the kernel's fault nor ours. A kernel that died while starting (its state says why) is 500, as
@@ -496,290 +438,9 @@ std::shared_ptr<KernelHub> KernelManager::find(const std::string& id, const stat
   return it->second;
 }
 
-void KernelManager::sample_cpu(KernelHub& hub) {
-  auto& k = hub.kernel();
-  if (!services_.metrics || k.state() == launcher::KernelState::kDead || k.process().pid <= 0) return;
-  services_.metrics->cpu().observe({k.id(), k.process().pid}, hub.owner, k.spawner().cpu_seconds(k.process()));
-}
-
-void KernelManager::publish(events::EventType type, const KernelHub& hub, json data) {
-  if (!services_.events || hub.owner.empty() || hub.owner == kPoolOwner) return;
-  auto& k = const_cast<KernelHub&>(hub).kernel();
-  data["kernel_id"] = k.id();
-  data["kernelspec"] = k.name();
-  if (!hub.workspace.empty()) data["workspace"] = hub.workspace;
-  services_.events->publish(type, hub.owner, std::move(data));
-}
-
-KernelHub::LifecycleHook KernelManager::lifecycle_hook(KernelHub& hub) {
-  // The hub owns the hook, so &hub outlives it; the manager outlives every hub's callbacks (the io
-  // thread runs none after the gateway stops).
-  return [this, &hub](KernelHub::Lifecycle what, const std::string& reason) {
-    auto* m = services_.metrics;
-    switch (what) {
-      case KernelHub::Lifecycle::kPaused:
-        if (m) m->kernel_paused();
-        publish(events::EventType::kKernelPaused, hub, {});
-        break;
-      case KernelHub::Lifecycle::kResumed:
-        if (m) m->kernel_resumed();
-        publish(events::EventType::kKernelResumed, hub, {});
-        break;
-      case KernelHub::Lifecycle::kAutoRestart:
-        if (m) m->kernel_restarted(reason.find("heartbeat") != std::string::npos ? metrics::RestartReason::kHeartbeat
-                                                                                 : metrics::RestartReason::kDied);
-        publish(events::EventType::kKernelRestarted, hub, {{"reason", reason}, {"automatic", true}});
-        break;
-      case KernelHub::Lifecycle::kDied:
-        if (m) {
-          m->kernel_died();
-          // isolation/cgroup.cc's exit reason for a kernel its memory cgroup OOM-killed.
-          if (reason.starts_with("memory limit ")) m->kernel_oom_killed();
-        }
-        publish(events::EventType::kKernelDied, hub, {{"reason", reason}});
-        break;
-    }
-  };
-}
-
-json KernelManager::model(const KernelHub& hub) const {
-  auto& k = const_cast<KernelHub&>(hub).kernel();
-  json m = {{"id", k.id()},
-            {"name", k.name()},
-            {"last_activity", common::iso8601(k.last_activity())},
-            {"execution_state", launcher::to_string(k.state())},
-            {"paused", k.paused()},
-            {"connections", hub.connections()},
-            {"owner", hub.owner},
-            {"workspace", hub.workspace},
-            {"network", hub.network}};
-  if (k.state() != launcher::KernelState::kDead && k.process().pid > 0) {
-    // From the kernel's cgroup (jailed kernels; a plain kernel has none): two small reads.
-    if (const uint64_t memory = k.spawner().memory_usage(k.process())) m["memory_bytes"] = memory;
-    if (const double cpu = k.spawner().cpu_seconds(k.process()); cpu > 0) m["cpu_seconds"] = cpu;
-  }
-  if (!k.reason().empty() && k.reason() != "shutdown") m["reason"] = k.reason();
-  return m;
-}
-
-awaitable<common::Result<json>> KernelManager::egress(std::shared_ptr<KernelHub> hub, size_t recent) const {
-  const std::string id = hub->kernel().id();
-  if (!hub->egress_endpoint) co_return json{{"kernel", id}, {"policy", hub->network}, {"recent", json::array()}};
-  if (!egress_) co_return make_error(Errc::kUnavailable, "the egress proxy is off");
-  const json request = {{"op", "stats"}, {"kernel", id}, {"recent", recent}};
-  auto stats = co_await egress_->ask(request);
-  if (!stats) co_return make_error(Errc::kUnavailable, "egress proxy: " + stats.error().message);
-  json out = std::move(stats.value());
-  out.erase("ok");
-  co_return out;
-}
-
-awaitable<void> KernelManager::forget_egress(std::string id) {
-  if (!egress_) co_return;
-  const json request = {{"op", "remove"}, {"kernel", id}};
-  if (auto r = co_await egress_->ask(request); !r)
-    common::log_warn("kernel={} msg=\"egress proxy: remove failed\" error=\"{}\"", id, r.error().message);
-}
-
-void KernelManager::egress_refused(const json& record) {
-  const auto why = metrics::egress_refusal_from(record.value("refused_by", std::string()));
-  if (services_.metrics) {
-    services_.metrics->egress_refused(why);
-    if (const auto lost = record.value("dropped", uint64_t{0}); lost > 0)
-      services_.metrics->egress_refused(metrics::EgressRefusal::kOther, lost);
-  }
-  auto it = kernels_.find(record.value("kernel", std::string()));
-  if (it == kernels_.end()) return;  // gone meanwhile
-  // The event log allows one refusal event per owner a second; the rest are counted into the next.
-  publish(events::EventType::kEgressRefused, *it->second,
-          {{"host", record.value("host", std::string())},
-           {"port", record.value("port", 0)},
-           {"connection", record.value("kind", std::string())},
-           {"refused_by", std::string(metrics::label(why))},
-           {"reason", record.value("reason", std::string())}});
-}
-
-void KernelManager::route_through_egress(launcher::KernelOptions& ko) const {
-  ko.egress = launcher::EgressEndpoint{egress_->control(), 3128, egress_->ca_bundle()};
-  for (auto& [k, v] : launcher::egress_env(ko.egress)) ko.env[k] = v;
-}
-
-void KernelManager::resync_egress() {
-  if (!egress_) return;
-  asio::co_spawn(io_, resync_egress_now(resync_, ++*resync_), asio::detached);
-}
-
-awaitable<void> KernelManager::resync_egress_now(std::shared_ptr<uint64_t> current, uint64_t mine) {
-  // Everything here is awaited on the io thread, never blocking it: each request to the proxy within
-  // its 5 s, each hand-back within 10 s. A newer resync (the proxy restarted again), stop() or the
-  // manager's end overtakes this one: `current` is checked after every wait, before touching *this.
-  auto overtaken = [&] { return *current != mine; };
-  std::vector<std::shared_ptr<KernelHub>> networked;
-  for (const auto& [id, hub] : kernels_)
-    if (hub->egress_endpoint) networked.push_back(hub);
-  for (const auto& hub : networked) {
-    if (overtaken() || !egress_) co_return;
-    auto& kernel = hub->kernel();
-    const std::string id = kernel.id();
-    if (!kernels_.count(id)) continue;  // removed meanwhile, its policy with it
-    std::optional<TurnLock::Turn> turn(co_await hub->network_turn.acquire());
-    if (overtaken() || !egress_) co_return;
-    if (!kernels_.count(id)) continue;
-    // Read in its turn: a PATCH that changed it meanwhile has had its answer recorded.
-    const json request = {{"op", "set"}, {"kernel", id}, {"user", hub->owner}, {"policy", hub->network}};
-    auto set = co_await egress_->ask(request);
-    turn.reset();
-    if (overtaken()) co_return;
-    if (!set) {
-      common::log_error("kernel={} msg=\"egress proxy: cannot restore the policy\" error=\"{}\"", id, set.error().message);
-      continue;
-    }
-    if (!kernels_.count(id) || kernel.state() == launcher::KernelState::kDead || kernel.process().status_file.empty())
-      continue;
-    // The jail's init still holds its endpoint; cellgate-jail takes it (pidfd_getfd) to the proxy.
-    auto pid = launcher::spawn_in_session({config_.jail_helper, "--egress-attach", kernel.process().status_file,
-                                           "--egress", egress_->control(), "--name", id},
-                                          {{"PATH", "/usr/sbin:/usr/bin:/sbin:/bin"}}, "/", {});
-    if (!pid) {
-      common::log_error("kernel={} msg=\"egress endpoint not handed back\" error=\"{}\"", id, pid.error().message);
-      continue;
-    }
-    launcher::ProcessHandle attach;
-    attach.pid = pid.value();
-    int status = -1;
-    asio::steady_timer tick(io_);
-    for (int i = 0; i < 1000 && (status = launcher::reap(attach)) < 0; ++i) {
-      tick.expires_after(std::chrono::milliseconds(10));
-      boost::system::error_code ec;
-      co_await tick.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    }
-    if (status < 0) {  // still our unreaped child: its pid is still its own
-      ::kill(attach.pid, SIGKILL);
-      ::waitpid(attach.pid, nullptr, 0);
-    }
-    if (overtaken()) co_return;
-    if (status != 0)
-      common::log_error("kernel={} msg=\"egress endpoint not handed back\" status=\"{}\"", id,
-                        status < 0 ? std::string("still running after 10 s") : launcher::describe_wait_status(status));
-    else
-      common::log_info("kernel={} msg=\"egress endpoint handed to the proxy\"", id);
-  }
-}
-
 json KernelManager::pool_status() const { return pool_ ? pool_->status() : json(); }
 
 json KernelManager::starts_status() const { return gate_->status(); }
-
-awaitable<void> KernelManager::adopt() {
-  auto records = state::list_kernels(services_.db);
-  if (!records) {
-    common::log_error("msg=\"cannot list kernels to re-adopt\" error=\"{}\"", records.error().message);
-    co_return;
-  }
-  auto specs = kernelspecs();
-  for (const auto& rec : records.value()) {
-    // In a cluster, each node re-adopts only its own (one machine's rows all name "").
-    if (rec.node != config_.node_id) continue;
-    if (rec.state == "placing") {  // placed here by a node, never started: the start failed with this gateway
-      (void)state::unplace_kernel(services_.db, rec.id);
-      continue;
-    }
-    auto user = services_.users.get_user(rec.owner);
-    auto plan = adoption_plan(config_, read_budget_, rec, specs);
-    auto network = json::parse(rec.network.empty() ? std::string("{}") : rec.network, nullptr, false);
-    // A row with a policy, even one changed to none since, is a jail with a proxy endpoint.
-    const bool endpoint = !rec.network.empty() && network.is_object() && egress_;
-    if (endpoint) route_through_egress(plan);  // its restarts go through the proxy too
-    auto hub = make_hub(std::move(plan), rec.owner, rec.workspace, user ? &user.value() : nullptr);
-    if (endpoint) {
-      hub->network = network;
-      hub->egress_endpoint = true;
-    }
-    if (user) hub->workspace_config = workspace_config_for(services_.workspaces.config(), user.value());
-    auto& kernel = hub->kernel();
-    pid_t pid = static_cast<pid_t>(rec.helper_pid);
-    launcher::ProcessHandle proc;
-    proc.pid = pid;
-    proc.is_child = false;
-    proc.status_file = rec.jail_status_file;
-    if (pid > 0 && is_our_process(pid, rec.id, kernel.options().private_dir)) proc.pidfd = launcher::open_pidfd(pid);
-    // Kernels nobody owns (the pool's, notebook-http's) are shut down below; theirs goes on too.
-    if (services_.journal && rec.owner != kPoolOwner)
-      hub->set_journal(services_.journal->resume(rec.id, rec.owner, rec.kernelspec, rec.workspace,
-                                                 services_.snapshots != nullptr, static_cast<bool>(proc.pidfd), ""));
-    if (!proc.pidfd) {
-      std::string why = status_reason(rec.jail_status_file);
-      kernel.mark_dead("the kernel died while the gateway was down" + (why.empty() ? "" : ": " + why), proc);
-      common::log_warn("kernel={} msg=\"kernel found dead at start\" reason=\"{}\"", rec.id, kernel.reason());
-      continue;
-    }
-    auto st = co_await kernel.adopt(std::move(proc));
-    if (!st) {
-      kernel.mark_dead("could not re-adopt the kernel: " + st.error().message, launcher::ProcessHandle{});
-      common::log_warn("kernel={} msg=\"re-adoption failed\" error=\"{}\"", rec.id, st.error().message);
-      continue;
-    }
-    common::log_info("kernel={} owner={} msg=\"kernel re-adopted\"", rec.id, rec.owner);
-  }
-}
-
-awaitable<bool> KernelManager::end_dead_kernels(std::string why) {
-  auto records = state::list_kernels(services_.db);
-  if (!records) {
-    common::log_error("msg=\"cannot list kernels to end the dead ones\" error=\"{}\"", records.error().message);
-    co_return false;
-  }
-  for (const auto& rec : records.value()) {
-    if (rec.node != config_.node_id || rec.state != "dead") continue;
-    auto it = kernels_.find(rec.id);
-    if (it == kernels_.end()) continue;
-    it->second->notify_clients(why + (rec.reason.empty() || rec.reason == why ? "" : ": " + rec.reason));
-    common::log_warn("kernel={} reason=\"{}\" msg=\"ending a kernel whose row is dead\"", rec.id, rec.reason);
-    // Killed while still frozen (fenced): its workspace may be restored elsewhere already, so it gets no
-    // polite shutdown, which would thaw it and let it run for the shutdown grace. A frozen task dies of
-    // a pending SIGKILL as it thaws (cgroup v1), or at once (cgroup v2), before running its own code.
-    auto& k = it->second->kernel();
-    if (k.process().pid > 0) k.spawner().signal(k.process(), launcher::KernelSignal::kKill);
-    co_await remove(rec.id, "@cluster");
-  }
-  co_return true;
-}
-
-awaitable<void> KernelManager::start_services() {
-  co_await adopt();
-  // A node declared lost while its gateway was down re-adopts nothing the others marked dead.
-  if (config_.clustered()) co_await end_dead_kernels("node lost");
-  // This gateway's proxy is new: adopted kernels' policies and endpoints go to it before we serve.
-  if (egress_) co_await resync_egress_now(resync_, ++*resync_);
-  // A crashed gateway leaves its warm pool's and notebook-http's kernels behind; they are nobody's.
-  std::vector<std::pair<std::string, std::string>> stale;
-  for (const auto& [id, hub] : kernels_)
-    if (hub->owner == kPoolOwner || hub->owner == kNotebookHttpOwner) stale.emplace_back(id, hub->owner);
-  for (const auto& [id, owner] : stale) co_await remove(id, owner);
-  // Only now: a new pool kernel recorded before that sweep would have been taken for a stale one.
-  if (pool_) pool_->start();
-}
-
-awaitable<void> KernelManager::stop() {
-  ++*resync_;  // a resync in progress ends at its next step
-  gate_->close();
-  idle_->stop();
-  if (fork_server_) fork_server_->stop();  // kernels do not depend on it; stopped first, it is not restarted
-  if (pool_) co_await pool_->stop();
-  if (config_.shutdown_kernels_on_exit) {
-    std::vector<std::string> ids;
-    for (const auto& [id, hub] : kernels_) ids.push_back(id);
-    for (const auto& id : ids) co_await remove(id, "gateway");
-  } else {
-    // Kernels keep running in their jails; the next start re-adopts them from the database. Their ZMQ
-    // sockets are closed now: the ZMQ context cannot terminate while any is open.
-    for (const auto& [id, hub] : kernels_) {
-      hub->close_all("gateway restarting; reconnect with the same session_id");
-      hub->kernel().detach();
-    }
-  }
-  if (egress_) egress_->stop();  // kernels left running wait in their endpoints' backlogs for the next one
-}
 
 std::shared_ptr<KernelHub> KernelManager::make_pool_kernel(const std::string& name) {
   auto specs = kernelspecs();

@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // kernel_manager: the one owner of every kernel's life: start (cold, or claimed from the warm pool),
 // seeds, restart, delete, culling, pausing, the fork server, and re-adoption after a gateway restart.
+// Its definitions are split by concern: kernel_manager.cc (start, restart, delete),
+// kernel_manager_adoption.cc (across gateway restarts), kernel_manager_network.cc (the egress proxy),
+// kernel_manager_events.cc (the model, events and metrics).
 #pragma once
 
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
@@ -136,6 +140,8 @@ class KernelManager {
 
  private:
   boost::asio::awaitable<void> adopt();
+  // Starts cellgate-egress (--egress on); throws ConfigError when it cannot.
+  void start_egress_proxy();
   // Routes a kernel with a network policy through the egress proxy: its endpoint in the jail's
   // options, the proxy's variables in its environment.
   void route_through_egress(launcher::KernelOptions& options) const;
@@ -167,6 +173,8 @@ class KernelManager {
   // Reads the kernel's CPU into the metrics' ledger before its process goes (shutdown, restart), so
   // that cellgate_kernel_cpu_seconds_total keeps what it used since the last scrape.
   void sample_cpu(KernelHub& hub);
+  // A start that failed, counted (by path; by the jail's setup stage that failed, if it says).
+  void count_start_failure(std::string_view error);
   // Tells the event stream (and the log) about a kernel that has an owner (not a warm-pool kernel).
   void publish(events::EventType type, const KernelHub& hub, nlohmann::json data);
   // Counts and tells what the kernel does on its own (pause, thaw, death, automatic restart).
