@@ -39,8 +39,10 @@ ExecCollector::ExecCollector(asio::any_io_executor ex, size_t limit, std::functi
 }
 
 void ExecCollector::on_reply(Channel channel, const protocol::Message& m, const std::string& type) {
-  last_heard_ = std::chrono::steady_clock::now();
-  if (channel == Channel::kShell && type == "execute_reply") {
+  const bool reply = channel == Channel::kShell && type == "execute_reply";
+  // Only the reply and what follows it time the quiet wait (wait_until): earlier messages need no clock.
+  if (reply || got_reply_) last_heard_ = std::chrono::steady_clock::now();
+  if (reply) {
     auto c = protocol::parse_untrusted_json(m.content);
     if (c.is_object()) {
       reply_status_ = str_field(c, "status", "error");
