@@ -3,12 +3,10 @@
 // a workspace whose node was lost is caught up on the next node, and deletions reach the shared copies.
 #include <catch2/catch.hpp>
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <string>
 
 #include "test_util.h"
+#include "two_nodes.h"
 #include "workspace/gc.h"
 #include "workspace/published_manifests.h"
 #include "workspace/workspace_manager.h"
@@ -16,37 +14,9 @@
 using namespace cellgate::workspace;
 using cellgate::common::Errc;
 using test::TempDir;
-
-namespace {
-
-struct TwoNodes {
-  TempDir tmp;
-  std::unique_ptr<WorkspaceManager> a, b;
-  explicit TwoNodes(WorkspaceConfig config = {}) {
-    config.store_dir = tmp.path() + "/shared-store";
-    auto ma = WorkspaceManager::open(tmp.path() + "/node-a", config);
-    auto mb = WorkspaceManager::open(tmp.path() + "/node-b", config);
-    REQUIRE(ma);
-    REQUIRE(mb);
-    a = std::move(ma.value());
-    b = std::move(mb.value());
-  }
-  std::string published(const std::string& ws) const { return tmp.path() + "/shared-store/manifests/alice/" + ws; }
-};
-
-bool exists(const std::string& path) {
-  struct stat st {};
-  return ::lstat(path.c_str(), &st) == 0;
-}
-
-std::string snap(Workspace& ws) {
-  auto r = ws.snapshot({});
-  REQUIRE(r);
-  REQUIRE(r->created);
-  return r->id;
-}
-
-}  // namespace
+using test::exists;
+using test::snap;
+using test::TwoNodes;
 
 TEST_CASE("a workspace snapshotted on one node is restored on the next one from the shared store", "[workspace][cluster]") {
   TwoNodes nodes;

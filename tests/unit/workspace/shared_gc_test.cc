@@ -12,6 +12,7 @@
 #include <string>
 
 #include "test_util.h"
+#include "two_nodes.h"
 #include "workspace/gc.h"
 #include "workspace/pins.h"
 #include "workspace/published_manifests.h"
@@ -20,39 +21,12 @@
 
 using namespace cellgate::workspace;
 using test::TempDir;
+using test::age;
+using test::mtime;
+using test::snap;
+using test::TwoNodes;
 
 namespace {
-
-struct TwoNodes {
-  TempDir tmp;
-  std::unique_ptr<WorkspaceManager> a, b;
-  TwoNodes() {
-    WorkspaceConfig config;
-    config.store_dir = store();
-    auto ma = WorkspaceManager::open(tmp.path() + "/node-a", config);
-    auto mb = WorkspaceManager::open(tmp.path() + "/node-b", config);
-    REQUIRE(ma);
-    REQUIRE(mb);
-    a = std::move(ma.value());
-    b = std::move(mb.value());
-  }
-  std::string store() const { return tmp.path() + "/shared-store"; }
-  std::string published(const std::string& ws) const { return store() + "/manifests/alice/" + ws; }
-  std::string object(const std::string& hash) const { return store() + "/objects/" + ObjectStore::relative_path(hash); }
-  // gc run on node b, with the age rule at age.
-  GcResult gc_on_b(std::chrono::seconds age = std::chrono::seconds(0)) {
-    auto r = collect_garbage(b->store(), GcOptions{b->data_dir(), true, age});
-    REQUIRE(r);
-    return r.value();
-  }
-};
-
-std::string snap(Workspace& ws) {
-  auto r = ws.snapshot({});
-  REQUIRE(r);
-  REQUIRE(r->created);
-  return r->id;
-}
 
 std::string put(ObjectStore& store, const std::string& bytes) {
   ObjectBatch batch(store);
@@ -60,20 +34,6 @@ std::string put(ObjectStore& store, const std::string& bytes) {
   REQUIRE(h);
   REQUIRE(batch.commit());
   return h.value();
-}
-
-void age(const std::string& path, int seconds) {
-  timespec times[2];
-  ::clock_gettime(CLOCK_REALTIME, &times[0]);
-  times[0].tv_sec -= seconds;
-  times[1] = times[0];
-  REQUIRE(::utimensat(AT_FDCWD, path.c_str(), times, AT_SYMLINK_NOFOLLOW) == 0);
-}
-
-time_t mtime(const std::string& path) {
-  struct stat st {};
-  REQUIRE(::stat(path.c_str(), &st) == 0);
-  return st.st_mtime;
 }
 
 }  // namespace
