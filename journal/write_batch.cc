@@ -61,8 +61,8 @@ std::string detail_text(const Entry& e) {
 
 std::string entry_key(const std::string& kernel_id, int64_t seq) { return kernel_id + "/" + std::to_string(seq); }
 
-std::vector<WriteOp> prepare_batch(std::vector<Event>& events, uint64_t inline_output_bytes,
-                                   workspace::WorkspaceManager& workspaces) {
+void prepare_batch(std::vector<Event>& events, uint64_t inline_output_bytes, workspace::WorkspaceManager& workspaces,
+                   std::vector<WriteOp>& ops) {
   // Outputs above the inline bound become objects: staged under the store's shared lock (gc waits),
   // named in the journal's pin, then committed (syncfs) in one go for the whole batch.
   std::map<const Output*, std::string> stored;
@@ -103,8 +103,6 @@ std::vector<WriteOp> prepare_batch(std::vector<Event>& events, uint64_t inline_o
     if (!lost.empty()) stored.clear();
   }
 
-  std::vector<WriteOp> ops;
-  ops.reserve(events.size());
   for (auto& ev : events) {
     const bool is_entry = ev.type == Event::Type::kBegin || ev.type == Event::Type::kEnd;
     WriteOp op{ev.type, std::move(ev.journal), {}, std::move(ev.done), is_entry ? ev.entry.owner : std::string(),
@@ -159,7 +157,6 @@ std::vector<WriteOp> prepare_batch(std::vector<Event>& events, uint64_t inline_o
     }
     ops.push_back(std::move(op));
   }
-  return ops;
 }
 
 }  // namespace cellgate::journal

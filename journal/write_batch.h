@@ -51,11 +51,11 @@ struct WriteOp {
   uint64_t unrecorded_before = 0;
 };
 
-// Moves events into ops, in order. Outputs over inline_output_bytes become objects of the workspaces'
-// store, committed in one go for the batch; when the store cannot take them, each such output says
-// why it was lost and the entry is written without it.
-std::vector<WriteOp> prepare_batch(std::vector<Event>& events, uint64_t inline_output_bytes,
-                                   workspace::WorkspaceManager& workspaces);
+// Moves events into ops (appended), in order. Outputs over inline_output_bytes become objects of the
+// workspaces' store, committed in one go for the batch; when the store cannot take them, each such
+// output says why it was lost and the entry is written without it.
+void prepare_batch(std::vector<Event>& events, uint64_t inline_output_bytes, workspace::WorkspaceManager& workspaces,
+                   std::vector<WriteOp>& ops);
 
 // "kernel/seq": an entry's key while it is running.
 std::string entry_key(const std::string& kernel_id, int64_t seq);

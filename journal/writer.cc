@@ -142,6 +142,12 @@ common::Status Writer::apply(std::vector<WriteOp>& ops, Mode mode, bool& want_gu
   // statement fails with SQLSTATE 25P02), so there a refusal sends the batch back to be written guarded.
   const bool refusal_aborts = db_->kind() == state::BackendKind::kPostgres;
   std::unordered_map<std::string, int64_t> running;  // committed into running_bytes_ after commit
+  // Whether an entry was inserted as running (the key is built only when any was: rarely).
+  auto was_running = [&](const state::JournalEntryRow& row) {
+    if (running.empty() && running_bytes_.empty()) return false;
+    const std::string key = entry_key(row.kernel_id, row.seq);
+    return running.count(key) > 0 || running_bytes_.count(key) > 0;
+  };
   // A row the database refuses (its journal gone, dropped by its owner; its key taken; text the engine
   // cannot store) is not worth the batch. Anything else (the database away) fails it, to be retried.
   auto refused = [](const common::Status& st) {
@@ -211,8 +217,7 @@ common::Status Writer::apply(std::vector<WriteOp>& ops, Mode mode, bool& want_gu
       // Its begin may be in the group: written first, so that this end finds it running.
       if (group_has_begin)
         if (auto st = flush(); !st) return st;
-      const std::string key = entry_key(op.row.kernel_id, op.row.seq);
-      if (!op.unrecorded_before && !running.count(key) && !running_bytes_.count(key)) {
+      if (!op.unrecorded_before && !was_running(op.row)) {
         group.push_back(&op);
         continue;
       }
@@ -225,9 +230,7 @@ common::Status Writer::apply(std::vector<WriteOp>& ops, Mode mode, bool& want_gu
         case Event::Type::kOpen:
           return state::insert_journal(*db_, op.journal);
         case Event::Type::kEnd: {
-          const std::string key = entry_key(op.row.kernel_id, op.row.seq);
-          bool was_running = running.count(key) || running_bytes_.count(key);
-          if (auto w = was_running ? stmts->finish(op.row) : stmts->insert(op.row); !w) return w;
+          if (auto w = was_running(op.row) ? stmts->finish(op.row) : stmts->insert(op.row); !w) return w;
           // Entries of this kernel the writer dropped may have been written as running: the kernel
           // answered this later one, so they ended, unrecorded.
           if (op.unrecorded_before)
@@ -264,10 +267,11 @@ void Writer::after_commit(std::vector<WriteOp>& ops) {
       retention_->charge(op.row.owner, op.row.bytes);
     } else if (op.type == Event::Type::kEnd) {
       int64_t delta = op.row.bytes;
-      if (auto it = running_bytes_.find(entry_key(op.row.kernel_id, op.row.seq)); it != running_bytes_.end()) {
-        delta -= it->second;
-        running_bytes_.erase(it);
-      }
+      if (!running_bytes_.empty())
+        if (auto it = running_bytes_.find(entry_key(op.row.kernel_id, op.row.seq)); it != running_bytes_.end()) {
+          delta -= it->second;
+          running_bytes_.erase(it);
+        }
       retention_->charge(op.row.owner, delta);
     } else if (op.type == Event::Type::kDrop) {
       common::Status st = common::ok();
@@ -288,20 +292,25 @@ void Writer::after_commit(std::vector<WriteOp>& ops) {
 }
 
 void Writer::run() {
-  std::vector<WriteOp> pending;  // prepared, not committed yet (the database was away)
+  // Prepared, not committed yet (the database was away). Cleared, not freed, after each batch: a
+  // batch's ops are built into the capacity the last one left.
+  std::vector<WriteOp> pending;
   // Swapped with the queue each batch, so that both keep their capacity: post() does not regrow the
   // queue (moving every event queued so far) as each batch fills it again.
   std::vector<Event> events;
   auto wait = options_.interval;
   auto last = std::chrono::steady_clock::now();  // when the last batch was taken
+  bool quiet = true;  // the last interval brought nothing
   for (;;) {
     events.clear();
     bool stopping;
     {
       std::unique_lock lk(mu_);
       // Gather a batch: one transaction for everything an interval brings, counted from the last
-      // batch while entries keep coming, and from the first one after an idle spell.
-      if (pending.empty() && queue_.empty() && !stopping_) {
+      // batch while entries keep coming, and from the first one after an idle spell. The writer idles
+      // (and post() wakes it) only after an interval that brought nothing: while entries keep coming it
+      // wakes once per batch, on its own, and post() makes no system call.
+      if (pending.empty() && queue_.empty() && !stopping_ && quiet) {
         writer_idle_ = true;
         cv_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
         writer_idle_ = false;
@@ -316,8 +325,8 @@ void Writer::run() {
       sync_wanted_ = false;
       stopping = stopping_;
     }
-    auto ops = prepare_batch(events, options_.inline_output_bytes, workspaces_);
-    for (auto& op : ops) pending.push_back(std::move(op));
+    quiet = events.empty();
+    prepare_batch(events, options_.inline_output_bytes, workspaces_, pending);
     if (pending.empty()) {
       if (stopping) return;
       continue;

@@ -5,6 +5,7 @@
 // and a drop is counted and named on the next entry the writer keeps for that kernel.
 #include <future>
 #include <string>
+#include <thread>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -158,4 +159,37 @@ TEST_CASE("past its owner's share an entry is cut, then dropped and counted on t
   CHECK(gap["source"].get<std::string>().find(std::to_string(dropped) + " entries before this one were not "
                                                                          "recorded") != std::string::npos);
   CHECK(cells.back()["cell_type"] == "code");
+}
+
+// The writer idles (and post() wakes it) only after an interval that brought nothing; while entries keep
+// coming it wakes on its own, once per batch, and post() does not wake it. Either way an entry is
+// committed within its interval without anyone asking (no sync): what a gateway kill -9 would keep.
+TEST_CASE("an entry is committed without a sync whether the writer was idle or busy", "[journal]") {
+  Flooded f;
+  f.options.interval = std::chrono::milliseconds(50);
+  Writer w(f.options, [data = f.data] { return state::Database::open(data); }, *f.workspaces);
+  REQUIRE(w.start());
+  open(w, "ka", "alice");
+  sync(w);
+  // Polls another connection for the kernel's entry seq (generous: a slow machine, not a speed test).
+  auto committed = [&](int64_t seq) {
+    for (int i = 0; i < 3000; ++i) {
+      auto rows = state::list_journal_entries(f.locker, "ka", seq - 1, 1);
+      REQUIRE(rows);
+      if (!rows->empty() && rows->front().seq == seq) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  };
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // an empty interval: the writer idles
+  end(w, "ka", "alice", 1, 10);  // wakes it
+  CHECK(committed(1));
+  end(w, "ka", "alice", 2, 10);  // the writer waits out the interval after its batch: no wake-up
+  CHECK(committed(2));
+  for (int64_t seq = 3; seq <= 20; ++seq) {  // a stream, then nothing
+    end(w, "ka", "alice", seq, 10);
+    std::this_thread::sleep_for(std::chrono::milliseconds(7));
+  }
+  CHECK(committed(20));
+  w.stop();
 }
