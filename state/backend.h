@@ -35,6 +35,9 @@ class Cursor {
   virtual common::Status bind_int(int index, int64_t value) = 0;
   virtual common::Status bind_double(int index, double value) = 0;
   virtual common::Status bind_text(int index, std::string_view value) = 0;
+  // The same, the text read where it is (no copy) until reset() or the next bind at index: the caller
+  // keeps it alive and unchanged until then. Engines that copy anyway need not override it.
+  virtual common::Status bind_text_in_place(int index, std::string_view value) { return bind_text(index, value); }
   virtual common::Status bind_null(int index) = 0;
   // true: a row is ready; false: done (and changes() counts what it changed).
   virtual common::Result<bool> step() = 0;

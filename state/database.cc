@@ -140,18 +140,27 @@ Statement& Statement::bind(int index, double value) {
   return *this;
 }
 
-Statement& Statement::bind(int index, std::string_view value) {
+bool Statement::text_ok(std::string_view value) {
   // SQLite would keep a NUL or invalid UTF-8 and PostgreSQL refuses both: refused by both, as bad input,
   // so that a request behaves the same on either backend.
   if (value.find('\0') != std::string_view::npos) {
     note(make_error(Errc::kBadRequest, "text contains a NUL byte"));
-    return *this;
+    return false;
   }
   if (!common::valid_utf8(value)) {
     note(make_error(Errc::kBadRequest, "text is not valid UTF-8"));
-    return *this;
+    return false;
   }
-  note(cursor_->bind_text(index, value));
+  return true;
+}
+
+Statement& Statement::bind(int index, std::string_view value) {
+  if (text_ok(value)) note(cursor_->bind_text(index, value));
+  return *this;
+}
+
+Statement& Statement::bind_in_place(int index, std::string_view value) {
+  if (text_ok(value)) note(cursor_->bind_text_in_place(index, value));
   return *this;
 }
 

@@ -75,6 +75,9 @@ class Statement {
   Statement& bind(int index, std::optional<double> value);
   Statement& bind(int index, const std::optional<std::string>& value);
   Statement& bind_null(int index);
+  // Text read in place, not copied (SQLite): value must stay alive and unchanged until reset() or until
+  // index is bound again. For rows written in bulk, whose strings outlive the statement's run.
+  Statement& bind_in_place(int index, std::string_view value);
 
   // true: a row is ready for the column_* accessors; false: done.
   common::Result<bool> step();
@@ -94,6 +97,7 @@ class Statement {
   friend class Database;
   explicit Statement(std::unique_ptr<Cursor> cursor) : cursor_(std::move(cursor)) {}
   void note(common::Status s);
+  bool text_ok(std::string_view value);  // notes why not
 
   std::unique_ptr<Cursor> cursor_;
   std::optional<common::Error> bind_error_;

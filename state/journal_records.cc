@@ -117,13 +117,16 @@ std::string insert_entries_sql(size_t rows) {
 constexpr int kEntryParams = 20;
 
 // Binds e as the row-th (0-based) row of an entry INSERT.
+// The row's text is bound in place: e outlives the statement's run (the writer's batch holds it).
 void bind_entry(Statement& st, int row, const JournalEntryRow& e) {
   const int b = row * kEntryParams;
-  st.bind(b + 1, e.kernel_id).bind(b + 2, e.seq).bind(b + 3, e.owner).bind(b + 4, e.kind).bind(b + 5, e.msg_id);
-  st.bind(b + 6, e.run_by).bind(b + 7, e.client).bind(b + 8, e.session).bind(b + 9, e.silent).bind(b + 10, e.code);
-  st.bind(b + 11, e.started).bind(b + 12, e.ended).bind(b + 13, e.status).bind(b + 14, e.execution_count);
-  st.bind(b + 15, e.outputs).bind(b + 16, e.snapshot_before).bind(b + 17, e.snapshot_after).bind(b + 18, e.bytes);
-  st.bind(b + 19, e.blobs).bind(b + 20, e.detail);
+  st.bind_in_place(b + 1, e.kernel_id).bind(b + 2, e.seq).bind_in_place(b + 3, e.owner);
+  st.bind_in_place(b + 4, e.kind).bind_in_place(b + 5, e.msg_id).bind_in_place(b + 6, e.run_by);
+  st.bind_in_place(b + 7, e.client).bind_in_place(b + 8, e.session).bind(b + 9, e.silent);
+  st.bind_in_place(b + 10, e.code).bind_in_place(b + 11, e.started).bind_in_place(b + 12, e.ended);
+  st.bind_in_place(b + 13, e.status).bind(b + 14, e.execution_count).bind_in_place(b + 15, e.outputs);
+  st.bind_in_place(b + 16, e.snapshot_before).bind_in_place(b + 17, e.snapshot_after).bind(b + 18, e.bytes);
+  st.bind_in_place(b + 19, e.blobs).bind_in_place(b + 20, e.detail);
 }
 
 }  // namespace

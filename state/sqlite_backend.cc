@@ -46,6 +46,9 @@ class SqliteCursor final : public Cursor {
   Status bind_text(int index, std::string_view value) override {
     return checked(sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8));
   }
+  Status bind_text_in_place(int index, std::string_view value) override {
+    return checked(sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_STATIC, SQLITE_UTF8));
+  }
   Status bind_null(int index) override { return checked(sqlite3_bind_null(stmt_, index)); }
 
   Result<bool> step() override {
