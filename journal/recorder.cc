@@ -156,9 +156,11 @@ void KernelJournal::on_request(const protocol::Message& request, const std::stri
     return;
   }
   open_bytes_ += e.code.size();
-  const bool first = open_.empty();
   open_.emplace(msg_id, Open{std::move(e)});
-  if (first) sink_.want_sweep(weak_from_this());
+  if (!sweep_listed_) {
+    sweep_listed_ = true;
+    sink_.want_sweep(weak_from_this());
+  }
 }
 
 void KernelJournal::add_output(Open& open, std::string_view msg_type, const protocol::Message& m) {
@@ -177,9 +179,21 @@ void KernelJournal::add_output(Open& open, std::string_view msg_type, const prot
 void KernelJournal::on_message(bool iopub, std::string_view parent, const protocol::Message& message,
                                const std::string* snapshot) {
   std::string parent_spill;
-  if (parent.empty()) parent = peek_string_view(message.parent_header, "msg_id", parent_spill);
+  bool scanned = false;
+  if (parent.empty()) {
+    if (!last_parent_text_.empty() && message.parent_header == last_parent_text_) {
+      parent = last_parent_id_;
+    } else {
+      parent = peek_string_view(message.parent_header, "msg_id", parent_spill);
+      scanned = true;
+    }
+  }
   auto it = open_.find(parent);
   if (it == open_.end()) return;
+  if (scanned) {  // the same text always reads the same: remembered (in the capacity the last one left)
+    last_parent_text_.assign(message.parent_header);
+    last_parent_id_.assign(it->first);
+  }
   std::string type_spill, state_spill;
   const std::string_view type = peek_msg_type(message.header, type_spill);
   if (type.empty()) return;
@@ -257,7 +271,10 @@ void KernelJournal::on_died(const std::string& reason) {
   mark(Kind::kDied, reason);
 }
 
-void KernelJournal::on_shutdown() { end_all("shutdown", "the kernel was shut down before it finished"); }
+void KernelJournal::on_shutdown() {
+  end_all("shutdown", "the kernel was shut down before it finished");
+  sweep_listed_ = false;  // the sink forgets it (closed()); an entry after this asks again
+}
 
 bool KernelJournal::sweep(std::chrono::system_clock::time_point now, bool begin_all) {
   const int64_t t = ns_of(now);
@@ -275,6 +292,7 @@ bool KernelJournal::sweep(std::chrono::system_clock::time_point now, bool begin_
     if (o.replied) finish(id, o.entry.status, "the kernel never said idle after its reply");
     else finish(id, "no_reply", "the kernel said idle but sent no execute_reply");
   }
+  if (open_.empty()) sweep_listed_ = false;  // the sink stops sweeping it; the next entry asks again
   return !open_.empty();
 }
 

@@ -106,6 +106,10 @@ class KernelJournal : public std::enable_shared_from_this<KernelJournal> {
   bool baseline_wanted_;
   OpenMap open_;
   uint64_t open_bytes_ = 0;
+  bool sweep_listed_ = false;  // the sink was asked to sweep, and sweep() has not said "none open" since
+  // The parent_header text last resolved to an open entry, and that entry's msg_id: a kernel sends the
+  // same parent_header with each message of an execution, so one scan of it serves them all.
+  std::string last_parent_text_, last_parent_id_;
 };
 
 }  // namespace cellgate::journal
