@@ -36,6 +36,7 @@ last line saying so, the gateway's log before it): the gateway dying or not answ
 that does not start.
 
     bench/gateway/noisy_neighbour_bench.py --cellgate build/bin/cellgate [--samples 400] [--jsonl]
+        [--attacks fork,memory,cpu,log,disk]   (a subset, to see which attack makes the figure)
 """
 import argparse
 import glob
@@ -170,6 +171,19 @@ _noisy = "wrote %%d MiB in %%d files; refused: %%s" %% (written >> 20, cycles, e
 
 HOSTILE = [("fork bomb", FORK_BOMB), ("memory bomb", MEMORY_BOMB), ("cpu spin", CPU_SPIN),
            ("log flood", LOG_FLOOD), ("disk flood", DISK_FLOOD)]
+# --attacks names each one by its first word: fork, memory, cpu, log, disk.
+ATTACKS = {name.split()[0]: name for name, _ in HOSTILE}
+
+
+def chosen(a):
+    """The hostile kernels this run starts: --attacks (short names), else --only (full names), else all."""
+    if a.attacks:
+        want = [ATTACKS[w.strip()] for w in a.attacks.split(",") if w.strip()]
+    elif a.only:
+        want = a.only.split(",")
+    else:
+        return HOSTILE
+    return [h for h in HOSTILE if h[0] in want]
 
 
 def with_users(t):
@@ -276,16 +290,16 @@ class Sampler(threading.Thread):
             time.sleep(0.2)
 
 
-def phase(t, alice, name, n, interval, deadline=None, timeout=60, give_up=3):
+def phase(t, alice, name, n, interval, deadline=None, timeout=60, give_up=3, each=None):
     """n round trips of `1+1` (fewer if deadline passes first, or after give_up failures in a row), one
     every interval s: (latencies of the ok ones in ms, round trips tried, gave up). Raises Fatal when
-    the gateway is gone."""
+    the gateway is gone. each, when given, wraps every round trip (--trace)."""
     lat, tried, in_a_row = [], 0, 0
     for _ in range(n):
         if deadline is not None and time.time() > deadline:
             break
         tried += 1
-        ms = alice.round_trip(name, timeout)
+        ms = each(lambda: alice.round_trip(name, timeout)) if each else alice.round_trip(name, timeout)
         if ms is not None:
             lat.append(ms)
             in_a_row = 0
@@ -362,7 +376,7 @@ def summarize(t, mallory, kid, name, i, thread, notes, log_flood):
 def measure(t, a, say, mark):
     """The three phases and what held the hostile kernels: (figures for --jsonl, report lines)."""
     gw = t.proc.pid
-    hostile_set = HOSTILE if not a.only else [h for h in HOSTILE if h[0] in a.only.split(",")]
+    hostile_set = chosen(a)
     alice_rest = tm.TokenClient(t, "alice", t.tokens["alice"])
     mallory = tm.TokenClient(t, "mallory", t.tokens["mallory"])
     good = start_kernel(t, alice_rest, {"name": "python3"}, "alice's kernel")
@@ -380,6 +394,7 @@ def measure(t, a, say, mark):
 
     sampler = Sampler(gw)
     sampler.start()
+    trace, t_start = (open(a.trace, "w") if a.trace else None), time.time()
     loads, cpu, waits, tried = {}, {}, {}, {}
 
     def measured(name, n, deadline=None):
@@ -387,7 +402,18 @@ def measure(t, a, say, mark):
         kpids = [int(x) for x in read(cgroup_dirs(t, good)["cpu"] + "/cgroup.procs").split() if x.isdigit()]
         w0 = (run_delay_ms(kpids), run_delay_ms([gw]))
         l0, c0, t0 = load(), gw_cpu_s(gw), time.perf_counter()
-        lat, tried[name], gave_up = phase(t, alice, name, n, a.interval, deadline)
+        each = None
+        if trace is not None:
+            def each(rt):  # where this one round trip's time went: who waited for a CPU, ms
+                before = (run_delay_ms(kpids), run_delay_ms([gw]), run_delay_ms([os.getpid()]))
+                began = time.time()
+                ms = rt()
+                after = (run_delay_ms(kpids), run_delay_ms([gw]), run_delay_ms([os.getpid()]))
+                trace.write(json.dumps({"phase": name, "t": round(began - t_start, 3), "ms": ms and round(ms, 2),
+                                        "kernel_wait": round(after[0] - before[0], 2), "gw_wait": round(after[1] - before[1], 2),
+                                        "bench_wait": round(after[2] - before[2], 2)}) + "\n")
+                return ms
+        lat, tried[name], gave_up = phase(t, alice, name, n, a.interval, deadline, each=each)
         w1 = (run_delay_ms(kpids), run_delay_ms([gw]))
         waits[name] = ((w1[0] - w0[0]) / max(1, tried[name]), (w1[1] - w0[1]) / max(1, tried[name]))
         loads[name] = (l0, load())
@@ -432,6 +458,8 @@ def measure(t, a, say, mark):
     finally:
         sampler.stop = True
         alice.drop()
+        if trace is not None:
+            trace.close()
     gone = gateway_gone(t)
     if gone:
         raise Fatal(gone)
@@ -503,9 +531,15 @@ def main():
     p.add_argument("--samples", type=int, default=400, help="round trips per phase (default 400)")
     p.add_argument("--interval", type=float, default=0.02, help="seconds between round trips (default 0.02)")
     p.add_argument("--ramp", type=float, default=3.0, help="seconds the hostile kernels run before sampling")
+    p.add_argument("--trace", help="write one JSON line per round trip here: its phase, time, ms, and how long alice's "
+                   "kernel, the gateway and the bench itself waited for a CPU during it (diagnosis)")
     p.add_argument("--log", type=int, default=0, help="print the gateway log's last N lines at the end")
     p.add_argument("--only", help="a comma-separated subset of the hostile kernels (diagnosis), e.g. 'cpu spin,log flood'")
+    p.add_argument("--attacks", help="the same by short name: a comma-separated subset of %s, e.g. cpu,fork"
+                   % ",".join(ATTACKS))
     a = p.parse_args()
+    if a.attacks and any(w.strip() not in ATTACKS for w in a.attacks.split(",") if w.strip()):
+        p.error("--attacks: each one of %s" % ",".join(ATTACKS))
     if a.quick:
         a.samples, a.ramp = 60, 2.0
     if os.geteuid() != 0:
