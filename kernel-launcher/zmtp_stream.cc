@@ -43,6 +43,7 @@ constexpr size_t kBytesPerTurn = 256 * 1024;
 
 ZmtpStream::ZmtpStream(asio::io_context& io, zmtp::SocketType type, std::string identity, uint64_t max_message_bytes)
     : io_(io), type_(type), identity_(std::move(identity)), desc_(io), retry_(io), hold_timer_(io, [this] { release(); }),
+      pace_timer_(io, [this] { unpace(); }),
       decoder_(type, max_message_bytes, kMaxFrames), max_message_bytes_(max_message_bytes),
       hello_(zmtp::hello(type_, identity_)) {}
 
@@ -167,6 +168,8 @@ void ZmtpStream::disconnect() {
   }
   held_ = false;
   hold_timer_.disarm();
+  paced_ = false;
+  pace_timer_.disarm();
   read_armed_ = write_armed_ = false;
   backlog_ = false;
   if (!parsing_) free_pending();  // else consume() frees it once the parse no longer reads it
@@ -203,6 +206,7 @@ void ZmtpStream::close() {
   boost::system::error_code ec;
   retry_.cancel();
   hold_timer_.disarm();
+  pace_timer_.disarm();
   if (fd_ >= 0 && held_) ::close(fd_);
   else if (fd_ >= 0) desc_.close(ec);
   fd_ = -1;
@@ -298,8 +302,15 @@ void ZmtpStream::release() {
   on_readable();
 }
 
+void ZmtpStream::unpace() {
+  if (!paced_) return;
+  paced_ = false;
+  if (fd_ < 0 || closed_ || held_) return;  // release() reads on after a hold
+  on_readable();
+}
+
 void ZmtpStream::arm_read() {
-  if (read_armed_ || fd_ < 0 || held_) return;
+  if (read_armed_ || fd_ < 0 || held_ || paced_) return;
   read_armed_ = true;
   desc_.async_wait(asio::posix::stream_descriptor::wait_read,
                    [this, alive = alive_, conn = conn_, gen = read_gen_](const boost::system::error_code& ec) {
@@ -310,6 +321,7 @@ void ZmtpStream::arm_read() {
 }
 
 void ZmtpStream::on_readable() {
+  if (paced_) return;  // pace_timer_ reads on
   auto alive = alive_;
   // A turn ends after kMessagesPerTurn messages, kReadsPerWake reads or kBytesPerTurn, so one flooding kernel
   // cannot hold the io thread: the other sockets get a turn in between.
@@ -349,9 +361,16 @@ void ZmtpStream::on_readable() {
       return disconnect();
     }
     bytes += static_cast<size_t>(n);
+    const auto pause = pace_.charge(static_cast<uint64_t>(n), std::chrono::steady_clock::now());
     std::string_view data = in_scratch ? std::string_view(dst, static_cast<size_t>(n))
                                        : std::string_view(pending_.get(), pending_len_ + static_cast<size_t>(n));
     if (!consume(data, sink)) return;
+    if (pause.count() > 0 && pace_timer_.arm(pause)) {
+      // Over the pace: leave the rest in the socket (and what was parsed but not delivered in
+      // pending_) until the timer; the kernel's own queue holds what it sends meanwhile.
+      paced_ = true;
+      return;
+    }
     if (static_cast<size_t>(n) < room && !backlog_) return arm_read();
   }
   // Yield to the other sockets; come back without waiting for an edge that will not come.

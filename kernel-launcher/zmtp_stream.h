@@ -25,6 +25,7 @@
 #include "common/result.h"
 #include "kernel-launcher/quiet_timer.h"
 #include "kernel-launcher/read_budget.h"
+#include "kernel-launcher/read_pace.h"
 #include "protocol/zmtp.h"
 
 namespace cellgate::launcher {
@@ -63,6 +64,10 @@ class ZmtpStream {
   // Set before connect: buffers for messages over ReadBudget::kFloor come out of it; a message it
   // cannot cover is dropped like one over the bound. Without a budget only the bound applies.
   void set_read_budget(std::shared_ptr<ReadBudget> budget) { budget_ = std::move(budget); }
+  // Reads at most bytes_per_second (a burst of one second's worth; 0 = as fast as it comes): past it
+  // the socket is left unread until the rate allows more, whatever hold() and release() do meanwhile.
+  void set_read_pace(uint64_t bytes_per_second) { pace_ = ReadPace(bytes_per_second); }
+  bool paced() const { return paced_; }
   // Starts delivering received messages (REQ: without the empty delimiter) to on_message.
   void start(OnMessage on_message);
   // Queues one multipart message and writes what the socket takes now. Messages sent before the
@@ -81,6 +86,7 @@ class ZmtpStream {
   void on_connected();
   void disconnect();
   void arm_read();
+  void unpace();
   void on_readable();
   bool on_unit(protocol::zmtp::Unit unit, const FrameViews& frames);
   void flush();
@@ -101,6 +107,9 @@ class ZmtpStream {
   boost::asio::posix::stream_descriptor desc_;
   boost::asio::steady_timer retry_;
   QuietTimer hold_timer_;  // ends a hold(); usually disarmed first, which must not wake us
+  ReadPace pace_;
+  QuietTimer pace_timer_;  // ends a pause of the pace: reads on
+  bool paced_ = false;     // over the pace: nothing reads until pace_timer_ fires
   int retry_ms_ = 5;
   protocol::zmtp::Decoder decoder_;
   OnMessage on_message_;

@@ -611,3 +611,40 @@ TEST_CASE("zmtp_stream: a kernel flooding large messages yields its turn after a
   ::close(ca);
   ::close(cb);
 }
+
+TEST_CASE("zmtp_stream: a paced SUB reads no faster than its rate, and a release does not lift the pace") {
+  // --kernel-output-rate: past a burst of one second's worth, what the kernel publishes waits in its
+  // socket. Only upper bounds on what was read are checked (a slower host reads less, never more).
+  ZmqPeer peer(zmq::socket_type::pub, "iopub");
+  asio::io_context io;
+  ZmtpStream sub(io, SocketType::kSub);
+  constexpr size_t kRate = 128 << 10, kChunk = 32 << 10, kChunks = 16;
+  sub.set_read_pace(kRate);
+  std::vector<Strings> got;
+  REQUIRE(sub.connect(peer.ep));
+  sub.start([&](const FrameViews& f) { got.emplace_back(f.begin(), f.end()); });
+  REQUIRE(run_until(io, [&] { return !got.empty(); }, [&] { send_multipart(peer.sock, {"t", "hello"}); }));
+  io.restart();
+  io.run_for(20ms);
+  got.clear();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < kChunks; ++i) send_multipart(peer.sock, {"t", std::string(kChunk, static_cast<char>('a' + i))});
+  io.restart();
+  io.run_for(200ms);
+  // The burst (four chunks) and what 200 ms earn, plus what the one read past the rate brought in
+  // (at most a scratch buffer, 128 KiB).
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double allowed = kRate + seconds * kRate + (128 << 10);
+  CHECK(static_cast<double>(got.size() * kChunk) <= allowed);
+  CHECK(got.size() < kChunks);
+  REQUIRE(sub.paced());
+  const size_t before = got.size();
+  sub.hold(10s);
+  sub.release();  // a hold's end reads at once, but not past the pace
+  CHECK(got.size() == before);
+  CHECK(sub.paced());
+  // The rest comes as the rate allows, in order.
+  REQUIRE(run_until(io, [&] { return got.size() == kChunks; }, [] {}));
+  for (size_t i = 0; i < kChunks; ++i) CHECK(got[i] == Strings{"t", std::string(kChunk, static_cast<char>('a' + i))});
+  CHECK(std::chrono::steady_clock::now() - t0 >= 1s);  // 512 KiB at 128 KiB a second, after a 256 KiB start
+}
