@@ -213,6 +213,11 @@ const std::vector<Option>& options() {
          if (c.max_kernel_message_bytes < 64 * 1024)
            throw ConfigError("--max-kernel-message: expected at least 64K, got '" + v + "'");
        }},
+      {"kernel-output-rate", "SIZE", false,
+       "output (iopub) bytes per second the gateway reads from one kernel, with a burst of one second's "
+       "worth; past it the rest waits in the kernel's own socket and queue (its memory, whose high-water "
+       "mark drops the excess), not in the gateway's io thread; 0 = as fast as it comes (default 16M)",
+       [](Config& c, const std::string& v) { c.kernel_output_rate = parse_size("kernel-output-rate", v); }},
       {"kernel-read-budget", "SIZE", false,
        "memory the partly received large messages (over 512K) of all kernels may hold together; one "
        "that does not fit is dropped as one over --max-kernel-message is (default 1G, or twice "

@@ -31,6 +31,7 @@ void apply_kernelspec_policy(const Config& config, const std::shared_ptr<launche
   ko.start_timeout = std::chrono::seconds(config.kernel_start_timeout_s);
   ko.max_message_bytes = config.max_kernel_message_bytes;
   ko.read_budget = budget;
+  ko.output_rate = config.kernel_output_rate;
   ko.shutdown_grace = std::chrono::milliseconds(config.shutdown_grace_ms);
 }
 
@@ -111,6 +112,7 @@ launcher::KernelOptions adoption_plan(const Config& config, const std::shared_pt
   ko.start_timeout = std::chrono::seconds(10);
   ko.max_message_bytes = config.max_kernel_message_bytes;
   ko.read_budget = budget;
+  ko.output_rate = config.kernel_output_rate;
   return ko;
 }
 

@@ -195,6 +195,7 @@ void Kernel::open_channels() {
                                           options_.max_message_bytes);
     if (i != 4) s->set_on_dropped([this](const FrameViews& head) { notice_dropped(head); });
     s->set_read_budget(options_.read_budget);
+    if (i == 1) s->set_read_pace(options_.output_rate);  // iopub: the kernel's output
     s->set_peer_check([this](const ucred& listener) {
       if (!peer_uid_) peer_uid_ = spawner_.kernel_uid(process_);
       if (!peer_uid_) return ZmtpStream::Peer::kUnknown;

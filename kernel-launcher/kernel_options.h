@@ -35,6 +35,7 @@ struct KernelOptions {
   Freezer freezer = Freezer::kAuto;        // how pause() freezes the kernel's cgroup
   uint64_t max_message_bytes = 512ull << 20;  // larger kernel messages are dropped (with a notice)
   std::shared_ptr<ReadBudget> read_budget;     // shared by all kernels; null = only the bound above
+  uint64_t output_rate = 0;                    // iopub bytes per second the gateway reads (read_pace.h); 0 = unpaced
 };
 
 }  // namespace cellgate::launcher

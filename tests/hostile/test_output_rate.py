@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: Apache-2.0
+# Issue 20's noisy neighbour: a kernel that prints as fast as it can made the gateway's one io thread
+# (which every kernel's messages go through) read, verify and pass on ~140 MB/s of its output, at
+# 0.1-0.35 of a core spent outside the kernel's cgroup. --kernel-output-rate bounds what the gateway
+# reads from one kernel's iopub: past it the rest waits in the kernel's socket and its own queue
+# (charged to its cgroup; its high-water mark drops the excess there).
+#
+# Only an upper bound on the bytes that reach a client in a window is checked (a slower host delivers
+# less, never more), and the shell reply, which is not paced, must still come.
+import time
+
+import jupyter_ws as jws
+import hostile as h
+
+RATE = 1 << 20
+WINDOW = 4.0
+FLOOD = ("import sys, time\n"
+         "line = 'x' * 65535 + '\\n'\n"
+         "t0 = time.time()\n"
+         "while time.time() - t0 < %.1f:\n"
+         "    sys.stdout.write(line)\n"
+         "    sys.stdout.flush()\n" % (WINDOW + 2))
+
+
+def test_a_kernel_flooding_its_output_is_read_no_faster_than_the_rate():
+    t = h.jailed(kernel_output_rate=RATE)
+    try:
+        t.start()
+        kid = t.start_kernel()["id"]
+        kws = jws.KernelWS(t.url, t.token, kid)
+        try:
+            msg_id = kws.send("shell", "execute_request", {"code": FLOOD, "silent": False, "store_history": False,
+                                                             "user_expressions": {}, "allow_stdin": False})
+            began, got, reply, closed = time.monotonic(), 0, None, None
+            while time.monotonic() - began < WINDOW:
+                try:
+                    opcode, data = kws.recv_raw(max(0.05, WINDOW - (time.monotonic() - began)))
+                except TimeoutError:
+                    break
+                except Exception as e:  # noqa: BLE001 - the gateway closed the socket (its queue bound)
+                    closed = "%s: %s (close frame %r)" % (type(e).__name__, e, kws.close_frame)
+                    break
+                got += len(data)
+            seconds = time.monotonic() - began
+            if closed is None:
+                reply = kws.wait_for(lambda m: m.get("channel") == "shell" and jws.parent_id(m) == msg_id, timeout=60)
+            print("a kernel printing as fast as it can: %d bytes reached the client in %.1f s (rate %d bytes/s); "
+                  "socket closed: %s" % (got, seconds, RATE, closed))
+            assert closed is None, "the client's WebSocket was closed while the kernel flooded: " + closed
+            assert got <= RATE * (seconds + 1) + (2 << 20), (
+                "%d bytes of one kernel's output were read in %.1f s, past --kernel-output-rate %d" % (got, seconds, RATE))
+            assert got > 0, "nothing of the kernel's output arrived"
+            assert reply["content"]["status"] == "ok", reply["content"]
+        finally:
+            kws.close()
+        t.delete_kernel(kid)
+    finally:
+        t.stop()
