@@ -52,12 +52,13 @@ struct Pair {
   }
   // Reads one message while the writer writes `frames` (the last one ends the message).
   std::optional<std::string> relay(const std::vector<std::string>& frames, WholeMessageScratch& scratch,
-                                   beast::error_code& ec) {
+                                   beast::error_code& ec, size_t* regrown = nullptr) {
     std::optional<std::string> got;
     bool done = false;
     asio::co_spawn(io, [&]() -> asio::awaitable<void> {
       auto m = co_await cellgate::http::read_whole_message(*reader, scratch, ec);
       if (!ec) got = std::string(m.data.get(), m.size);
+      if (regrown) *regrown = m.regrown;
       done = true;
     }, asio::detached);
     size_t i = 0;
@@ -121,4 +122,42 @@ TEST_CASE("a message past read_message_max fails the read before its bytes are h
   auto got = p.relay({pattern(64 * 1024 + 1, 1)}, scratch, ec);
   CHECK_FALSE(got);
   CHECK(ec == websocket::error::message_too_big);
+}
+
+TEST_CASE("a message of many frames is moved to a larger buffer a few times, not once per frame", "[http][relay]") {
+  Pair p;
+  WholeMessageScratch scratch;
+  // 300 frames of 20 KiB: each declares more than the room left. Grown to an exact fit per frame, the
+  // buffer moved once per frame and copied ~900 MB; doubling moves it about log2(6 MB / 16 KiB) times.
+  std::vector<std::string> frames;
+  std::string whole;
+  for (int i = 0; i < 300; ++i) {
+    frames.push_back(pattern(20 * 1024, i));
+    whole += frames.back();
+  }
+  beast::error_code ec;
+  size_t regrown = 0;
+  auto got = p.relay(frames, scratch, ec, &regrown);
+  REQUIRE_FALSE(ec);
+  REQUIRE(got);
+  CHECK(*got == whole);
+  CHECK(regrown <= 12);  // an exact fit per frame: ~300
+}
+
+TEST_CASE("a message of many frames just under read_message_max is read whole", "[http][relay]") {
+  Pair p;
+  const size_t max = 1024 * 1024;
+  p.reader->read_message_max(max);
+  WholeMessageScratch scratch;
+  std::vector<std::string> frames;
+  std::string whole;
+  for (int i = 0; i < 50; ++i) {  // 1000 KiB in 50 frames: the last doubling would be 2 MiB
+    frames.push_back(pattern(20 * 1024, i));
+    whole += frames.back();
+  }
+  beast::error_code ec;
+  auto got = p.relay(frames, scratch, ec);
+  REQUIRE_FALSE(ec);
+  REQUIRE(got);
+  CHECK(*got == whole);
 }
