@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -22,6 +23,20 @@ inline constexpr size_t kV1JsonParts = 4;  // header, parent_header, metadata, c
 // JSON objects; a node's are its kernel's, passed on as they are (as to a client of the node that holds
 // the kernel, which nothing parses on the way either). At most max_parts parts. Never throws.
 common::Result<std::vector<uint64_t>> check_v1(std::string_view data, bool binary, size_t max_parts, bool from_server);
+
+// What check_v1_head found: need > 0, the bytes it must see before it can say more; else the frame's
+// channel, and every check of check_v1(from_server) has passed.
+struct V1Head {
+  size_t need = 0;
+  std::string channel;
+};
+
+// check_v1(from_server) of a frame of `size` bytes of which head is the start, reading only head: the
+// same checks in the same order with the same errors, each as soon as head holds what it reads (the
+// offset table, then the channel and the header: what the relay checks before it passes a message on as
+// it arrives). What follows the header is a node's kernel's, checked by nothing (check_v1), so a frame
+// whose head passes is one check_v1 passes. Never throws.
+common::Result<V1Head> check_v1_head(std::string_view head, uint64_t size, bool binary, size_t max_parts = 4096);
 
 // A message another node's kernel WebSocket sent (a relay reads them, docs/cluster.md §5): its bytes as
 // read, owned, checked as decode_v1_from_server checks them (the same errors). A client of this node that

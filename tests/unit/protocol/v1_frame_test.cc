@@ -4,6 +4,7 @@
 #include "protocol/v1_frame.h"
 
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@ using cellgate::common::Errc;
 using cellgate::protocol::decode_v1_from_server;
 using cellgate::protocol::encode_ws;
 using cellgate::protocol::Message;
+using cellgate::protocol::check_v1_head;
 using cellgate::protocol::V1Frame;
 using cellgate::protocol::WsProtocol;
 namespace t = cellgate::protocol::testing;
@@ -118,4 +120,55 @@ TEST_CASE("a relayed frame kept whole reads the parts decode copies out", "[prot
     CHECK(legacy.binary == expected.binary);
     m.buffers.push_back(std::string(static_cast<size_t>(buffers) * 5 + 1, '\x01'));
   }
+}
+
+TEST_CASE("a frame's head is refused as the whole frame is, once the bytes a check reads are in",
+          "[protocol][ws][cluster]") {
+  // What a relay checks of a message still arriving: each prefix of the frame, with the frame's size
+  // known (its WebSocket header declares it), either asks for more or says what check_v1 says of all of it.
+  for (const auto& r : refused_frames()) {
+    INFO(r.what);
+    std::optional<std::string> said;
+    for (size_t cut = 0; cut <= r.frame.size(); ++cut) {
+      auto head = check_v1_head(std::string_view(r.frame).substr(0, cut), r.frame.size(), r.binary);
+      if (head && head->need > 0) {
+        CHECK(head->need > cut);
+        CHECK(head->need <= r.frame.size());
+        continue;
+      }
+      REQUIRE_FALSE(head);
+      CHECK(head.error().message == r.message);
+      CHECK(head.error().code == r.code);
+      said = head.error().message;
+      break;  // refused from here on: the relay stops at the first refusal
+    }
+    CHECK(said);
+  }
+}
+
+TEST_CASE("a good frame's head passes once its header is in, whatever follows", "[protocol][ws][cluster]") {
+  Message m;
+  m.header = kHeader;
+  m.parent_header = "{}";
+  m.metadata = "{}";
+  m.content = std::string(100000, 'x');  // not JSON: a node's kernel's, passed on as it is
+  m.buffers = {std::string(5000, '\x02')};
+  const auto frame = encode_ws(WsProtocol::kV1, "iopub", m).data;
+  const size_t header_end = t::get_le64(frame, 8 * 3);  // offsets[2]: the header's end
+  for (size_t cut = 0; cut <= frame.size(); cut += cut < header_end + 10 ? 1 : 997) {
+    INFO(cut);
+    auto head = check_v1_head(std::string_view(frame).substr(0, cut), frame.size(), true);
+    REQUIRE(head);
+    if (cut < header_end) {
+      CHECK(head->need > cut);
+      CHECK(head->need <= header_end);
+    } else {
+      CHECK(head->need == 0);
+      CHECK(head->channel == "iopub");
+    }
+  }
+  // A head that claims another size than the frame's is refused: the size is the WebSocket frame's.
+  auto longer = check_v1_head(frame, frame.size() + 1, true);
+  REQUIRE_FALSE(longer);
+  CHECK(longer.error().message == "v1 websocket message last offset is not the frame end");
 }
