@@ -4,8 +4,10 @@
 
 namespace cellgate::protocol {
 
-WsFrameHeader::WsFrameHeader(bool binary, uint64_t payload_size) {
-  bytes_[0] = static_cast<char>(0x80 | (binary ? 0x2 : 0x1));  // FIN, opcode
+WsFrameHeader::WsFrameHeader(bool binary, uint64_t payload_size, WsFragment fragment) {
+  const bool fin = fragment == WsFragment::kWhole || fragment == WsFragment::kLast;
+  const bool continuation = fragment == WsFragment::kMiddle || fragment == WsFragment::kLast;
+  bytes_[0] = static_cast<char>((fin ? 0x80 : 0) | (continuation ? 0x0 : binary ? 0x2 : 0x1));  // FIN, opcode
   if (payload_size < 126) {
     bytes_[1] = static_cast<char>(payload_size);
     size_ = 2;

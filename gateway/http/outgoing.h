@@ -12,6 +12,7 @@
 #include "protocol/message.h"
 #include "protocol/v1_frame.h"
 #include "protocol/ws_codec.h"
+#include "protocol/ws_frame.h"
 
 namespace cellgate::http {
 
@@ -37,17 +38,26 @@ class Outgoing {
   Outgoing(std::string channel, protocol::Message message) : channel_(std::move(channel)), message_(std::move(message)) {}
   // Another node's message as it came (a relay's): a v1 client is sent its bytes as they are.
   explicit Outgoing(protocol::V1Frame frame) : channel_(frame.channel()), raw_(std::move(frame)) {}
+  // A piece of another node's message, passed on as it arrives (relayed_messages.h): its bytes as read,
+  // sent to a v1 client as the frame of a fragmented message that `fragment` says. Never to a legacy
+  // client (ws_connection.h refuses it): the legacy framing needs the whole message.
+  Outgoing(protocol::WsFragment fragment, std::string channel, std::unique_ptr<char[]> data, size_t size)
+      : channel_(std::move(channel)), fragment_(fragment), piece_(std::move(data)), piece_size_(size) {}
   Outgoing(const Outgoing&) = delete;  // frame_buffers point into it
   Outgoing& operator=(const Outgoing&) = delete;
 
   const std::string& channel() const { return channel_; }
+  // kWhole, or which piece of a message this is.
+  protocol::WsFragment fragment() const { return fragment_; }
   // The frame for a protocol as buffers to write in order, encoded on first use; they point into this
   // object (which must not be moved while they are in use). v1 is the offset table, then the message's
   // own parts (or a relayed frame whole): its megabytes are never copied (what the legacy JSON splice
   // cannot avoid). Io thread only.
   FrameBuffers frame_buffers(protocol::WsProtocol p) const {
     auto& out = p == protocol::WsProtocol::kLegacy ? legacy_buffers_ : v1_buffers_;
-    if (out.empty() && p == protocol::WsProtocol::kLegacy) {
+    if (out.empty() && piece_) {
+      out.emplace_back(piece_.get(), piece_size_);
+    } else if (out.empty() && p == protocol::WsProtocol::kLegacy) {
       if (!legacy_) legacy_ = encode_legacy();
       out.emplace_back(legacy_->data.data(), legacy_->data.size());
     } else if (out.empty() && raw_) {
@@ -71,6 +81,7 @@ class Outgoing {
   // Approximate memory held, for queue and buffer bounds.
   size_t bytes() const {
     if (raw_) return raw_->bytes().size() + 64;
+    if (piece_) return piece_size_ + 64;
     size_t n = message_.header.size() + message_.parent_header.size() + message_.metadata.size() +
                message_.content.size() + 64;
     for (const auto& b : message_.buffers) n += b.size();
@@ -88,6 +99,9 @@ class Outgoing {
   std::string channel_;
   protocol::Message message_;
   std::optional<protocol::V1Frame> raw_;  // or this, as another node sent it
+  protocol::WsFragment fragment_ = protocol::WsFragment::kWhole;
+  std::unique_ptr<char[]> piece_;  // or, with fragment_ not kWhole, this piece of it
+  size_t piece_size_ = 0;
   mutable std::optional<protocol::WsFrame> legacy_;
   mutable std::optional<std::string> v1_head_;
   mutable std::vector<boost::asio::const_buffer> legacy_buffers_;  // point into legacy_

@@ -207,6 +207,16 @@ WsConnection<Stream>::~WsConnection() {
 template <class Stream>
 void WsConnection<Stream>::deliver(const OutgoingPtr& m) {
   if (closed_ || closing_) return;
+  const auto fragment = m->fragment();
+  const bool continues = fragment == protocol::WsFragment::kMiddle || fragment == protocol::WsFragment::kLast;
+  if (continues != mid_message_ || (fragment != protocol::WsFragment::kWhole && !takes_fragments())) {
+    // A caller's fault: the client would see two messages run into each other.
+    common::log_error("kernel={} session={} msg=\"message refused: it would interleave with another\" fragment={} "
+                      "mid_message={}", endpoint_->log_id(), session_id(), static_cast<int>(fragment), mid_message_);
+    close("internal error: interleaved messages", 1011);
+    return;
+  }
+  mid_message_ = fragment == protocol::WsFragment::kFirst || fragment == protocol::WsFragment::kMiddle;
   queue_.push_back(m);
   queued_bytes_ += m->bytes();
   // Over its own bound with a message waiting behind those being written (one message alone may be larger).
@@ -377,7 +387,7 @@ size_t WsConnection<Stream>::build_batch() {
     // These point into the Outgoing, which stays in queue_ until the batch is written.
     const FrameBuffers frame = m.frame_buffers(protocol_);
     const size_t size = asio::buffer_size(frame);
-    const auto& header = headers_.emplace_back(m.binary_frame(protocol_), size);
+    const auto& header = headers_.emplace_back(m.binary_frame(protocol_), size, m.fragment());
     buffers_.emplace_back(header.data(), header.size());
     buffers_.insert(buffers_.end(), frame.begin(), frame.end());
     bytes += header.size() + size;

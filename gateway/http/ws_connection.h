@@ -70,8 +70,15 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
  public:
   explicit WsSession(std::string session_id) : session_id_(std::move(session_id)) {}
   virtual ~WsSession() = default;
-  // Queues a message. Never blocks.
+  // Queues a message, or a piece of one (Outgoing::fragment()) when takes_fragments(): once a message's
+  // first piece is queued, only its next pieces are, up to its last (a WebSocket cannot interleave two
+  // messages); anything else is refused and the connection closed with 1011. Never blocks.
   virtual void deliver(const OutgoingPtr& m) = 0;
+  // Whether pieces of a message may be delivered: sent as the frames of a fragmented message (RFC 6455
+  // 5.4) to a v1 client, whose framing is the message's bytes as they arrive.
+  virtual bool takes_fragments() const = 0;
+  // A message's first piece has been delivered and its last not yet.
+  virtual bool mid_message() const = 0;
   // Queues a message of this session's replay buffer (right after attach, before any live message). It
   // does not count against the write-queue bound: the replay buffer bounds it already, and counted, a
   // replay larger than the bound would close every reconnect at once.
@@ -126,6 +133,10 @@ class WsEndpoint {
 // together are over their bound, those of them stuck longest with messages waiting are closed the same
 // way, at the end of that turn of the io loop (shed_over): a user's stalled sockets give their budget back
 // at once, rather than at the write stall, and a socket of theirs that reads is not the one closed.
+// A message may come in pieces (a relay passes a large one on as it arrives): each is one frame of a
+// fragmented message, counted in the queue as it is delivered; Beast's control frames, and a close, may go
+// between them, another message may not (deliver refuses it). A close before the last piece ends the
+// connection with that message unfinished, which the client discards (RFC 6455 5.4, 7.1.1).
 // Stream is PlainStream or TlsStream (both instantiated in ws_connection.cc).
 template <class Stream>
 class WsConnection final : public WsSession, public WsUserMember {
@@ -141,6 +152,8 @@ class WsConnection final : public WsSession, public WsUserMember {
   // read loop (websocket::error::message_too_big: Beast closed it with 1009), or nothing.
   boost::asio::awaitable<boost::system::error_code> run(Request req);
   void deliver(const OutgoingPtr& m) override;
+  bool takes_fragments() const override { return protocol_ == protocol::WsProtocol::kV1; }
+  bool mid_message() const override { return mid_message_; }
   void deliver_replayed(const OutgoingPtr& m) override;
   void close(const std::string& reason, uint16_t code = 1000) override;
   size_t pending_bytes() const override { return queued_bytes_; }
@@ -185,6 +198,7 @@ class WsConnection final : public WsSession, public WsUserMember {
   bool write_scheduled_ = false;
   bool closing_ = false;
   bool closed_ = false;
+  bool mid_message_ = false;  // the last piece delivered was a first or middle one
   boost::beast::websocket::close_reason close_reason_;
   size_t drain_level_ = 0;
   uint64_t charged_ = 0;       // what this connection counts in limits_.user_queue->bytes

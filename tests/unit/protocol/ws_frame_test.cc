@@ -26,3 +26,13 @@ TEST_CASE("a frame header uses the shortest length encoding, FIN set and no mask
   CHECK(std::string(WsFrameHeader(true, 0x123456789aULL).view()) ==
         bytes({0x82, 127, 0, 0, 0, 0x12, 0x34, 0x56, 0x78, 0x9a}));
 }
+
+TEST_CASE("a fragmented message's frames: its opcode first, then continuations, FIN on the last", "[ws_frame]") {
+  using cellgate::protocol::WsFragment;
+  CHECK(std::string(WsFrameHeader(true, 5, WsFragment::kFirst).view()) == bytes({0x02, 5}));
+  CHECK(std::string(WsFrameHeader(false, 5, WsFragment::kFirst).view()) == bytes({0x01, 5}));
+  CHECK(std::string(WsFrameHeader(true, 0x10000, WsFragment::kMiddle).view()) ==
+        bytes({0x00, 127, 0, 0, 0, 0, 0, 1, 0, 0}));
+  CHECK(std::string(WsFrameHeader(true, 0, WsFragment::kLast).view()) == bytes({0x80, 0}));
+  CHECK(std::string(WsFrameHeader(true, 200, WsFragment::kWhole).view()) == bytes({0x82, 126, 0, 200}));
+}
