@@ -10,9 +10,7 @@
 
 #include "common/log.h"
 #include "common/random.h"
-#include "gateway/http/whole_message.h"
 #include "gateway/kernel_hub.h"
-#include "protocol/v1_frame.h"
 #include "protocol/ws_codec.h"
 
 namespace cellgate::api {
@@ -24,6 +22,7 @@ using asio::awaitable;
 KernelRelay::KernelRelay(std::unique_ptr<http::PeerWebSocket> upstream, std::string kernel_id, size_t queue_bytes,
                          std::function<std::string()> dead_reason)
     : upstream_(std::move(upstream)),
+      messages_(*upstream_),
       kernel_id_(std::move(kernel_id)),
       queue_bytes_(queue_bytes),
       dead_reason_(std::move(dead_reason)),
@@ -55,6 +54,10 @@ void KernelRelay::end(const std::string& why, const std::string& dead_reason) {
   if (!s) return;
   if (dead_reason.empty()) {
     s->close("the connection to the kernel's node ended; reconnect", 1001);
+    return;
+  }
+  if (s->mid_message()) {  // no message may come before the one half sent ends: the close says it
+    s->close("the kernel is dead: " + dead_reason, 1001);
     return;
   }
   // As a kernel that dies on this node is announced; the close comes after these (ws_connection.h).
@@ -95,24 +98,25 @@ awaitable<void> KernelRelay::write_upstream() {
 }
 
 awaitable<void> KernelRelay::read_upstream() {
-  http::WholeMessageScratch scratch;
   boost::system::error_code ec;
   std::string why = "the kernel's node closed the connection";
   while (!ended_) {
-    // Read into memory of its own and passed on as it is: a v1 client is sent these very bytes.
-    auto read = co_await http::read_whole_message(*upstream_, scratch, ec);
+    // Read into memory of its own and passed on as it is: a v1 client is sent these very bytes, a large
+    // message's as they arrive.
+    bool pieces = false;
+    if (auto session = session_.lock()) pieces = session->takes_fragments();
+    auto read = co_await messages_.next(pieces, ec);
     if (ec) {
       if (ec != beast::websocket::error::closed) why = "the kernel's node connection failed: " + ec.message();
       break;
     }
     auto session = session_.lock();
     if (!session) break;
-    auto frame = protocol::V1Frame::from_server(std::move(read.data), read.size, upstream_->got_binary());
-    if (!frame) {
-      why = "the kernel's node sent a malformed message: " + frame.error().message;
+    if (!read) {
+      why = "the kernel's node sent a malformed message: " + read.error().message;
       break;
     }
-    session->deliver(std::make_shared<http::Outgoing>(std::move(frame.value())));
+    session->deliver(read.value());
     if (session->pending_bytes() > queue_bytes_ / 2) {
       // Read on only once the client has taken most of it: the owner's own queue (and its slow-client
       // policy) then sees this client's pace.

@@ -2,9 +2,12 @@
 // kernel_relay: a client's kernel WebSocket served by relaying it to the node that holds the kernel
 // (docs/cluster.md §5). Messages pass both ways as they are; the upstream is always v1, so the relay
 // splits frames by their offset table and never parses JSON, and a v1 client is sent the owner's frame
-// bytes as they were read (whole_message.h), not a copy. Backpressure crosses it: the relay reads
-// from the owner only while the client's queue is below half its bound. When the kernel dies with its
-// node, the relay tells the client as a dead kernel is told (iopub status dead with the reason).
+// bytes as they were read, not a copy; a large message is passed on as it arrives, in pieces
+// (relayed_messages.h), once its offsets, channel and header are checked, so that receiving it from the
+// owner and sending it to the client overlap. Backpressure crosses it: the relay reads from the owner
+// only while the client's queue is below half its bound, within a message as between messages. When
+// the kernel dies with its node, the relay tells the client as a dead kernel is told (iopub status dead
+// with the reason), unless a message is half sent: then only the close says it.
 #pragma once
 
 #include <deque>
@@ -16,6 +19,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "gateway/http/peer_client.h"
+#include "gateway/http/relayed_messages.h"
 #include "gateway/http/ws_connection.h"
 
 namespace cellgate::api {
@@ -44,6 +48,7 @@ class KernelRelay final : public http::WsEndpoint, public std::enable_shared_fro
   void end(const std::string& why, const std::string& dead_reason = "");
 
   std::unique_ptr<http::PeerWebSocket> upstream_;
+  http::RelayedMessages<http::PeerWebSocket> messages_;  // reads upstream_
   std::string kernel_id_;
   size_t queue_bytes_;
   std::function<std::string()> dead_reason_;

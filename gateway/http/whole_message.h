@@ -37,14 +37,16 @@ struct WholeMessageScratch {
 // to what that frame's declared length needs or twice its size, whichever is more (never past
 // read_message_max): at most one move per frame, and what is copied in moves sums to less than the message
 // (one move per frame to an exact fit copies the message once per frame). On a read error, ec is set and the
-// message is empty. Io thread only.
+// message is empty. in_scratch: the caller has read the message's first in_scratch bytes into scratch (with
+// async_read_some, up to its size), and the message is not done. Io thread only.
 template <class Ws>
 boost::asio::awaitable<WholeMessage> read_whole_message(Ws& ws, WholeMessageScratch& scratch,
-                                                        boost::system::error_code& ec) {
+                                                        boost::system::error_code& ec, size_t in_scratch = 0) {
   char* at = scratch.data.get();
   size_t capacity = WholeMessageScratch::kSize;
   WholeMessage out;
-  do {
+  out.size = in_scratch;
+  for (bool first = in_scratch == 0; first || !ws.is_message_done(); first = false) {
     // The rest of the frame being read (exact once its header is in and it is the last), or more.
     const size_t rest = out.size == 0 ? 0 : std::max<size_t>(ws.read_size_hint(WholeMessageScratch::kSize), 1);
     if (capacity - out.size < rest) {
@@ -60,7 +62,7 @@ boost::asio::awaitable<WholeMessage> read_whole_message(Ws& ws, WholeMessageScra
     out.size += co_await ws.async_read_some(boost::asio::buffer(at + out.size, capacity - out.size),
                                             boost::asio::redirect_error(boost::asio::use_awaitable, ec));
     if (ec) co_return WholeMessage{};
-  } while (!ws.is_message_done());
+  }
   if (!out.data) {  // it fit in scratch
     out.data = std::make_unique_for_overwrite<char[]>(std::max<size_t>(out.size, 1));
     std::memcpy(out.data.get(), at, out.size);
