@@ -2,11 +2,20 @@
 // auth: who a request comes from.
 #include "gateway/auth.h"
 
+#include <algorithm>
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include "common/log.h"
+#include "gateway/database_call.h"
 
 namespace cellgate::gateway {
 
 using common::Errc;
+using boost::asio::awaitable;
 
 Authenticator::Authenticator(state::UserStore& users, const Config& config)
     : users_(users), token_(config.token), token_generated_(config.token_generated),
@@ -20,16 +29,55 @@ std::string Authenticator::presented_token(const http::Request& req) {
   return http::query_param(std::string_view(req.target().data(), req.target().size()), "token");
 }
 
-std::optional<Caller> Authenticator::authenticate(const http::Request& req, const http::Peer& peer,
-                                                  http::Response& refusal) {
+awaitable<common::Result<std::optional<state::User>>> Authenticator::look_up(const std::string& token,
+                                                                             const std::string& ip) {
+  if (!lookups_ || token.empty()) co_return users_.authenticate(token);
+  // Shared with the job: a lookup still running when the wait ends writes into it, and nobody reads it.
+  auto found = std::make_shared<common::Result<std::optional<state::User>>>(std::optional<state::User>());
+  const state::DatabaseThread::Work work = [found, store = users_, token](state::Database& db) {
+    *found = store.with_connection(db).authenticate(token);
+    return common::ok();
+  };
+  const std::string tenant = "auth " + ip;
+  const auto deadline = std::chrono::steady_clock::now() + kLookupTimeout;
+  // The database thread's connection may be one the server closed while it was idle (a restart): the
+  // first statement on it fails, and the link reconnects in the background (state/postgres_link.h).
+  // Two more tries, 300 ms apart, give that reconnect its time without holding any thread.
+  for (int attempt = 0;; ++attempt) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto ran = co_await on_database_thread(*lookups_, tenant, work, std::max(left, std::chrono::milliseconds(1)));
+    if (!ran) {
+      if (ran.error().code == Errc::kTooManyRequests) co_return ran.error();
+      co_return common::make_error(Errc::kUnavailable, ran.error().code == Errc::kTimeout
+                                                           ? "the database did not answer within 5 s"
+                                                           : ran.error().message);
+    }
+    if (*found || found->error().code != Errc::kUnavailable || attempt == 2) co_return std::move(*found);
+    boost::asio::steady_timer pause(co_await boost::asio::this_coro::executor, std::chrono::milliseconds(300));
+    boost::system::error_code ec;
+    co_await pause.async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+  }
+}
+
+awaitable<std::optional<Caller>> Authenticator::authenticate(const http::Request& req, const http::Peer& peer,
+                                                             http::Response& refusal) {
   const std::string token = presented_token(req);
-  // The database could not say whose token it is (PostgreSQL unreachable): 503, and no failure is
-  // counted against the client, whose token may well be good.
-  auto lookup = users_.authenticate(token);
+  // The database could not say whose token it is (PostgreSQL unreachable or slow): 503, and no failure
+  // is counted against the client, whose token may well be good. Its lookups past its share of the
+  // database thread's queue: 429.
+  auto lookup = co_await look_up(token, peer.ip);
   if (!lookup) {
-    refusal = http::error_response(req, lookup.error().code == Errc::kUnavailable ? Errc::kUnavailable : Errc::kInternal,
+    const Errc code = lookup.error().code;
+    if (code == Errc::kTooManyRequests) {
+      refusal = http::json_response(req, http::status::too_many_requests,
+                                    {{"reason", "Too Many Requests"},
+                                     {"message", "too many requests from this address wait for the database; retry later"}});
+      refusal.set(http::field::retry_after, "1");
+      co_return std::nullopt;
+    }
+    refusal = http::error_response(req, code == Errc::kUnavailable ? Errc::kUnavailable : Errc::kInternal,
                                    "cannot check the token: " + lookup.error().message);
-    return std::nullopt;
+    co_return std::nullopt;
   }
   auto& user = lookup.value();
   if (int wait = limiter_.retry_after(peer.ip); wait > 0) {
@@ -38,19 +86,19 @@ std::optional<Caller> Authenticator::authenticate(const http::Request& req, cons
     // still gets in, so that on a shared address (a JupyterHub node, a NAT) one client's failures do
     // not lock everyone else out. A hand-picked --token, however long, may be a guessable phrase: it
     // stays behind the block.
-    if (user && (token_generated_ || token != token_)) return Caller{std::move(*user), peer};
+    if (user && (token_generated_ || token != token_)) co_return Caller{std::move(*user), peer};
     refusal = http::json_response(req, http::status::too_many_requests,
                                   {{"reason", "Too Many Requests"},
                                    {"message", "too many failed authentications; retry later"}});
     refusal.set(http::field::retry_after, std::to_string(wait));
-    return std::nullopt;
+    co_return std::nullopt;
   }
   if (!user) {
     if (limiter_.record_failure(peer.ip)) common::log_warn("ip={} msg=\"authentication failures; blocking\"", peer.ip);
     refusal = http::error_response(req, Errc::kUnauthorized, "missing or invalid token");
-    return std::nullopt;
+    co_return std::nullopt;
   }
-  return Caller{std::move(*user), peer};
+  co_return Caller{std::move(*user), peer};
 }
 
 }  // namespace cellgate::gateway

@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // auth: who a request comes from: the user its token names (Authorization: token T or Bearer T, else
-// ?token=T), with failed attempts rate-limited per address.
+// ?token=T), with failed attempts rate-limited per address. Where the database is across a network
+// (PostgreSQL), the token is looked up on the database thread, so that the io thread serves everyone
+// else while the database answers, or does not.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 
+#include <boost/asio/awaitable.hpp>
+
 #include "gateway/config.h"
 #include "gateway/http/handler.h"
+#include "state/database_thread.h"
 #include "state/rate_limiter.h"
 #include "state/users.h"
 
@@ -23,9 +29,16 @@ struct Caller {
 class Authenticator {
  public:
   Authenticator(state::UserStore& users, const Config& config);
-  // The caller the request's token names; else nullopt, and refusal says why: 401, or 429 with
-  // Retry-After while the address is blocked for too many failures.
-  std::optional<Caller> authenticate(const http::Request& req, const http::Peer& peer, http::Response& refusal);
+  // Looks tokens up on thread from now on, each within kLookupTimeout, charged to the asking address's
+  // share of its queue. Null: on the io thread's own connection (SQLite: a local read).
+  void look_up_on(state::DatabaseThread* thread) { lookups_ = thread; }
+  static constexpr std::chrono::seconds kLookupTimeout{5};
+  // The caller the request's token names; else nullopt, and refusal says why: 401; 429 with
+  // Retry-After while the address is blocked for too many failures, or when its lookups fill its
+  // share of the database thread's queue; 503 when the database cannot say in time. req, peer and
+  // refusal must outlive the wait.
+  boost::asio::awaitable<std::optional<Caller>> authenticate(const http::Request& req, const http::Peer& peer,
+                                                             http::Response& refusal);
   // The token a request presents ("" when none).
   static std::string presented_token(const http::Request& req);
 
@@ -34,6 +47,10 @@ class Authenticator {
   std::string token_;          // --token, which a hand-picked one may be
   bool token_generated_;       // 256 random bits: cannot be guessed online
   state::AuthRateLimiter limiter_;
+  state::DatabaseThread* lookups_ = nullptr;
+
+  boost::asio::awaitable<common::Result<std::optional<state::User>>> look_up(const std::string& token,
+                                                                            const std::string& ip);
 };
 
 }  // namespace cellgate::gateway

@@ -110,6 +110,9 @@ void Gateway::finish_setup(std::unique_ptr<launcher::Spawner> spawner) {
   db_thread_ = std::make_unique<state::DatabaseThread>(state::DatabaseThreadOptions{}, connect);
   if (auto st = db_thread_->start(); !st)
     throw ConfigError("cannot open the database thread's connection: " + st.error().message);
+  // A PostgreSQL round trip (or a server that hangs) must not hold the io thread, which every client
+  // shares: every request's token is looked up there. SQLite's is a local read, kept inline.
+  if (db_->kind() == state::BackendKind::kPostgres) auth_->look_up_on(db_thread_.get());
   snapshots_ = std::make_unique<Snapshots>(io_, *workspaces_, *db_thread_, *offload_, &metrics_, &events_);
   kernels_ = std::make_unique<KernelManager>(
       io_, config_,

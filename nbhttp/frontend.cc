@@ -187,9 +187,14 @@ awaitable<http::Reply> Frontend::handle(http::Request req, http::Peer peer) {
   http::Reply reply;
   http::Response& res = reply.res;
   try {
+    bool allowed = gw_.config().notebook_http_public;
+    if (!allowed && req.method() != http::verb::options) {
+      auto caller = co_await gw_.auth().authenticate(req, peer, res);
+      allowed = caller.has_value();
+    }
     if (req.method() == http::verb::options) {
       res = cors_.preflight(req);
-    } else if (gw_.config().notebook_http_public || gw_.auth().authenticate(req, peer, res)) {
+    } else if (allowed) {
       std::string_view path = http::target_path(std::string_view(req.target().data(), req.target().size()));
       const std::string& base = gw_.config().base_url;
       std::string rel(path.starts_with(base) ? path.substr(base.size() - 1) : "");
@@ -207,7 +212,8 @@ awaitable<http::Reply> Frontend::handle(http::Request req, http::Peer peer) {
 
 awaitable<http::Upgrade> Frontend::upgrade(http::Request& req, http::Peer peer) {
   http::Response refusal;
-  if (!gw_.auth().authenticate(req, peer, refusal)) co_return refusal;
+  auto caller = co_await gw_.auth().authenticate(req, peer, refusal);
+  if (!caller) co_return refusal;
   if (!cors_.allowed(req)) co_return http::error_response(req, Errc::kForbidden, "origin not allowed");
   co_return http::error_response(req, Errc::kNotFound, "no WebSocket here");
 }

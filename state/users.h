@@ -54,6 +54,12 @@ std::string hash_token(std::string_view token);
 class UserStore {
  public:
   explicit UserStore(Database& db) : db_(db) {}
+  // The same store, its single token included, over another connection (the database thread's).
+  UserStore with_connection(Database& db) const {
+    UserStore other(db);
+    other.single_token_hash_ = single_token_hash_;
+    return other;
+  }
 
   // Single-token mode: while the database has no users, `token` authenticates as an implicit admin
   // user "default". Only its hash is kept, in memory. An empty token turns the mode off.

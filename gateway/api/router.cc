@@ -246,7 +246,7 @@ awaitable<http::Reply> Router::handle(http::Request req, http::Peer peer) {
       if (m.route && m.route->role == Role::kMetrics && !gw_.config().metrics_token.empty())
         metrics_token = same_secret(gateway::Authenticator::presented_token(req), gw_.config().metrics_token);
       if ((m.route && m.route->role == Role::kPublic) || metrics_token) caller.emplace();
-      else caller = gw_.auth().authenticate(req, peer, reply.res);
+      else caller = co_await gw_.auth().authenticate(req, peer, reply.res);
       if (!caller)
         gw_.metrics().request_refused(reply.res.result() == http::status::too_many_requests ? metrics::RefusedReason::kRateLimit
                                                                                             : metrics::RefusedReason::kAuth);
@@ -292,17 +292,18 @@ void Router::refused(http::Refusal what) noexcept {
   }
 }
 
-bool Router::may_send_large_body(const http::Request& head, const http::Peer& peer) {
+awaitable<bool> Router::may_send_large_body(const http::Request& head, const http::Peer& peer) {
   // The token alone (no route, no CORS): handle() checks everything again with the body.
   http::Response refusal;
-  return gw_.auth().authenticate(head, peer, refusal).has_value();
+  auto caller = co_await gw_.auth().authenticate(head, peer, refusal);
+  co_return caller.has_value();
 }
 
 awaitable<http::Upgrade> Router::upgrade(http::Request& req, http::Peer peer) {
   believe_forwarded_for(req, peer);
   http::Response refusal;
   try {
-    auto caller = gw_.auth().authenticate(req, peer, refusal);
+    auto caller = co_await gw_.auth().authenticate(req, peer, refusal);
     if (!caller) {
       gw_.metrics().request_refused(refusal.result() == http::status::too_many_requests ? metrics::RefusedReason::kRateLimit
                                                                                         : metrics::RefusedReason::kAuth);

@@ -33,7 +33,7 @@ class Router : public http::Handler {
   // Counted in cellgate_requests_refused_total (header_too_large, body_too_large, message_too_big).
   void refused(http::Refusal what) noexcept override;
   // A body over 64 KiB is read only for a request whose token is valid.
-  bool may_send_large_body(const http::Request& head, const http::Peer& peer) override;
+  boost::asio::awaitable<bool> may_send_large_body(const http::Request& head, const http::Peer& peer) override;
   // Where /mcp's tools call this gateway's REST API (plain HTTP on loopback), once it listens.
   void set_local_endpoint(const std::string& ip, int port);
   // The route table, in match order.

@@ -82,10 +82,10 @@ class Handler {
   virtual void refused(Refusal) noexcept {}
   // Asked with a request's head, before its body is read, when the body may be larger than
   // Limits::unauthenticated_body_bytes: false refuses it (401) unread. Default: any may send one.
-  virtual bool may_send_large_body(const Request& head, const Peer& peer) {
+  virtual boost::asio::awaitable<bool> may_send_large_body(const Request& head, const Peer& peer) {
     (void)head;
     (void)peer;
-    return true;
+    co_return true;
   }
 };
 

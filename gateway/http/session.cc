@@ -177,7 +177,12 @@ awaitable<void> serve_requests(Stream& stream, Handler& handler, Limits limits, 
     if (!ec && !parser.is_done()) {
       const auto length = parser.content_length();
       const bool large = parser.chunked() || (length && *length > limits.unauthenticated_body_bytes);
-      if (large && !handler.may_send_large_body(parser.get(), Peer{peer_ip, lowest.socket().native_handle()})) {
+      bool may_send = true;
+      if (large) {
+        const Peer asking{peer_ip, lowest.socket().native_handle()};
+        may_send = co_await handler.may_send_large_body(parser.get(), asking);
+      }
+      if (!may_send) {
         Request bad{verb::post, "/", 11};
         auto res = error_response(bad, common::Errc::kUnauthorized,
                                   fmt::format("missing or invalid token: a request body over {} bytes is read only "

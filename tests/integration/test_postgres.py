@@ -2,6 +2,7 @@
 # The PostgreSQL backend under failure: a server restarted under load, a server down for seconds, a
 # database that comes up after the gateway, and a second node on one database. Each test runs its own
 # server (tests/postgres/pg_server.py), so restarting it disturbs no other test.
+import json
 import os
 import shutil
 import signal
@@ -283,3 +284,57 @@ def test_a_stalled_database_holds_no_other_kernels_traffic(pg, alice):
             os.kill(pid, signal.SIGCONT)
         ws1.close()
         ws2.close()
+
+
+def test_a_token_lookup_on_a_stalled_database_holds_no_other_clients_traffic(pg, alice):
+    """Every request's token is looked up in the database. While the server stops answering, a request
+    waiting for its lookup is answered 503 naming the database, and meanwhile the gateway goes on
+    serving the clients it already has: a kernel's WebSocket answers `1 + 1` at once. (The lookup ran on
+    the io thread before, which every client shares: the WebSocket waited for the server's deadline.)
+    Once the server answers again, the same request is served."""
+    t, http, token, kid = alice
+    kws = KernelWS(t.url, token, kid)
+    stopped = []
+    try:
+        assert kws.execute("1 + 1").result_text() == "2"
+        stopped = server_pids(pg)
+        for pid in stopped:
+            os.kill(pid, signal.SIGSTOP)
+        answer = {}
+
+        def ask():
+            began = time.monotonic()
+            try:
+                r = requests.get(t.url + "api/kernels", headers={"Authorization": "token " + token}, timeout=60)
+                answer["status"], answer["body"] = r.status_code, r.text
+            except requests.RequestException as e:
+                answer["error"] = repr(e)
+            answer["took"] = time.monotonic() - began
+
+        asker = threading.Thread(target=ask, daemon=True)
+        asker.start()
+        time.sleep(0.5)  # its lookup now waits on the server
+        began = time.monotonic()
+        rep = kws.execute("1 + 1", timeout=30)
+        took = time.monotonic() - began
+        assert rep.result_text() == "2", rep.reply
+        assert took < 3, "a kernel's 1 + 1 over its open WebSocket took %.1f s while a token lookup waited" % took
+        asker.join(timeout=30)
+        assert not asker.is_alive(), "the request waiting for its token lookup was never answered"
+        assert answer.get("status") == 503, answer
+        body = json.loads(answer["body"])
+        assert "database" in body["message"] and body["reason"], body
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+        stopped = []
+        deadline = time.monotonic() + 60
+        while True:
+            r = http.get(t.url + "api/kernels", timeout=30)
+            if r.status_code == 200 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert r.status_code == 200 and kid in [k["id"] for k in r.json()], (r.status_code, r.text)
+    finally:
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+        kws.close()
