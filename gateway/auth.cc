@@ -38,6 +38,13 @@ awaitable<common::Result<std::optional<state::User>>> Authenticator::look_up(con
     *found = store.with_connection(db).authenticate(token);
     return common::ok();
   };
+  if (waiting_ >= kMaxLookups)
+    co_return common::make_error(Errc::kUnavailable, "too many token lookups are waiting for the database");
+  ++waiting_;
+  struct Waiting {
+    int& n;
+    ~Waiting() { --n; }
+  } counted{waiting_};
   const std::string tenant = "auth " + ip;
   const auto deadline = std::chrono::steady_clock::now() + kLookupTimeout;
   // The database thread's connection may be one the server closed while it was idle (a restart): the

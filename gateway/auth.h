@@ -33,6 +33,9 @@ class Authenticator {
   // share of its queue. Null: on the io thread's own connection (SQLite: a local read).
   void look_up_on(state::DatabaseThread* thread) { lookups_ = thread; }
   static constexpr std::chrono::seconds kLookupTimeout{5};
+  // Lookups waiting at once, from every address together: what unauthenticated clients may hold of the
+  // database thread's queue (1024 jobs), so that the snapshot rows of kernels keep the rest.
+  static constexpr int kMaxLookups = 256;
   // The caller the request's token names; else nullopt, and refusal says why: 401; 429 with
   // Retry-After while the address is blocked for too many failures, or when its lookups fill its
   // share of the database thread's queue; 503 when the database cannot say in time. req, peer and
@@ -48,6 +51,7 @@ class Authenticator {
   bool token_generated_;       // 256 random bits: cannot be guessed online
   state::AuthRateLimiter limiter_;
   state::DatabaseThread* lookups_ = nullptr;
+  int waiting_ = 0;  // lookups awaiting the database thread now
 
   boost::asio::awaitable<common::Result<std::optional<state::User>>> look_up(const std::string& token,
                                                                             const std::string& ip);
