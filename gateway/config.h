@@ -56,7 +56,7 @@ struct Config {
   uint64_t max_body_bytes = 64ull << 20;
   uint64_t max_ws_message_bytes = 256ull << 20;
   uint64_t max_kernel_message_bytes = 512ull << 20;  // kernel -> gateway, per message
-  uint64_t kernel_output_rate = 16ull << 20;  // iopub bytes per second read from one kernel; 0 = unpaced
+  uint64_t kernel_output_rate = 0;  // iopub bytes per second read from one kernel; 0 = unpaced (a classroom sets 16M)
   uint64_t kernel_read_budget = 0;  // all kernels' partly received large messages; 0 = max(1G, 2 × the above)
   uint64_t ws_queue_bytes = 64ull << 20;     // per WebSocket; see README "slow clients"
   uint64_t ws_read_per_user_bytes = 0;       // one user's client messages being read at once; 0 = 2 × max_ws_message_bytes

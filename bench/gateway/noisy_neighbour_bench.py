@@ -58,7 +58,7 @@ from noisy_client import Alice, Fatal, KeepAlive, call, gateway_gone  # noqa: E4
 
 # What a classroom operator sets per kernel on a small host (cellgate serve flags).
 LIMITS = [("kernel-memory", "1G"), ("kernel-pids", "128"), ("kernel-cpus", "1"),
-          ("workspace-bytes", "512M"), ("kernel-log-bytes", "1M")]
+          ("workspace-bytes", "512M"), ("kernel-log-bytes", "1M"), ("kernel-output-rate", "16M")]
 VOLUME = ("workspace-volume-size", "4G")
 
 # Each hostile cell runs until END (a wall-clock time the bench puts in), then leaves a one-line

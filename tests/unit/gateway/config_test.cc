@@ -66,7 +66,7 @@ TEST_CASE("sizes accept suffixes", "[gateway]") {
   CHECK(load({}).max_kernel_message_bytes == 512ull << 20);
   CHECK(load({"--max-kernel-message", "2G"}).max_kernel_message_bytes == 2ull << 30);
   CHECK_THROWS_WITH(load({"--max-kernel-message", "1K"}), Catch::Contains("--max-kernel-message: expected at least 64K"));
-  CHECK(load({}).kernel_output_rate == 16ull << 20);
+  CHECK(load({}).kernel_output_rate == 0);
   CHECK(load({"--kernel-output-rate", "0"}).kernel_output_rate == 0);
   CHECK(load({"--kernel-output-rate", "4M"}).kernel_output_rate == 4ull << 20);
   CHECK(load({}).kernel_read_budget == 1ull << 30);
