@@ -361,7 +361,9 @@ void ZmtpStream::on_readable() {
       return disconnect();
     }
     bytes += static_cast<size_t>(n);
-    const auto pause = pace_.charge(static_cast<uint64_t>(n), std::chrono::steady_clock::now());
+    // Unpaced (the default) reads no clock.
+    const auto pause = pace_.rate() == 0 ? std::chrono::microseconds(0)
+                                         : pace_.charge(static_cast<uint64_t>(n), std::chrono::steady_clock::now());
     std::string_view data = in_scratch ? std::string_view(dst, static_cast<size_t>(n))
                                        : std::string_view(pending_.get(), pending_len_ + static_cast<size_t>(n));
     if (!consume(data, sink)) return;
