@@ -17,6 +17,8 @@
 #include <boost/beast/websocket.hpp>
 #include <catch2/catch.hpp>
 
+#include "tests/unit/http/loopback_ws.h"
+
 namespace {
 
 namespace asio = boost::asio;
@@ -67,13 +69,7 @@ struct Counted {
 using Server = websocket::stream<cellgate::http::CoalescingStream<Counted>>;
 using Client = websocket::stream<beast::tcp_stream>;
 
-// Runs handlers until done() holds; fails instead of hanging when nothing happens for 10 s.
-void run_until(asio::io_context& io, const std::function<bool()>& done) {
-  while (!done()) {
-    if (io.stopped()) io.restart();
-    REQUIRE(io.run_one_for(std::chrono::seconds(10)) > 0);
-  }
-}
+using cellgate::test::run_until;
 
 struct Pair {
   asio::io_context io;
@@ -82,22 +78,11 @@ struct Pair {
   std::shared_ptr<Counted::Counts> counts;
 
   explicit Pair(int small_buffers = 0) {
-    tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-    tcp::socket c(io);
-    if (small_buffers) {  // fixed sizes also turn off the kernel's autotuning (tcp(7))
-      c.open(tcp::v4());
-      c.set_option(asio::socket_base::receive_buffer_size(small_buffers));
-    }
-    c.connect(acceptor.local_endpoint());
-    tcp::socket s = acceptor.accept();
-    if (small_buffers) s.set_option(asio::socket_base::send_buffer_size(small_buffers));
-    server = std::make_unique<Server>(Counted{beast::tcp_stream(std::move(s))});
+    auto sockets = cellgate::test::loopback_sockets(io, small_buffers);
+    server = std::make_unique<Server>(Counted{beast::tcp_stream(std::move(sockets.server))});
     counts = server->next_layer().next_layer().counts;
-    client = std::make_unique<Client>(beast::tcp_stream(std::move(c)));
-    bool accepted = false, shaken = false;
-    server->async_accept([&](error_code ec) { accepted = !ec; });
-    client->async_handshake("127.0.0.1", "/", [&](error_code ec) { shaken = !ec; });
-    run_until(io, [&] { return accepted && shaken; });
+    client = std::make_unique<Client>(beast::tcp_stream(std::move(sockets.client)));
+    cellgate::test::handshake(io, *server, *client);
     server->binary(true);
     server->auto_fragment(false);  // as ws_session: one frame per message
   }

@@ -22,6 +22,8 @@
 #include <boost/beast/websocket.hpp>
 #include <catch2/catch.hpp>
 
+#include "tests/unit/http/loopback_ws.h"
+
 #include "protocol/v1_frame.h"
 #include "protocol/ws_codec.h"
 #include "protocol/ws_frame.h"
@@ -38,27 +40,17 @@ using cellgate::protocol::WsFragment;
 using Reader = cellgate::http::RelayedMessages<Ws>;
 constexpr size_t kPiece = Reader::kPiece;
 
-void run_until(asio::io_context& io, const std::function<bool()>& done) {
-  while (!done()) {
-    if (io.stopped()) io.restart();
-    REQUIRE(io.run_one_for(std::chrono::seconds(10)) > 0);
-  }
-}
+using cellgate::test::run_until;
 
 struct Pair {
   asio::io_context io;
   std::unique_ptr<Ws> writer, reader;
 
   Pair() {
-    tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-    tcp::socket c(io);
-    c.connect(acceptor.local_endpoint());
-    writer = std::make_unique<Ws>(beast::tcp_stream(acceptor.accept()));
-    reader = std::make_unique<Ws>(beast::tcp_stream(std::move(c)));
-    bool accepted = false, shaken = false;
-    writer->async_accept([&](beast::error_code ec) { accepted = !ec; });
-    reader->async_handshake("127.0.0.1", "/", [&](beast::error_code ec) { shaken = !ec; });
-    run_until(io, [&] { return accepted && shaken; });
+    auto sockets = cellgate::test::loopback_sockets(io);
+    writer = std::make_unique<Ws>(beast::tcp_stream(std::move(sockets.server)));
+    reader = std::make_unique<Ws>(beast::tcp_stream(std::move(sockets.client)));
+    cellgate::test::handshake(io, *writer, *reader);
     writer->binary(true);
     writer->auto_fragment(false);  // a node writes a message as one frame (ws_connection.cc)
   }

@@ -18,6 +18,8 @@
 #include <boost/beast/websocket.hpp>
 #include <catch2/catch.hpp>
 
+#include "tests/unit/http/loopback_ws.h"
+
 namespace {
 
 namespace asio = boost::asio;
@@ -27,27 +29,17 @@ using tcp = asio::ip::tcp;
 using Ws = websocket::stream<beast::tcp_stream>;
 using cellgate::http::WholeMessageScratch;
 
-void run_until(asio::io_context& io, const std::function<bool()>& done) {
-  while (!done()) {
-    if (io.stopped()) io.restart();
-    REQUIRE(io.run_one_for(std::chrono::seconds(10)) > 0);
-  }
-}
+using cellgate::test::run_until;
 
 struct Pair {
   asio::io_context io;
   std::unique_ptr<Ws> writer, reader;
 
   Pair() {
-    tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-    tcp::socket c(io);
-    c.connect(acceptor.local_endpoint());
-    writer = std::make_unique<Ws>(beast::tcp_stream(acceptor.accept()));
-    reader = std::make_unique<Ws>(beast::tcp_stream(std::move(c)));
-    bool accepted = false, shaken = false;
-    writer->async_accept([&](beast::error_code ec) { accepted = !ec; });
-    reader->async_handshake("127.0.0.1", "/", [&](beast::error_code ec) { shaken = !ec; });
-    run_until(io, [&] { return accepted && shaken; });
+    auto sockets = cellgate::test::loopback_sockets(io);
+    writer = std::make_unique<Ws>(beast::tcp_stream(std::move(sockets.server)));
+    reader = std::make_unique<Ws>(beast::tcp_stream(std::move(sockets.client)));
+    cellgate::test::handshake(io, *writer, *reader);
     writer->binary(true);
   }
   // Reads one message while the writer writes `frames` (the last one ends the message).

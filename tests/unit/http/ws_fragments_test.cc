@@ -22,6 +22,8 @@
 #include <boost/beast/websocket.hpp>
 #include <catch2/catch.hpp>
 
+#include "tests/unit/http/loopback_ws.h"
+
 namespace {
 
 namespace asio = boost::asio;
@@ -33,12 +35,7 @@ using cellgate::http::OutgoingPtr;
 using cellgate::protocol::WsFragment;
 using Conn = cellgate::http::WsConnection<cellgate::http::PlainStream>;
 
-void run_until(asio::io_context& io, const std::function<bool()>& done) {
-  while (!done()) {
-    if (io.stopped()) io.restart();
-    REQUIRE(io.run_one_for(std::chrono::seconds(10)) > 0);
-  }
-}
+using cellgate::test::run_until;
 
 struct Endpoint : cellgate::http::WsEndpoint {
   std::shared_ptr<cellgate::http::WsSession> session;
@@ -64,11 +61,9 @@ struct Link {
   bool ended = false;
 
   Link() {
-    tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-    tcp::socket c(io);
-    c.connect(acceptor.local_endpoint());
-    client = std::make_unique<websocket::stream<beast::tcp_stream>>(beast::tcp_stream(std::move(c)));
-    auto server = std::make_shared<beast::tcp_stream>(acceptor.accept());
+    auto sockets = cellgate::test::loopback_sockets(io);
+    client = std::make_unique<websocket::stream<beast::tcp_stream>>(beast::tcp_stream(std::move(sockets.client)));
+    auto server = std::make_shared<beast::tcp_stream>(std::move(sockets.server));
     asio::co_spawn(io, [this, server]() -> asio::awaitable<void> {
       beast::flat_buffer buf;
       cellgate::http::Request req;
