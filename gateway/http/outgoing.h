@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <boost/asio/buffer.hpp>
@@ -35,41 +36,45 @@ class FrameBuffers {
 // copy of the message, not one per client.
 class Outgoing {
  public:
-  Outgoing(std::string channel, protocol::Message message) : channel_(std::move(channel)), message_(std::move(message)) {}
+  Outgoing(std::string channel, protocol::Message message) : channel_(std::move(channel)), body_(std::move(message)) {}
   // Another node's message as it came (a relay's): a v1 client is sent its bytes as they are.
-  explicit Outgoing(protocol::V1Frame frame) : channel_(frame.channel()), raw_(std::move(frame)) {}
+  explicit Outgoing(protocol::V1Frame frame) : channel_(frame.channel()), body_(std::move(frame)) {}
   // A piece of another node's message, passed on as it arrives (relayed_messages.h): its bytes as read,
   // sent to a v1 client as the frame of a fragmented message that `fragment` says. Never to a legacy
   // client (ws_connection.h refuses it): the legacy framing needs the whole message.
   Outgoing(protocol::WsFragment fragment, std::string channel, std::unique_ptr<char[]> data, size_t size)
-      : channel_(std::move(channel)), fragment_(fragment), piece_(std::move(data)), piece_size_(size) {}
+      : channel_(std::move(channel)), body_(Piece{fragment, std::move(data), size}) {}
   Outgoing(const Outgoing&) = delete;  // frame_buffers point into it
   Outgoing& operator=(const Outgoing&) = delete;
 
   const std::string& channel() const { return channel_; }
   // kWhole, or which piece of a message this is.
-  protocol::WsFragment fragment() const { return fragment_; }
+  protocol::WsFragment fragment() const {
+    const auto* piece = std::get_if<Piece>(&body_);
+    return piece ? piece->fragment : protocol::WsFragment::kWhole;
+  }
   // The frame for a protocol as buffers to write in order, encoded on first use; they point into this
   // object (which must not be moved while they are in use). v1 is the offset table, then the message's
   // own parts (or a relayed frame whole): its megabytes are never copied (what the legacy JSON splice
   // cannot avoid). Io thread only.
   FrameBuffers frame_buffers(protocol::WsProtocol p) const {
     auto& out = p == protocol::WsProtocol::kLegacy ? legacy_buffers_ : v1_buffers_;
-    if (out.empty() && piece_) {
-      out.emplace_back(piece_.get(), piece_size_);
-    } else if (out.empty() && p == protocol::WsProtocol::kLegacy) {
+    if (!out.empty()) return {out.data(), out.data() + out.size()};
+    if (const auto* piece = std::get_if<Piece>(&body_)) {
+      out.emplace_back(piece->data.get(), piece->size);
+    } else if (p == protocol::WsProtocol::kLegacy) {
       if (!legacy_) legacy_ = encode_legacy();
       out.emplace_back(legacy_->data.data(), legacy_->data.size());
-    } else if (out.empty() && raw_) {
-      out.emplace_back(raw_->bytes().data(), raw_->bytes().size());
-    } else if (out.empty()) {
-      if (!v1_head_) v1_head_ = protocol::encode_v1_head(channel_, message_);
-      out.reserve(5 + message_.buffers.size());
+    } else if (const auto* raw = std::get_if<protocol::V1Frame>(&body_)) {
+      out.emplace_back(raw->bytes().data(), raw->bytes().size());
+    } else {
+      const auto& message = std::get<protocol::Message>(body_);
+      if (!v1_head_) v1_head_ = protocol::encode_v1_head(channel_, message);
+      out.reserve(5 + message.buffers.size());
       out.emplace_back(v1_head_->data(), v1_head_->size());
-      for (const std::string* part :
-           {&message_.header, &message_.parent_header, &message_.metadata, &message_.content})
+      for (const std::string* part : {&message.header, &message.parent_header, &message.metadata, &message.content})
         out.emplace_back(part->data(), part->size());
-      for (const auto& b : message_.buffers) out.emplace_back(b.data(), b.size());
+      for (const auto& b : message.buffers) out.emplace_back(b.data(), b.size());
     }
     return {out.data(), out.data() + out.size()};
   }
@@ -80,32 +85,39 @@ class Outgoing {
   }
   // Approximate memory held, for queue and buffer bounds.
   size_t bytes() const {
-    if (raw_) return raw_->bytes().size() + 64;
-    if (piece_) return piece_size_ + 64;
-    size_t n = message_.header.size() + message_.parent_header.size() + message_.metadata.size() +
-               message_.content.size() + 64;
-    for (const auto& b : message_.buffers) n += b.size();
+    if (const auto* raw = std::get_if<protocol::V1Frame>(&body_)) return raw->bytes().size() + 64;
+    if (const auto* piece = std::get_if<Piece>(&body_)) return piece->size + 64;
+    const auto& message = std::get<protocol::Message>(body_);
+    size_t n = message.header.size() + message.parent_header.size() + message.metadata.size() +
+               message.content.size() + 64;
+    for (const auto& b : message.buffers) n += b.size();
     return n;
   }
 
  private:
+  struct Piece {
+    protocol::WsFragment fragment;  // never kWhole
+    std::unique_ptr<char[]> data;
+    size_t size;
+  };
+
+  // Only whole messages are framed for legacy clients (a piece is refused before this).
   protocol::WsFrame encode_legacy() const {
-    if (!raw_) return protocol::encode_ws(protocol::WsProtocol::kLegacy, channel_, message_);
-    protocol::MessageView view{raw_->header(), raw_->parent_header(), raw_->metadata(), raw_->content(), {}};
-    for (size_t i = 0; i < raw_->buffer_count(); ++i) view.buffers.push_back(raw_->buffer(i));
+    if (const auto* message = std::get_if<protocol::Message>(&body_))
+      return protocol::encode_ws(protocol::WsProtocol::kLegacy, channel_, *message);
+    const auto& raw = std::get<protocol::V1Frame>(body_);
+    protocol::MessageView view{raw.header(), raw.parent_header(), raw.metadata(), raw.content(), {}};
+    for (size_t i = 0; i < raw.buffer_count(); ++i) view.buffers.push_back(raw.buffer(i));
     return protocol::encode_legacy(channel_, view);
   }
 
   std::string channel_;
-  protocol::Message message_;
-  std::optional<protocol::V1Frame> raw_;  // or this, as another node sent it
-  protocol::WsFragment fragment_ = protocol::WsFragment::kWhole;
-  std::unique_ptr<char[]> piece_;  // or, with fragment_ not kWhole, this piece of it
-  size_t piece_size_ = 0;
+  // A message of this node's kernel, a frame another node sent whole, or a piece of one.
+  std::variant<protocol::Message, protocol::V1Frame, Piece> body_;
   mutable std::optional<protocol::WsFrame> legacy_;
   mutable std::optional<std::string> v1_head_;
   mutable std::vector<boost::asio::const_buffer> legacy_buffers_;  // point into legacy_
-  mutable std::vector<boost::asio::const_buffer> v1_buffers_;      // point into v1_head_ and message_
+  mutable std::vector<boost::asio::const_buffer> v1_buffers_;      // point into v1_head_ and body_
 };
 
 using OutgoingPtr = std::shared_ptr<const Outgoing>;
