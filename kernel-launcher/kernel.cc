@@ -72,7 +72,8 @@ void Kernel::detach() {
 
 awaitable<common::Status> Kernel::adopt(ProcessHandle process) {
   ++generation_;
-  got_info_reply_ = got_iopub_ = false;
+  got_info_reply_ = got_iopub_ = probe_outstanding_ = false;
+  forget_lost_idle();
   launched_at_ = std::chrono::steady_clock::now();
   set_state(KernelState::kStarting);
   std::ifstream in(options_.private_dir + "/connection.json");
@@ -107,7 +108,8 @@ awaitable<common::Status> Kernel::launch() {
     co_await releasing->async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
   ++generation_;
-  got_info_reply_ = got_iopub_ = false;
+  got_info_reply_ = got_iopub_ = probe_outstanding_ = false;
+  forget_lost_idle();
   launched_at_ = std::chrono::steady_clock::now();
   set_state(KernelState::kStarting);
 
@@ -322,12 +324,16 @@ void Kernel::on_frames(Channel channel, const FrameViews& frames) {
       const std::string es = protocol::peek_string_member(m.content, "execution_state");
       if (es == "busy") set_state(KernelState::kBusy);
       else if (es == "idle") set_state(KernelState::kIdle);
+      forget_lost_idle();
     }
     if (ready_signal_) ready_signal_->cancel();
+  } else if (type == "execute_reply") {
+    if (replied_at_ == std::chrono::steady_clock::time_point{}) replied_at_ = std::chrono::steady_clock::now();
   } else if (type == "kernel_info_reply") {
     internal = protocol::peek_string_member(m.parent_header, "session") == session_;
     if (internal) {
       got_info_reply_ = true;
+      probe_outstanding_ = false;
       if (ready_signal_) ready_signal_->cancel();
     }
   }
@@ -393,8 +399,32 @@ void Kernel::heartbeat_tick() {
     if (!self->hb_outstanding_ && self->streams_[4]) {
       self->hb_outstanding_ = self->streams_[4]->send({"ping"});
     }
+    self->probe_lost_idle(now);
     self->heartbeat_tick();
   });
+}
+
+// A kernel's iopub is a PUB socket, which drops what a slow reader has not taken past its high-water
+// mark (ZMQ_SNDHWM; ipykernel keeps the default, 1,000 messages): a flooding cell's idle can be among
+// them, and the kernel then shows busy until its next status (idle culling skips it meanwhile, and every
+// client shows it busy). The shell's execute_reply is never dropped, so a kernel still busy by its last
+// status well after a reply has most likely lost its idle. A kernel_info_request, as jupyter_server's
+// nudge sends, makes it publish busy and idle again (clients see those statuses, as after a nudge).
+// It is repeated, once its reply is back, while the queue still drops them, at most kMaxLostIdleProbes
+// times per reply. One probe at a time, at most one per heartbeat: a kernel that is really busy with a
+// later request answers the probe only after it.
+void Kernel::probe_lost_idle(std::chrono::steady_clock::time_point now) {
+  if (state_ != KernelState::kBusy || replied_at_ == std::chrono::steady_clock::time_point{} || probe_outstanding_ ||
+      now - replied_at_ < kLostIdleAfter || lost_idle_probes_ >= kMaxLostIdleProbes || !streams_[0])
+    return;
+  ++lost_idle_probes_;
+  probe_outstanding_ = true;
+  send_internal(Channel::kShell, "kernel_info_request", "{}");
+}
+
+void Kernel::forget_lost_idle() {
+  replied_at_ = {};
+  lost_idle_probes_ = 0;
 }
 
 std::string Kernel::log_tail() const {

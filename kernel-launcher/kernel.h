@@ -136,6 +136,8 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   static boost::asio::awaitable<void> finish_release(std::shared_ptr<Kernel> self, std::function<bool()> step,
                                                      std::shared_ptr<boost::asio::steady_timer> done);
   void heartbeat_tick();
+  void probe_lost_idle(std::chrono::steady_clock::time_point now);
+  void forget_lost_idle();
   void flush_held();
   void set_state(KernelState s, std::string reason = "");
   void send_internal(Channel channel, const char* msg_type, std::string content);
@@ -174,6 +176,13 @@ class Kernel : public std::enable_shared_from_this<Kernel> {
   uint64_t bad_unlogged_ = 0;
   std::chrono::steady_clock::time_point launched_at_;
   std::shared_ptr<boost::asio::steady_timer> ready_signal_;
+  // The first execute_reply since the last iopub status (none: zero), and the kernel_info_requests sent
+  // since, to bring back an idle that the kernel's iopub queue dropped (probe_lost_idle).
+  std::chrono::steady_clock::time_point replied_at_{};
+  int lost_idle_probes_ = 0;
+  bool probe_outstanding_ = false;  // an internal kernel_info_request awaits its reply
+  static constexpr std::chrono::seconds kLostIdleAfter{2};
+  static constexpr int kMaxLostIdleProbes = 20;
   ReadyHook ready_hook_;
   SpawnedHook spawned_hook_;
   RelaunchGate relaunch_gate_;

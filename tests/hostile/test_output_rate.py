@@ -56,3 +56,45 @@ def test_a_kernel_flooding_its_output_is_read_no_faster_than_the_rate():
         t.delete_kernel(kid)
     finally:
         t.stop()
+
+
+# A cell that prints many small messages faster than the gateway reads them (the rate above) fills
+# its kernel's iopub queue, whose high-water mark drops the excess, its idle included. The execute_reply
+# on shell still comes. The gateway must then bring the lost idle back (a kernel_info_request, which
+# makes the kernel publish its status again): a kernel left busy is skipped by idle culling and shown
+# busy by every client until its next request.
+SMALL_FLOOD = ("import sys, time\n"
+               "line = 'y' * 1023 + '\\n'\n"
+               "t0 = time.time()\n"
+               "while time.time() - t0 < 3:\n"
+               "    sys.stdout.write(line)\n"
+               "    sys.stdout.flush()\n")
+
+
+def test_a_kernel_whose_idle_its_output_queue_dropped_is_idle_again():
+    t = h.jailed(kernel_output_rate=RATE)
+    try:
+        t.start()
+        kid = t.start_kernel()["id"]
+        kws = jws.KernelWS(t.url, t.token, kid)
+        try:
+            msg_id = kws.send("shell", "execute_request", {"code": SMALL_FLOOD, "silent": False, "store_history": False,
+                                                             "user_expressions": {}, "allow_stdin": False})
+            reply = kws.wait_for(lambda m: m.get("channel") == "shell" and jws.parent_id(m) == msg_id, timeout=60)
+            assert reply["content"]["status"] == "ok", reply["content"]
+            # The queue drains at the rate (~1 MiB of small messages: about a second), then the
+            # gateway's probe comes within a heartbeat or two.
+            deadline, state = time.monotonic() + 30, None
+            while time.monotonic() < deadline:
+                state = t.get("api/kernels/" + kid).json()["execution_state"]
+                if state == "idle":
+                    break
+                time.sleep(0.5)
+            print("after a flood of small messages past the rate, the kernel is %s" % state)
+            assert state == "idle", (
+                "the kernel still shows %r 30 s after its reply: the idle its iopub queue dropped did not come back" % state)
+        finally:
+            kws.close()
+        t.delete_kernel(kid)
+    finally:
+        t.stop()
