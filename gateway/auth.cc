@@ -9,6 +9,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "common/address_bucket.h"
 #include "common/log.h"
 #include "gateway/database_call.h"
 
@@ -69,10 +70,12 @@ awaitable<common::Result<std::optional<state::User>>> Authenticator::look_up(con
 awaitable<std::optional<Caller>> Authenticator::authenticate(const http::Request& req, const http::Peer& peer,
                                                              http::Response& refusal) {
   const std::string token = presented_token(req);
+  // Budgets are charged per IPv4 address and per IPv6 /64 (address_bucket.h); logs name the address.
+  const std::string bucket = common::address_bucket(peer.ip);
   // The database could not say whose token it is (PostgreSQL unreachable or slow): 503, and no failure
   // is counted against the client, whose token may well be good. Its lookups past its share of the
   // database thread's queue: 429.
-  auto lookup = co_await look_up(token, peer.ip);
+  auto lookup = co_await look_up(token, bucket);
   if (!lookup) {
     const Errc code = lookup.error().code;
     if (code == Errc::kTooManyRequests) {
@@ -87,7 +90,7 @@ awaitable<std::optional<Caller>> Authenticator::authenticate(const http::Request
     co_return std::nullopt;
   }
   auto& user = lookup.value();
-  if (int wait = limiter_.retry_after(peer.ip); wait > 0) {
+  if (int wait = limiter_.retry_after(bucket); wait > 0) {
     // The block is there to stop online guessing, and a token the gateway generated (256 bits: every
     // `cellgate user add` token, and --token when not given) cannot be guessed online: a valid one
     // still gets in, so that on a shared address (a JupyterHub node, a NAT) one client's failures do
@@ -101,7 +104,7 @@ awaitable<std::optional<Caller>> Authenticator::authenticate(const http::Request
     co_return std::nullopt;
   }
   if (!user) {
-    if (limiter_.record_failure(peer.ip)) common::log_warn("ip={} msg=\"authentication failures; blocking\"", peer.ip);
+    if (limiter_.record_failure(bucket)) common::log_warn("ip={} msg=\"authentication failures; blocking\"", peer.ip);
     refusal = http::error_response(req, Errc::kUnauthorized, "missing or invalid token");
     co_return std::nullopt;
   }
