@@ -25,6 +25,7 @@ well-formed with a value; it does not require targets to be met (benchmarks, not
 """
 import argparse
 import collections
+import ctypes
 import glob
 import json
 import math
@@ -187,19 +188,55 @@ def loadavg():
         return " ".join(f.read().split()[:3])
 
 
+def become_subreaper():
+    """Makes the processes that the scripts leave behind (a gateway's jails and kernels winding down
+    after it exited) this process's children instead of init's (PR_SET_CHILD_SUBREAPER, prctl(2)), so
+    that leftovers() counts this run's processes only, not those of other runs or tests beside it."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+SUBREAPER = False
+
+
 def leftovers():
-    """Processes of an earlier script still winding down (gateways, jails and their kernels)."""
-    found = []
+    """Processes of an earlier script still winding down: this run's descendants when it is a
+    subreaper (and those that have exited are reaped here, between scripts, when no script runs);
+    otherwise, any gateway or jail on the host."""
+    if SUBREAPER:
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+    parent, found = {}, []
     for pid in os.listdir("/proc"):
         if not pid.isdigit() or int(pid) == os.getpid():
             continue
         try:
+            with open("/proc/%s/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
             with open("/proc/%s/comm" % pid) as f:
                 comm = f.read().strip()
-        except OSError:
+        except (OSError, IndexError):
             continue
-        if comm.startswith("cellgate") or comm == "jupyter-server":
+        if fields[0] == "Z":
+            continue
+        parent[int(pid)] = int(fields[1])
+        if not SUBREAPER and (comm.startswith("cellgate") or comm == "jupyter-server"):
             found.append(int(pid))
+    if not SUBREAPER:
+        return found
+    for pid in parent:
+        p = parent[pid]
+        while p in parent and p != os.getpid():
+            p = parent[p]
+        if p == os.getpid():
+            found.append(pid)
     return found
 
 
@@ -220,8 +257,9 @@ def settle(limit):
     kernels down takes seconds of CPU, which would land in the next script's latency figures. The
     kernel's own share of that (network namespaces are freed by a kworker, cgroups by RCU callbacks)
     outlives the processes, so this also waits for the CPUs to be mostly idle (bounded by `limit`).
-    Both waits count any cellgate process and any CPU use on the host: beside other tests (ctest -j2)
-    or other engineers' work they last the whole limit. Returns the seconds waited."""
+    The first wait counts this run's own processes (become_subreaper); the second any CPU use on the
+    host: beside other tests (ctest -j2) or other engineers' work it lasts the whole limit. Returns the
+    seconds waited."""
     t0 = time.monotonic()
     deadline = t0 + limit
     while leftovers() and time.monotonic() < deadline:
@@ -349,6 +387,8 @@ def main():
     p.add_argument("--timeout", type=float, default=3600, help="seconds per script")
     p.add_argument("--list", action="store_true", help="list the figure scripts and exit")
     a = p.parse_args()
+    global SUBREAPER
+    SUBREAPER = become_subreaper()
     scripts = find_scripts()
     if a.only:
         keep = {s.strip() for s in a.only.split(",") if s.strip()}
