@@ -12,6 +12,7 @@ std::string stage_name(uint32_t stage) {
       "none", "sync", "pdeathsig", "cgroup_ns", "mount_private", "mount", "pivot_root", "remount_root",
       "hostname", "loopback", "rlimits", "fork", "setsid", "signals", "capabilities", "setgroups", "setgid",
       "setuid", "no_new_privs", "seccomp", "close_fds", "chdir", "exec", "init", "setns", "egress",
+      "memory_merge",
   };
   return stage < kNames.size() ? kNames[stage] : "unknown";
 }

@@ -210,6 +210,7 @@ std::optional<SetupFailure> Jail::spawn() {
   cp.enter = hooks_.enter;
   cp.shed = hooks_.shed;
   cp.n_shed = hooks_.n_shed;
+  cp.memory_merge = options_.memory_merge;
   cp.egress_fd = egress_ ? egress_.get() : -1;
   cp.egress_port = options_.egress_port;
   cp.egress_keep_fd = egress_keep_fd_;

@@ -58,6 +58,12 @@ Options (VALUE may also be given as --option=VALUE):
   --kernels-cpu-weight W  write cpu.weight W (1-10000; v1: cpu.shares W*1024/100) to
                           .../cellgate itself: every jail's CPU together, against the processes
                           outside it (the gateway's). Default: left as it is
+  --memory-merge on|off   on: the kernel (CMD, pid 2) sets PR_SET_MEMORY_MERGE before it runs, so
+                          that KSM may merge its pages with identical pages of other processes
+                          (Linux 6.4+; merging happens only while /sys/kernel/mm/ksm/run is 1,
+                          which the jail does not touch). A merged page is a side channel between
+                          the processes that share it: on only where the kernels' users may learn
+                          what pages the others hold. Default off
   --no-cgroup             no cgroups (hosts without a writable cgroup tree; weaker: no memory,
                           pids or cpu limits, no cgroup.kill). The helper still needs root
   --egress SOCKET         network through the egress proxy (cellgate-egress) whose control socket

@@ -136,6 +136,10 @@ common::Result<JailOptions> parse_options(int argc, const char* const* argv) {
       {"--attach-workspace", [&](std::string_view v) { o.attach_workspace = v; return !v.empty() && v.size() <= 4096; }},
       {"--egress", [&](std::string_view v) { o.egress_socket = v; return !v.empty() && v[0] == '/' && v.size() < 108; }},
       {"--egress-attach", [&](std::string_view v) { o.egress_attach = v; return !v.empty() && v.size() <= 4096; }},
+      {"--memory-merge", [&](std::string_view v) {
+         o.memory_merge = v == "on";
+         return v == "on" || v == "off";
+       }},
       {"--egress-port", [&](std::string_view v) {
          uint64_t port = 0;
          if (!parse_uint(v, port) || port == 0 || port > 65535) return false;

@@ -56,6 +56,7 @@ struct JailOptions {
   std::string egress_socket;        // --egress SOCKET: the egress proxy's control socket; empty: no network
   uint16_t egress_port = 3128;      // --egress-port: where the proxy listens inside the jail
   std::string egress_attach;        // --egress-attach STATUS_FILE: hand that jail's listener to --egress
+  bool memory_merge = false;        // --memory-merge on: the kernel's memory may be merged (KSM)
   bool help = false;
   std::vector<std::string> command;
 };

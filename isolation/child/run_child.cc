@@ -15,6 +15,10 @@
 
 #include "isolation/child/child_steps.h"
 
+#ifndef PR_SET_MEMORY_MERGE
+#define PR_SET_MEMORY_MERGE 67  // linux/prctl.h of Linux 6.4; Debian 12's headers are older
+#endif
+
 namespace cellgate::isolation::child {
 namespace {
 
@@ -44,6 +48,11 @@ int install_init_signals() noexcept {
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) fail(plan, Stage::kPdeathsig, errno);
   if (chdir(plan.cwd) < 0) fail(plan, Stage::kChdir, errno);
   umask(plan.umask);
+  // Every present and future private mapping of this process becomes mergeable (MMF_VM_MERGE_ANY),
+  // kept across fork and, since Linux 6.7, across execve (Documentation/admin-guide/mm/ksm.rst,
+  // "Controlling KSM with prctl"). Set here, not in init: only the kernel's memory is the operator's
+  // to share. ksmd merges nothing unless /sys/kernel/mm/ksm/run is 1 (the gateway's side).
+  if (plan.memory_merge && prctl(PR_SET_MEMORY_MERGE, 1, 0, 0, 0) < 0) fail(plan, Stage::kMemoryMerge, errno);
   int keep[] = {plan.report_fd};
   if (int err = apply_close_fds_except(keep, 1)) fail(plan, Stage::kFds, err);
   // The helper learns our host pid from the SCM_CREDENTIALS of this record.

@@ -16,7 +16,7 @@ namespace cellgate::isolation::child {
 enum class Stage : uint32_t {
   kNone = 0, kSync, kPdeathsig, kCgroupNs, kMountPrivate, kMount, kPivotRoot, kRemountRoot,
   kHostname, kLoopback, kRlimits, kFork, kSetsid, kSignals, kCapabilities, kSetgroups, kSetgid,
-  kSetuid, kNoNewPrivs, kSeccomp, kFds, kChdir, kExec, kInit, kSetns, kEgress,
+  kSetuid, kNoNewPrivs, kSeccomp, kFds, kChdir, kExec, kInit, kSetns, kEgress, kMemoryMerge,
 };
 // Records on the report socket (SOCK_SEQPACKET, so one record per message).
 enum class ReportKind : uint32_t { kError = 1, kHello = 2 };
@@ -109,6 +109,10 @@ struct ChildPlan {
   // host memory that no smaps shows). nullptr = none.
   const MemRange* shed;
   size_t n_shed;
+  // The kernel's memory may be merged with identical pages of other processes (KSM): the kernel
+  // process sets PR_SET_MEMORY_MERGE before it execs or enters (the operator's choice, off by default:
+  // a merged page is a side channel between tenants; README "Kernel memory merging").
+  bool memory_merge;
 };
 
 // runs in: child (pid 1 of the new namespaces), async-signal-safe. Never returns: builds the root,

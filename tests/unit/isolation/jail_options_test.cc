@@ -155,6 +155,18 @@ TEST_CASE("the egress options name the proxy control socket and the port inside"
   CHECK(help_text().find("--egress-port") != std::string::npos);
 }
 
+TEST_CASE("the memory-merge option is off unless on is given, and a join cannot set it", "[isolation]") {
+  auto off = parse({"--", "true"});
+  REQUIRE(off);
+  CHECK_FALSE(off->memory_merge);
+  auto on = parse({"--memory-merge", "on", "--", "true"});
+  REQUIRE(on);
+  CHECK(on->memory_merge);
+  CHECK_FALSE(parse({"--memory-merge", "yes", "--", "true"}));
+  CHECK_FALSE(parse({"--join", "/s", "--memory-merge", "on", "--", "true"}));
+  CHECK(help_text().find("side channel") != std::string::npos);
+}
+
 TEST_CASE("egress-attach mode takes a status file, the proxy socket and the jail's name, nothing else", "[isolation]") {
   auto o = parse({"--egress-attach", "/run/x/jail.json", "--egress", "/run/e.sock", "--name", "k1"});
   REQUIRE(o);
