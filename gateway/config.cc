@@ -151,6 +151,24 @@ const std::vector<Option>& options() {
        "how long a start waits for the fork server to fork its jail; past it the start fails with 503, and a "
        "jail the fork server starts later is killed (default 10)",
        [](Config& c, const std::string& v) { c.fork_server_timeout_s = static_cast<int>(parse_int("fork-server-timeout", v, 1, 3600)); }},
+      {"kernel-memory-merge", "on|off", false,
+       "on: every jailed kernel's memory may be merged with identical pages of other kernels by the Linux kernel's "
+       "samepage merging (KSM: PR_SET_MEMORY_MERGE in each kernel; the gateway sets /sys/kernel/mm/ksm/run to 1, "
+       "host-wide, and bounds ksmd's scan rate). RISK: a merged page is a side channel between tenants (a kernel can "
+       "tell by timing a write whether another kernel holds a page it guessed); on only where the kernels' users "
+       "may learn what the others hold. Off (default) touches no KSM setting",
+       [](Config& c, const std::string& v) {
+         if (v == "on" || v == "true") c.kernel_memory_merge = true;
+         else if (v == "off" || v == "false") c.kernel_memory_merge = false;
+         else throw ConfigError("--kernel-memory-merge: expected on or off, got '" + v + "'");
+       }},
+      {"kernel-memory-merge-rate", "PAGES", false,
+       "with --kernel-memory-merge on: pages a second ksmd scans at most (its CPU is the host's, charged to no "
+       "kernel: ~2% of one CPU at 5000 on a 2-vCPU KVM guest; a pass over N idle forked kernels takes "
+       "~N*33000/PAGES s), 50-1000000 (default 5000, KSM's own 100 pages every 20 ms)",
+       [](Config& c, const std::string& v) {
+         c.kernel_memory_merge_rate = static_cast<uint64_t>(parse_int("kernel-memory-merge-rate", v, 50, 1000000));
+       }},
       {"jail-policy", "FILE", false, "jail policy file for every kernel (default: built-in policy)",
        [](Config& c, const std::string& v) { c.jail_policy = v; }},
       {"transport", "ipc|tcp", false, "ZeroMQ transport to kernels (default ipc)",
@@ -535,6 +553,8 @@ void finish(Config& c) {
     auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
     c.egress_binary = (self.parent_path() / "cellgate-egress").string();
   }
+  if (c.kernel_memory_merge && c.spawner != "jail")
+    throw ConfigError("--kernel-memory-merge on needs --spawner jail (the jail marks the kernel's memory)");
   if (c.spawner != "jail") c.egress = false;  // a plain kernel has the host's network; no proxy to put in front
   if (c.certfile.empty() != c.keyfile.empty())
     throw ConfigError(c.certfile.empty() ? "--keyfile needs --certfile" : "--certfile needs --keyfile");

@@ -44,6 +44,10 @@ struct Config {
   std::string zygote_binary;                 // default: cellgate-zygote beside the cellgate binary
   int fork_server_timeout_s = 10;            // a start waits this long for the fork server's answer; then 503
   std::string jail_policy;                   // policy file for every kernel ("" = built-in default)
+  // Kernel memory merging (KSM, README "Kernel memory merging"): off by default, a side channel between
+  // tenants. On: every kernel is marked mergeable and ksmd runs host-wide, scanning at most this rate.
+  bool kernel_memory_merge = false;
+  uint64_t kernel_memory_merge_rate = 5000;  // pages a second ksmd scans (KSM's own default: 100 per 20 ms)
   std::string transport = "ipc";
   std::string log_level = "info";
   std::string metrics_token;                 // besides an admin's token, this one may read /metrics

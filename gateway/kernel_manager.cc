@@ -17,6 +17,7 @@
 #include "gateway/execute_snapshot.h"
 #include "gateway/fork_server.h"
 #include "gateway/idle_watch.h"
+#include "gateway/kernel_memory_merge.h"
 #include "gateway/kernel_network.h"
 #include "gateway/kernel_plan.h"
 #include "gateway/offload.h"
@@ -115,6 +116,10 @@ KernelManager::KernelManager(asio::io_context& io, const Config& config, Service
     std::vector<std::string> jail_extra = {"--kernel-log-bytes", std::to_string(config_.kernel_log_bytes)};
     if (config_.kernels_cpu_weight > 0)
       jail_extra.insert(jail_extra.end(), {"--kernels-cpu-weight", std::to_string(config_.kernels_cpu_weight)});
+    if (config_.kernel_memory_merge) {
+      common::log_info("{}", start_kernel_memory_merge(kKsmDir, config_.kernel_memory_merge_rate));
+      jail_extra.insert(jail_extra.end(), {"--memory-merge", "on"});
+    }
     auto jail = launcher::make_jail_spawner(config_.jail_helper, jail_extra);
     if (config_.fork_server) {
       fork_server_ = std::make_unique<ForkServer>(io_, config_.zygote_binary, config_.runtime_dir);

@@ -66,6 +66,11 @@ TEST_CASE("sizes accept suffixes", "[gateway]") {
   CHECK(load({}).max_kernel_message_bytes == 512ull << 20);
   CHECK(load({"--max-kernel-message", "2G"}).max_kernel_message_bytes == 2ull << 30);
   CHECK_THROWS_WITH(load({"--max-kernel-message", "1K"}), Catch::Contains("--max-kernel-message: expected at least 64K"));
+  CHECK(!load({}).kernel_memory_merge);
+  CHECK(load({"--kernel-memory-merge", "on", "--kernel-memory-merge-rate", "1000"}).kernel_memory_merge_rate == 1000);
+  CHECK_THROWS_WITH(load({"--kernel-memory-merge-rate", "0"}), Catch::Contains("--kernel-memory-merge-rate"));
+  CHECK_THROWS_WITH(load({"--kernel-memory-merge", "yes"}), "--kernel-memory-merge: expected on or off, got 'yes'");
+  CHECK_THROWS_WITH(load({"--kernel-memory-merge", "on", "--spawner", "plain"}), Catch::Contains("needs --spawner jail"));
   CHECK(load({}).kernel_output_rate == 0);
   CHECK(load({"--kernel-output-rate", "0"}).kernel_output_rate == 0);
   CHECK(load({"--kernel-output-rate", "4M"}).kernel_output_rate == 4ull << 20);
