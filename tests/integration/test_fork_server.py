@@ -162,3 +162,68 @@ def test_forked_kernel_shows_matplotlib_figures_inline():
             assert base64.b64decode(pngs[0]).startswith(b"\x89PNG"), pngs[0][:40]
     finally:
         t.stop()
+
+
+KSM = "/sys/kernel/mm/ksm"
+KSM_SETTINGS = ("run", "advisor_mode", "advisor_max_cpu", "pages_to_scan", "sleep_millisecs", "smart_scan")
+
+
+def ksm_settings():
+    out = {}
+    for name in KSM_SETTINGS:
+        try:
+            with open(os.path.join(KSM, name)) as f:
+                out[name] = f.read().strip()
+        except OSError:
+            pass
+    return out
+
+
+def ksm_restore(saved):
+    """Puts KSM back as found (run last to first: ksmd stops before its bound changes)."""
+    for name in ("run",) + tuple(n for n in saved if n != "run"):
+        value = saved[name]
+        if "[" in value:  # "[none] scan-time": the selected one
+            value = value[value.index("[") + 1:value.index("]")]
+        with open(os.path.join(KSM, name), "w") as f:
+            f.write(value + "\n")
+
+
+def merge_any(pid):
+    """The kernel process's PR_SET_MEMORY_MERGE flag as /proc/PID/ksm_stat shows it (Linux 6.8+)."""
+    with open(f"/proc/{pid}/ksm_stat") as f:
+        return next(line.split(":")[1].strip() for line in f if line.startswith("ksm_merge_any:"))
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(KSM, "run")), reason="no KSM here")
+def test_kernel_memory_merge_marks_every_kernel_only_when_on_and_off_touches_no_ksm_setting():
+    saved = ksm_settings()
+    t = jail_target()
+    t.start()
+    try:
+        wait_for_zygote(t)
+        kid = t.start_kernel()["id"]
+        assert exe(t, kid).endswith("cellgate-zygote"), t.log_tail()
+        assert merge_any(t.jail_status(kid)["kernel_pid"]) == "no"
+        assert ksm_settings() == saved, "--kernel-memory-merge off changed host-wide KSM settings"
+    finally:
+        t.stop()
+    t = jail_target("--kernel-memory-merge", "on", "--kernel-memory-merge-rate", "1000")
+    try:
+        t.start()
+        wait_for_zygote(t)
+        forked = t.start_kernel()["id"]
+        assert exe(t, forked).endswith("cellgate-zygote"), t.log_tail()
+        status = t.jail_status(forked)
+        assert merge_any(status["kernel_pid"]) == "yes", t.log_tail()
+        # Only the kernel: its jail's helper and init are not the tenant's memory to share.
+        assert merge_any(status["helper_pid"]) == "no" and merge_any(status["init_pid"]) == "no"
+        now = ksm_settings()
+        assert (now["run"], now["pages_to_scan"], now["sleep_millisecs"]) == ("1", "20", "20"), now
+        assert "[none]" in now.get("advisor_mode", "[none]"), now
+        assert "kernel memory merge on" in t.log_tail(200) and "side channel" in t.log_tail(200)
+        # A merged page stays a page of the kernel's: it still computes (copy-on-write of KSM pages).
+        assert run(t, forked, "print(sum(range(10)))") == "45"
+    finally:
+        t.stop()
+        ksm_restore(saved)
