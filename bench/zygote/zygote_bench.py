@@ -23,6 +23,7 @@ parallel <= 0.15x, PSS per idle kernel <= 0.2x; start <= 150 ms (issue 8).
 
 usage: zygote_bench.py --bin BUILD/bin [--runs N] [--parallel N] [--parallel-runs N] [--short] [--zygote-only]
                       [--compare-args ARGS] [--compare-bin DIR] [--json FILE]
+                      [--memory-merge N[,N...] [--ksm NAME=VALUE,...] [--merge-timeout S]]
        zygote_bench.py --jsonl --cellgate BUILD/bin/cellgate [--quick]     (for bench/run.py)
 --jsonl prints one JSON line per figure instead of the table: the fork server as backend "cellgate"
 (with the issue's targets), cold jailed starts as the reference backend "cold_jail"; group "fork server".
@@ -30,6 +31,10 @@ usage: zygote_bench.py --bin BUILD/bin [--runs N] [--parallel N] [--parallel-run
 --compare-bin DIR adds a second zygote from DIR/cellgate-zygote (another build: an A/B of two commits),
 --compare-args '--shed-image off' one with those arguments (both: that build with them), its starts and batches
 interleaved with the first's: an A/B of two settings under the same load, in one run.
+--memory-merge 20,200 then starts N idle forked kernels without and N with the jail's --memory-merge on, runs ksmd
+(KSM) with --ksm's settings until it has merged, and prints PSS and USS per kernel for both (beside the cold jail's
+PSS of the same run), the time to merge, ksmd's CPU (its thread's run time) and what it did to the fork server's
+huge pages; every KSM setting it changed is put back as found (run last).
 (exits 1 when a figure is malformed, 4 when it cannot run here)
 """
 import argparse
@@ -72,6 +77,7 @@ class Kernel:
         write_connection_file(self.conn, transport="ipc", ip=self.runtime + "/k")
         with open(self.conn) as f:
             self.info = json.load(f)
+        self.extra = []  # jail options before the others (--memory-merge on)
         self.helper = None
         self.popen = None
         self.pidfd = None
@@ -79,7 +85,7 @@ class Kernel:
         self.status = None
 
     def jail_args(self, ready_fd=3):
-        args = ["--name", self.kid, "--bind-same", self.runtime, "--status-file", self.private + "/jail.json",
+        args = self.extra + ["--name", self.kid, "--bind-same", self.runtime, "--status-file", self.private + "/jail.json",
                 "--ready-fd", str(ready_fd)]
         for k, v in sorted(ENV.items()):
             args += ["--env", f"{k}={v}"]
@@ -272,8 +278,10 @@ def one_start(mode, bins, socks, ctx):
     return out
 
 
-def parallel(mode, n, bins, socks, ctx):
+def parallel(mode, n, bins, socks, ctx, extra=()):
     kernels = [Kernel() for _ in range(n)]
+    for k in kernels:
+        k.extra = list(extra)
     done = [None] * n
     t0 = time.monotonic()
 
@@ -346,6 +354,125 @@ def accepts(sock_path):
         return False
     finally:
         s.close()
+
+
+KSM = "/sys/kernel/mm/ksm"
+
+
+def ksm_read(name):
+    with open(f"{KSM}/{name}") as f:
+        text = f.read().strip()
+    return text[text.index("[") + 1:text.index("]")] if "[" in text else text
+
+
+def ksm_write(name, value):
+    with open(f"{KSM}/{name}", "w") as f:
+        f.write(f"{value}\n")
+
+
+def ksmd_cpu_ms():
+    """CPU of the ksmd kernel thread so far (ms, /proc/PID/schedstat's run time): host CPU charged to no
+    kernel's cgroup."""
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() != "ksmd":
+                    continue
+            with open(f"/proc/{pid}/schedstat") as f:
+                return int(f.read().split()[0]) / 1e6
+        except (OSError, ValueError):
+            continue
+    return 0.0
+
+
+def start_batches(n, mode, bins, socks, ctx, extra, batch=20):
+    """n idle kernels, started `batch` at a time (a start burst of hundreds is another figure)."""
+    kernels = []
+    for i in range(0, n, batch):
+        _, ks = parallel(mode, min(batch, n - i), bins, socks, ctx, extra)
+        kernels += ks
+    return kernels
+
+
+def per_kernel_mib(kernels):
+    pids = [k.pids() for k in kernels]
+    pss = statistics.mean(sum(pss_kib(p) for p in ps) for ps in pids) / 1024
+    uss = statistics.mean(sum(uss_kib(p) for p in ps) for ps in pids) / 1024
+    return pss, uss
+
+
+def merge_phase(n, bins, socks, ctx, zygote_pid, settings, timeout_s):
+    """n idle forked kernels with merging off, then n with --memory-merge on and ksmd running with
+    `settings` (the KSM files the gateway's --kernel-memory-merge writes): PSS and USS per kernel for both,
+    the seconds until ksmd had merged (pages_sharing within 1% of its value two full scans later), ksmd's
+    CPU meanwhile and over 20 s after, and the zygote's huge pages before and after. Every KSM setting it
+    changes is put back as found."""
+    out = {}
+    kernels = start_batches(n, "zygote", bins, socks, ctx, [])
+    time.sleep(3)
+    out["off_pss_mib"], out["off_uss_mib"] = per_kernel_mib(kernels)
+    out["off_zygote_share_mib"] = pss_kib(zygote_pid) / 1024 / n
+    for k in kernels:
+        k.stop()
+    saved = {name: ksm_read(name) for name in ["run", *settings]}
+    huge_before = rollup_kib(zygote_pid, "AnonHugePages")
+    try:
+        kernels = start_batches(n, "zygote", bins, socks, ctx, ["--memory-merge", "on"])
+        time.sleep(3)
+        out["unmerged_pss_mib"], _ = per_kernel_mib(kernels)
+        for name, value in settings.items():
+            ksm_write(name, value)
+        cpu0, scans0, t0 = ksmd_cpu_ms(), int(ksm_read("full_scans")), time.monotonic()
+        ksm_write("run", 1)
+        history = []  # (seconds, full_scans, pages_sharing)
+        while time.monotonic() - t0 < timeout_s:
+            time.sleep(1)
+            history.append((time.monotonic() - t0, int(ksm_read("full_scans")) - scans0, int(ksm_read("pages_sharing"))))
+            done = [h for h in history if h[1] >= 2 and h[1] + 2 <= history[-1][1]]
+            if done and abs(history[-1][2] - done[-1][2]) <= 0.01 * max(1, history[-1][2]):
+                break
+        final = history[-1][2]
+        out["merge_s"] = next(h[0] for h in history if h[2] >= 0.95 * final)
+        out["merge_timed_out"] = time.monotonic() - t0 >= timeout_s
+        wall = time.monotonic() - t0
+        out["ksmd_cpu_merge_pct"] = (ksmd_cpu_ms() - cpu0) / 10 / wall
+        out["merged_pss_mib"], out["merged_uss_mib"] = per_kernel_mib(kernels)
+        # A kernel's page that still was the zygote's (shared since the fork) is merged too, into a KSM
+        # copy: the zygote's original is then its own, and its PSS grows. Count it.
+        out["merged_zygote_share_mib"] = pss_kib(zygote_pid) / 1024 / n
+        out["pages_sharing"], out["pages_shared"] = final, int(ksm_read("pages_shared"))
+        out["full_scans"] = history[-1][1]
+        cpu1, t1 = ksmd_cpu_ms(), time.monotonic()
+        time.sleep(30)
+        out["ksmd_cpu_idle_pct"] = (ksmd_cpu_ms() - cpu1) / 10 / (time.monotonic() - t1)
+        out["zygote_huge_before_mib"] = huge_before / 1024
+        out["zygote_huge_after_mib"] = rollup_kib(zygote_pid, "AnonHugePages") / 1024
+        out["pages_to_scan"] = int(ksm_read("pages_to_scan"))
+        out["ksmd_cpu_total_s"] = (ksmd_cpu_ms() - cpu0) / 1000
+    finally:
+        ksm_write("run", saved["run"])
+        for name, value in saved.items():
+            if name != "run":
+                ksm_write(name, value)
+        for k in kernels:
+            k.stop()
+    return out
+
+
+def print_merge(results, settings):
+    print(f"kernel memory merging (KSM; ksmd with {' '.join(f'{k}={v}' for k, v in settings.items()) or 'its defaults'}; "
+          "per idle forked kernel, helper+init+kernel):")
+    print(f"{'kernels':>8} {'PSS off':>8} {'+zygote':>8} {'USS off':>8} {'PSS on':>8} {'+zygote':>8} {'USS on':>8} "
+          f"{'merged in':>10} {'ksmd CPU':>9} {'then':>6} {'sharing':>9} {'shared':>8} {'zygote THP':>14} {'batch':>6}")
+    for n, r in results.items():
+        print(f"{n:>8} {r['off_pss_mib']:8.2f} {r['off_pss_mib'] + r['off_zygote_share_mib']:8.2f} {r['off_uss_mib']:8.2f} "
+              f"{r['merged_pss_mib']:8.2f} {r['merged_pss_mib'] + r['merged_zygote_share_mib']:8.2f} {r['merged_uss_mib']:8.2f} "
+              f"{r['merge_s']:9.0f}s{'!' if r['merge_timed_out'] else ' '} {r['ksmd_cpu_merge_pct']:8.1f}% "
+              f"{r['ksmd_cpu_idle_pct']:5.1f}% {r['pages_sharing']:9d} {r['pages_shared']:8d} "
+              f"{r['zygote_huge_before_mib']:6.0f}->{r['zygote_huge_after_mib']:<5.0f} {r['pages_to_scan']:6d}")
+    print("(MiB; +zygote: with the fork server's PSS spread over the kernels; merged in: seconds from run=1 until "
+          "pages_sharing reached 95% of its settled value, ! = timed out; ksmd CPU: % of one CPU meanwhile, then: "
+          "over the next 30 s; zygote THP: its AnonHugePages, MiB; batch: pages_to_scan at the end)")
 
 
 def figure_rows(n):
@@ -441,6 +568,13 @@ def main():
                          "starts and batches interleaved with the first's (column 'zygote B')")
     ap.add_argument("--compare-bin", metavar="DIR",
                     help="A/B: a second zygote from DIR/cellgate-zygote (another build), interleaved as above")
+    ap.add_argument("--memory-merge", metavar="N[,N...]",
+                    help="also: N idle forked kernels without and then with --memory-merge on and ksmd running "
+                         "(needs KSM; every KSM setting is put back after), for each N")
+    ap.add_argument("--ksm", metavar="NAME=VALUE[,...]", default="advisor_mode=none,pages_to_scan=100,sleep_millisecs=20",
+                    help="ksmd's settings for --memory-merge, in order (files of /sys/kernel/mm/ksm; default: what "
+                         "cellgate serve --kernel-memory-merge on writes, 5000 pages a second)")
+    ap.add_argument("--merge-timeout", type=int, default=600, help="longest wait for ksmd to settle, seconds")
     a = ap.parse_args()
     if a.bin is None and a.cellgate:
         a.bin = os.path.dirname(os.path.abspath(a.cellgate))
@@ -457,6 +591,11 @@ def main():
     socks = {"zygote": f"{RUN}/zygote-bench.sock"}
     fig = {"load_before": os.getloadavg()[0]}
     zygotes = {}
+    merged = {}
+    ksm_settings = dict(kv.split("=", 1) for kv in a.ksm.split(",") if kv)
+    if a.memory_merge and not os.path.exists(f"{KSM}/run"):
+        print("zygote_bench: --memory-merge: this kernel has no KSM", file=sys.stderr)
+        return 4
     modes = ("zygote",) if a.zygote_only else ("cold", "zygote")
     ctx = zmq.Context()
     try:
@@ -508,6 +647,11 @@ def main():
         for mode in modes:
             fig[f"{mode}_parallel_s"] = statistics.median(walls[mode])
             fig[f"{mode}_parallel_s_min"], fig[f"{mode}_parallel_s_max"] = min(walls[mode]), max(walls[mode])
+        if a.memory_merge:
+            for n in (int(x) for x in a.memory_merge.split(",")):
+                merged[n] = merge_phase(n, a.bin, socks, ctx, zygotes["zygote"].pid, ksm_settings, a.merge_timeout)
+                for key, value in merged[n].items():
+                    fig[f"merge{n}_{key}"] = float(value)
     finally:
         for z in zygotes.values():
             z.terminate()
@@ -520,6 +664,8 @@ def main():
         print_jsonl(fig, a.parallel)
     else:
         print_table(fig, a, kdirs, modes)
+        if merged:
+            print_merge(merged, ksm_settings)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(fig, f, indent=1)
