@@ -234,7 +234,8 @@ const std::vector<Option>& options() {
       {"kernel-output-rate", "SIZE", false,
        "output (iopub) bytes per second the gateway reads from one kernel, with a burst of one second's "
        "worth; past it the rest waits in the kernel's own socket and queue (its memory, whose high-water "
-       "mark drops the excess), not in the gateway's io thread; 0 = as fast as it comes (default 16M)",
+       "mark drops the excess), not in the gateway's io thread; 0 = as fast as it comes (the default; a gateway "
+       "that tenants share sets it, e.g. 16M)",
        [](Config& c, const std::string& v) { c.kernel_output_rate = parse_size("kernel-output-rate", v); }},
       {"kernel-read-budget", "SIZE", false,
        "memory the partly received large messages (over 512K) of all kernels may hold together; one "
