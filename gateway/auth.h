@@ -34,7 +34,8 @@ class Authenticator {
   void look_up_on(state::DatabaseThread* thread) { lookups_ = thread; }
   static constexpr std::chrono::seconds kLookupTimeout{5};
   // Lookups waiting at once, from every address together: what unauthenticated clients may hold of the
-  // database thread's queue (1024 jobs), so that the snapshot rows of kernels keep the rest.
+  // database thread's queue (1024 jobs), so that the snapshot rows of kernels keep the rest. A lookup
+  // whose wait ended leaves the queue with it (DatabaseThread::cancel): only one still running stays.
   static constexpr int kMaxLookups = 256;
   // The caller the request's token names; else nullopt, and refusal says why: 401; 429 with
   // Retry-After while the address is blocked for too many failures, or when its lookups fill its

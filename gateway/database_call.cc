@@ -14,6 +14,7 @@
 namespace cellgate::gateway {
 
 namespace asio = boost::asio;
+using common::Errc;
 
 boost::asio::awaitable<common::Status> on_database_thread(state::DatabaseThread& thread, const std::string& tenant,
                                                           const state::DatabaseThread::Work& work,
@@ -32,14 +33,16 @@ boost::asio::awaitable<common::Status> on_database_thread(state::DatabaseThread&
       wait->timer.cancel();
     });
   };
-  if (!thread.post(tenant, work, std::move(done)))
-    co_return common::make_error(common::Errc::kTooManyRequests, "the database thread's queue is full");
+  const auto job = thread.post(tenant, work, std::move(done));
+  if (!job) co_return common::make_error(Errc::kTooManyRequests, "the database thread's queue is full");
   // Nothing runs on this executor between the post and this wait: the outcome cannot come before it.
   wait->timer.expires_after(timeout);
   boost::system::error_code ec;
   co_await wait->timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   if (wait->outcome) co_return std::move(*wait->outcome);
-  co_return common::make_error(common::Errc::kTimeout, "the database did not answer in time");
+  // Nobody waits for it any more: still queued, it gives its place back rather than run for no one.
+  thread.cancel(*job);
+  co_return common::make_error(Errc::kTimeout, "the database did not answer in time");
 }
 
 }  // namespace cellgate::gateway

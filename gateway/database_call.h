@@ -14,9 +14,10 @@
 namespace cellgate::gateway {
 
 // Posts work under tenant's share of the thread's queue and resumes, on the caller's executor, with its
-// outcome; kTimeout once timeout has passed (the statement runs on to its own deadline, and nobody hears
-// of it); kTooManyRequests at once when the queue or the tenant's share is full. Pass named objects, not
-// temporaries (GCC 12 may destroy a temporary in a co_await operand twice: gateway/offload.h).
+// outcome; kTimeout once timeout has passed (a job still queued then is dropped; one running runs on to
+// its own deadline, and nobody hears of it); kTooManyRequests at once when the queue or the tenant's
+// share is full. Pass named objects, not temporaries (GCC 12 may destroy a temporary in a co_await
+// operand twice: gateway/offload.h).
 boost::asio::awaitable<common::Status> on_database_thread(state::DatabaseThread& thread, const std::string& tenant,
                                                           const state::DatabaseThread::Work& work,
                                                           std::chrono::milliseconds timeout);

@@ -2,6 +2,8 @@
 // database_thread: a thread with a database connection of its own that runs posted statements in order.
 #include "state/database_thread.h"
 
+#include <algorithm>
+
 namespace cellgate::state {
 
 DatabaseThread::DatabaseThread(DatabaseThreadOptions options, Connect connect)
@@ -38,21 +40,44 @@ uint64_t DatabaseThread::refused() const {
   return refused_;
 }
 
-bool DatabaseThread::post(const std::string& tenant, Work work, Done done) {
+uint64_t DatabaseThread::cancelled() const {
+  std::lock_guard lk(mu_);
+  return cancelled_;
+}
+
+std::optional<DatabaseThread::JobId> DatabaseThread::post(const std::string& tenant, Work work, Done done) {
+  JobId id = 0;
   {
     std::lock_guard lk(mu_);
-    if (!running_ || stopping_) return false;
+    if (!running_ || stopping_) return std::nullopt;
     size_t& mine = held_by_tenant_[tenant];
     if (held_ >= options_.max_jobs || mine >= options_.max_jobs_per_tenant) {
       if (mine == 0) held_by_tenant_.erase(tenant);
       ++refused_;
-      return false;
+      return std::nullopt;
     }
     ++mine;
     ++held_;
-    queue_.push_back(Job{tenant, std::move(work), std::move(done)});
+    id = next_id_++;
+    queue_.push_back(Job{id, tenant, std::move(work), std::move(done)});
   }
   cv_.notify_one();
+  return id;
+}
+
+bool DatabaseThread::cancel(JobId id) {
+  std::function<void(common::Status)> dropped;  // destroyed after the mutex is released
+  Work dropped_work;
+  std::lock_guard lk(mu_);
+  // At most max_jobs long, and only walked for a poster whose deadline passed.
+  auto it = std::find_if(queue_.begin(), queue_.end(), [id](const Job& j) { return j.id == id; });
+  if (it == queue_.end()) return false;
+  dropped = std::move(it->done);
+  dropped_work = std::move(it->work);
+  const std::string tenant = std::move(it->tenant);
+  queue_.erase(it);
+  finished(tenant);
+  ++cancelled_;
   return true;
 }
 

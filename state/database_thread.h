@@ -38,6 +38,7 @@ class DatabaseThread {
   // Runs on this thread, once per accepted job: with work's outcome, or kUnavailable when the thread
   // stopped before running it. Post back to your own thread from here.
   using Done = std::function<void(common::Status)>;
+  using JobId = uint64_t;
 
   DatabaseThread(DatabaseThreadOptions options, Connect connect);
   ~DatabaseThread();
@@ -49,14 +50,22 @@ class DatabaseThread {
   // Runs what is queued for at most grace more (a job already running finishes), ends the rest with
   // kUnavailable, and joins. Later posts are refused.
   void stop(std::chrono::milliseconds grace = std::chrono::seconds(5));
-  // Any thread. Never waits for the database, only for the queue's mutex. False when the queue or the
-  // tenant's share of it is full, or the thread is not running: then neither work nor done runs.
-  bool post(const std::string& tenant, Work work, Done done);
-  // Jobs refused since start because the queue or a tenant's share was full.
+  // Any thread. Never waits for the database, only for the queue's mutex. The job's id (for cancel);
+  // nullopt when the queue or the tenant's share of it is full, or the thread is not running: then
+  // neither work nor done runs.
+  std::optional<JobId> post(const std::string& tenant, Work work, Done done);
+  // Any thread. For a poster that stopped waiting (its deadline passed): a job still queued is dropped,
+  // neither work nor done runs, and its place in the queue and in its tenant's share is free at once;
+  // true then. False when it has started (done runs or ran) or is unknown. Without this, jobs nobody
+  // waits for would keep their places until the database answered, up to the bounds above.
+  bool cancel(JobId id);
+  // Jobs refused since start because the queue or a tenant's share was full; jobs cancelled while queued.
   uint64_t refused() const;
+  uint64_t cancelled() const;
 
  private:
   struct Job {
+    JobId id;
     std::string tenant;
     Work work;
     Done done;
@@ -77,6 +86,8 @@ class DatabaseThread {
   bool stopping_ = false;
   std::chrono::steady_clock::time_point stop_deadline_{};
   uint64_t refused_ = 0;
+  uint64_t cancelled_ = 0;
+  JobId next_id_ = 1;
   std::thread thread_;
 };
 

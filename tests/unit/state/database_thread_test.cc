@@ -150,3 +150,46 @@ TEST_CASE("database thread: a connection that cannot be made is start's error", 
   CHECK(st.error().message == "no");
   CHECK_FALSE(t.post("a", [](Database&) { return Status(cellgate::common::ok()); }, nullptr));
 }
+
+TEST_CASE("database thread: a job cancelled while queued never runs, and its place is free at once",
+          "[database_thread]") {
+  TestDatabase tdb;
+  DatabaseThreadOptions o;
+  o.max_jobs = 4;
+  o.max_jobs_per_tenant = 2;
+  DatabaseThread t(o, connect_to(tdb));
+  REQUIRE(t.start());
+  auto gate = std::make_shared<Gate>();
+  std::promise<void> started;
+  auto first = [&started, f = gate->opened](Database&) {
+    started.set_value();
+    f.wait();
+    return Status(cellgate::common::ok());
+  };
+  std::atomic<int> ran{0}, done_calls{0};
+  auto counted = [&ran](Database&) {
+    ++ran;
+    return Status(cellgate::common::ok());
+  };
+  auto done = [&done_calls](Status) { ++done_calls; };
+  auto running = t.post("other", first, done);
+  REQUIRE(running);
+  started.get_future().wait();  // the thread now hangs in it, as on a database that stopped answering
+  auto abandoned = t.post("mallory", counted, done);
+  auto second = t.post("mallory", counted, done);
+  REQUIRE(abandoned);
+  REQUIRE(second);
+  CHECK_FALSE(t.post("mallory", counted, done));  // mallory's share (2) is held
+  // The waiter of the first gave up: the job goes, and mallory's share has room again.
+  CHECK(t.cancel(*abandoned));
+  CHECK_FALSE(t.cancel(*abandoned));  // once
+  CHECK_FALSE(t.cancel(*running));    // already running: it finishes, and done hears it
+  CHECK(t.cancelled() == 1);
+  auto third = t.post("mallory", counted, done);
+  CHECK(third);
+  gate->open.set_value();
+  t.stop();
+  CHECK(ran == 2);         // the second and the third, never the cancelled one
+  CHECK(done_calls == 3);  // the running one, the second and the third
+  CHECK_FALSE(t.cancel(*second));  // finished
+}
