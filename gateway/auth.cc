@@ -2,26 +2,19 @@
 // auth: who a request comes from.
 #include "gateway/auth.h"
 
-#include <algorithm>
-
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
-
 #include "common/address_bucket.h"
 #include "common/log.h"
-#include "gateway/database_call.h"
 
 namespace cellgate::gateway {
 
 using common::Errc;
 using boost::asio::awaitable;
 
-Authenticator::Authenticator(state::UserStore& users, const Config& config)
+Authenticator::Authenticator(state::UserStore& users, state::Database& db, const Config& config)
     : users_(users), token_(config.token), token_generated_(config.token_generated),
       limiter_(state::AuthRateLimiter::Options{config.auth_failures_per_minute, std::chrono::seconds(60),
-                                               std::chrono::seconds(60), 10000}) {}
+                                               std::chrono::seconds(60), 10000}),
+      lookups_(db, kMaxLookups) {}
 
 std::string Authenticator::presented_token(const http::Request& req) {
   std::string_view auth(req[http::field::authorization].data(), req[http::field::authorization].size());
@@ -32,39 +25,10 @@ std::string Authenticator::presented_token(const http::Request& req) {
 
 awaitable<common::Result<std::optional<state::User>>> Authenticator::look_up(const std::string& token,
                                                                              const std::string& ip) {
-  if (!lookups_ || token.empty()) co_return users_.authenticate(token);
-  // Shared with the job: a lookup still running when the wait ends writes into it, and nobody reads it.
-  auto found = std::make_shared<common::Result<std::optional<state::User>>>(std::optional<state::User>());
-  const state::DatabaseThread::Work work = [found, store = users_, token](state::Database& db) {
-    *found = store.with_connection(db).authenticate(token);
-    return common::ok();
-  };
-  if (waiting_ >= kMaxLookups)
-    co_return common::make_error(Errc::kUnavailable, "too many token lookups are waiting for the database");
-  ++waiting_;
-  struct Waiting {
-    int& n;
-    ~Waiting() { --n; }
-  } counted{waiting_};
+  if (token.empty()) co_return std::optional<state::User>();
   const std::string tenant = "auth " + ip;
-  const auto deadline = std::chrono::steady_clock::now() + kLookupTimeout;
-  // The database thread's connection may be one the server closed while it was idle (a restart): the
-  // first statement on it fails, and the link reconnects in the background (state/postgres_link.h).
-  // Two more tries, 300 ms apart, give that reconnect its time without holding any thread.
-  for (int attempt = 0;; ++attempt) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    auto ran = co_await on_database_thread(*lookups_, tenant, work, std::max(left, std::chrono::milliseconds(1)));
-    if (!ran) {
-      if (ran.error().code == Errc::kTooManyRequests) co_return ran.error();
-      co_return common::make_error(Errc::kUnavailable, ran.error().code == Errc::kTimeout
-                                                           ? "the database did not answer within 5 s"
-                                                           : ran.error().message);
-    }
-    if (*found || found->error().code != Errc::kUnavailable || attempt == 2) co_return std::move(*found);
-    boost::asio::steady_timer pause(co_await boost::asio::this_coro::executor, std::chrono::milliseconds(300));
-    boost::system::error_code ec;
-    co_await pause.async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ec));
-  }
+  auto lookup = [store = users_, token](state::Database& db) { return store.with_connection(db).authenticate(token); };
+  co_return co_await lookups_.call<std::optional<state::User>>(tenant, lookup);
 }
 
 awaitable<std::optional<Caller>> Authenticator::authenticate(const http::Request& req, const http::Peer& peer,

@@ -5,15 +5,14 @@
 // else while the database answers, or does not.
 #pragma once
 
-#include <chrono>
 #include <optional>
 #include <string>
 
 #include <boost/asio/awaitable.hpp>
 
 #include "gateway/config.h"
+#include "gateway/database_call.h"
 #include "gateway/http/handler.h"
-#include "state/database_thread.h"
 #include "state/rate_limiter.h"
 #include "state/users.h"
 
@@ -28,11 +27,11 @@ struct Caller {
 // Io thread only.
 class Authenticator {
  public:
-  Authenticator(state::UserStore& users, const Config& config);
-  // Looks tokens up on thread from now on, each within kLookupTimeout, charged to the asking address's
-  // share of its queue. Null: on the io thread's own connection (SQLite: a local read).
-  void look_up_on(state::DatabaseThread* thread) { lookups_ = thread; }
-  static constexpr std::chrono::seconds kLookupTimeout{5};
+  // db: the io thread's connection, which users reads through.
+  Authenticator(state::UserStore& users, state::Database& db, const Config& config);
+  // Looks tokens up on thread from now on, each within DatabaseCalls::kDeadline, charged to the asking
+  // address's share of its queue. Null: on the io thread's own connection (SQLite: a local read).
+  void look_up_on(state::DatabaseThread* thread) { lookups_.run_on(thread); }
   // Lookups waiting at once, from every address together: what unauthenticated clients may hold of the
   // database thread's queue (1024 jobs), so that the snapshot rows of kernels keep the rest. A lookup
   // whose wait ended leaves the queue with it (DatabaseThread::cancel): only one still running stays.
@@ -51,8 +50,7 @@ class Authenticator {
   std::string token_;          // --token, which a hand-picked one may be
   bool token_generated_;       // 256 random bits: cannot be guessed online
   state::AuthRateLimiter limiter_;
-  state::DatabaseThread* lookups_ = nullptr;
-  int waiting_ = 0;  // lookups awaiting the database thread now
+  DatabaseCalls lookups_;
 
   boost::asio::awaitable<common::Result<std::optional<state::User>>> look_up(const std::string& token,
                                                                             const std::string& ip);

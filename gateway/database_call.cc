@@ -2,14 +2,14 @@
 // database_call: a statement run on the database thread, awaited by a coroutine of the io thread.
 #include "gateway/database_call.h"
 
-#include <memory>
-#include <optional>
+#include <algorithm>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <fmt/format.h>
 
 namespace cellgate::gateway {
 
@@ -43,6 +43,37 @@ boost::asio::awaitable<common::Status> on_database_thread(state::DatabaseThread&
   // Nobody waits for it any more: still queued, it gives its place back rather than run for no one.
   thread.cancel(*job);
   co_return common::make_error(Errc::kTimeout, "the database did not answer in time");
+}
+
+boost::asio::awaitable<common::Status> DatabaseCalls::run(const std::string& tenant,
+                                                          const state::DatabaseThread::Work& work) {
+  if (waiting_ >= max_waiting_)
+    co_return common::make_error(Errc::kUnavailable, "too many requests are waiting for the database");
+  ++waiting_;
+  struct Waiting {
+    int& n;
+    ~Waiting() { --n; }
+  } counted{waiting_};
+  const auto deadline = std::chrono::steady_clock::now() + kDeadline;
+  // The database thread's connection may be one the server closed while it was idle (a restart): the
+  // first statement on it fails, and the link reconnects in the background (state/postgres_link.h).
+  // Two more tries, 300 ms apart, give that reconnect its time without holding any thread.
+  for (int attempt = 0;; ++attempt) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto ran = co_await on_database_thread(*thread_, tenant, work, std::max(left, std::chrono::milliseconds(1)));
+    if (ran) co_return common::ok();
+    const Errc code = ran.error().code;
+    if (code == Errc::kTooManyRequests) co_return ran.error();
+    if (code == Errc::kTimeout)
+      co_return common::make_error(Errc::kUnavailable,
+                                   fmt::format("the database did not answer within {} s", kDeadline.count()));
+    // work said kUnavailable (or the thread stopped, and work never ran): what it wrote says which.
+    if (attempt == 2) co_return common::ok();
+    asio::steady_timer pause(co_await asio::this_coro::executor, std::chrono::milliseconds(300));
+    boost::system::error_code ec;
+    co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
 }
 
 }  // namespace cellgate::gateway

@@ -54,7 +54,7 @@ Gateway::Gateway(boost::asio::io_context& io, Config config, std::unique_ptr<lau
   db_ = std::make_unique<state::Database>(std::move(db.value()));
   users_ = std::make_unique<state::UserStore>(*db_);
   users_->set_single_token(config_.token);
-  auth_ = std::make_unique<Authenticator>(*users_, config_);
+  auth_ = std::make_unique<Authenticator>(*users_, *db_, config_);
   auto audit = state::AuditLog::open(*db_, config_.data_dir);
   if (!audit) throw ConfigError("cannot open the audit log: " + audit.error().message);
   audit_log_ = std::make_unique<state::AuditLog>(std::move(audit.value()));
