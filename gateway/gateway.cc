@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "gateway/audit.h"
 #include "gateway/auth.h"
+#include "gateway/database_call.h"
 #include "gateway/execute_snapshot.h"
 #include "gateway/http/peer_client.h"
 #include "gateway/kernel_manager.h"
@@ -55,6 +56,7 @@ Gateway::Gateway(boost::asio::io_context& io, Config config, std::unique_ptr<lau
   users_ = std::make_unique<state::UserStore>(*db_);
   users_->set_single_token(config_.token);
   auth_ = std::make_unique<Authenticator>(*users_, *db_, config_);
+  db_calls_ = std::make_unique<DatabaseCalls>(*db_, kMaxRequestCalls);
   auto audit = state::AuditLog::open(*db_, config_.data_dir);
   if (!audit) throw ConfigError("cannot open the audit log: " + audit.error().message);
   audit_log_ = std::make_unique<state::AuditLog>(std::move(audit.value()));
@@ -111,8 +113,12 @@ void Gateway::finish_setup(std::unique_ptr<launcher::Spawner> spawner) {
   if (auto st = db_thread_->start(); !st)
     throw ConfigError("cannot open the database thread's connection: " + st.error().message);
   // A PostgreSQL round trip (or a server that hangs) must not hold the io thread, which every client
-  // shares: every request's token is looked up there. SQLite's is a local read, kept inline.
-  if (db_->kind() == state::BackendKind::kPostgres) auth_->look_up_on(db_thread_.get());
+  // shares: every request's token is looked up there, and the rows that route a request to a kernel's
+  // node are read there. SQLite's are local reads, kept inline.
+  if (db_->kind() == state::BackendKind::kPostgres) {
+    auth_->look_up_on(db_thread_.get());
+    db_calls_->run_on(db_thread_.get());
+  }
   snapshots_ = std::make_unique<Snapshots>(io_, *workspaces_, *db_thread_, *offload_, &metrics_, &events_);
   kernels_ = std::make_unique<KernelManager>(
       io_, config_,

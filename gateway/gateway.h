@@ -37,6 +37,7 @@ namespace cellgate::gateway {
 
 class Audit;
 class Authenticator;
+class DatabaseCalls;
 class KernelManager;
 class NodeMembership;
 class FenceFreezer;
@@ -66,6 +67,12 @@ class Gateway {
   state::DatabaseThread& db_thread() { return *db_thread_; }
   state::UserStore& users() { return *users_; }
   Authenticator& auth() { return *auth_; }
+  // What a signed-in user's request reads and writes in the state database: awaited, never inline on
+  // the io thread when the database is across a network (gateway/database_call.h).
+  DatabaseCalls& db_calls() { return *db_calls_; }
+  // Such calls waiting at once, from every user together (each user's share of the database thread's
+  // queue is 64): with the token lookups' 256, the kernels' snapshot rows keep 256 of its 1024.
+  static constexpr int kMaxRequestCalls = 512;
   Audit& audit() { return *audit_; }
   workspace::WorkspaceManager& workspaces() { return *workspaces_; }
   Offload& offload() { return *offload_; }
@@ -93,6 +100,7 @@ class Gateway {
   std::unique_ptr<state::Database> db_;
   std::unique_ptr<state::UserStore> users_;
   std::unique_ptr<Authenticator> auth_;
+  std::unique_ptr<DatabaseCalls> db_calls_;
   std::unique_ptr<state::AuditLog> audit_log_;
   std::unique_ptr<Audit> audit_;
   std::unique_ptr<workspace::WorkspaceManager> workspaces_;

@@ -8,6 +8,7 @@
 #include "common/random.h"
 #include "common/time_format.h"
 #include "gateway/api/kernel_relay.h"
+#include "gateway/database_call.h"
 #include "gateway/gateway.h"
 #include "gateway/http/peer_client.h"
 #include "gateway/node_membership.h"
@@ -48,6 +49,49 @@ nlohmann::json row_model(const state::KernelRecord& row) {
   return m;
 }
 
+// The kernel's row and, when another node holds it alive, that node's internal address: what routing
+// reads, in one call. kNotFound: no row, or (viewer given) one the viewer may not see, so that the
+// node's row is never read for another user's kernel (its error would tell that the id exists).
+common::Result<RemoteKernel> locate(state::Database& db, const std::string& id, const std::string& me,
+                                    const std::optional<state::User>& viewer) {
+  auto row = state::get_kernel(db, id);
+  if (!row) return row.error();
+  if (viewer && !may_see(*row, *viewer)) return common::make_error(Errc::kNotFound, "Kernel does not exist: " + id);
+  RemoteKernel out{std::move(row.value()), {}};
+  if (out.row.node == me || out.row.state == "dead" || out.row.state == "placing") return out;
+  auto node = state::get_node(db, out.row.node);
+  if (!node)
+    return common::make_error(node.error().code == Errc::kNotFound ? Errc::kInternal : node.error().code,
+                              "the node of kernel " + id + ": " + node.error().message);
+  out.address = node->address;
+  return out;
+}
+
+// A dead kernel's row goes (its sessions with it); one already gone is no error.
+common::Status delete_row(state::Database& db, const std::string& id) {
+  auto st = state::delete_kernel(db, id);
+  if (!st && st.error().code == Errc::kNotFound) return common::ok();
+  return st;
+}
+
+// Routing's reads are charged to the user asking: one whose requests wait on a stalled database fills
+// their own share of the database thread's queue, not everyone's.
+std::string tenant_of(const Call& call) { return "user " + call.caller.user.name; }
+
+// The answer when the database could not say where a kernel is: 503 naming the database (the reads
+// did not answer within their deadline, or the database is unavailable); 429 when the user's own
+// share of the queue is full.
+http::Response database_refusal(const Call& call, const std::string& id, const common::Error& e) {
+  if (e.code == Errc::kTooManyRequests) {
+    auto res = http::json_response(call.req, http::status::too_many_requests,
+                                   {{"reason", "Too Many Requests"},
+                                    {"message", "too many of your requests wait for the database; retry later"}});
+    res.set(http::field::retry_after, "1");
+    return res;
+  }
+  return http::error_response(call.req, e.code, "cannot find the node of kernel " + id + ": " + e.message);
+}
+
 }  // namespace
 
 ClusterRouting::ClusterRouting(gateway::Gateway& gw) : gw_(gw) {
@@ -80,26 +124,23 @@ std::optional<http::Response> ClusterRouting::refuse_if_fenced(const Call& call)
                               "node " + m->id() + " cannot renew its cluster lease; its kernels are not served");
 }
 
-std::optional<http::Response> ClusterRouting::resolve_remote(Call& call, const std::string& id) {
+awaitable<std::optional<http::Response>> ClusterRouting::resolve_remote(Call& call, const std::string& id) {
   // A request another node forwarded was meant for a kernel here: never forwarded again.
-  if (!enabled() || !call.caller.peer.cluster_peer.empty()) return std::nullopt;
-  auto row = state::get_kernel(gw_.db(), id);
-  if (!row) {
-    if (row.error().code == Errc::kNotFound || row.error().code == Errc::kBadRequest) return std::nullopt;
-    return http::error_response(call.req, row.error());
-  }
+  if (!enabled() || !call.caller.peer.cluster_peer.empty()) co_return std::nullopt;
   // The owner check comes before anything about nodes: another user's id is 404 on every node.
-  if (!may_see(*row, call.caller.user) || row->node == gw_.config().node_id) return std::nullopt;
-  if (row->state == "placing") return http::error_response(call.req, Errc::kConflict, "kernel is still starting");
-  std::string address;
-  if (row->state != "dead") {
-    auto node = state::get_node(gw_.db(), row->node);
-    if (!node) return http::error_response(call.req, node.error().code == Errc::kNotFound ? Errc::kInternal : node.error().code,
-                                           "the node of kernel " + id + ": " + node.error().message);
-    address = node->address;
+  auto read = [id, me = gw_.config().node_id, viewer = std::optional<state::User>(call.caller.user)](state::Database& db) {
+    return locate(db, id, me, viewer);
+  };
+  const std::string tenant = tenant_of(call);
+  auto found = co_await gw_.db_calls().call<RemoteKernel>(tenant, read);
+  if (!found) {
+    if (found.error().code == Errc::kNotFound || found.error().code == Errc::kBadRequest) co_return std::nullopt;
+    co_return database_refusal(call, id, found.error());
   }
-  call.remote = RemoteKernel{std::move(row.value()), std::move(address)};
-  return std::nullopt;
+  if (found->row.node == gw_.config().node_id) co_return std::nullopt;
+  if (found->row.state == "placing") co_return http::error_response(call.req, Errc::kConflict, "kernel is still starting");
+  call.remote = std::move(found.value());
+  co_return std::nullopt;
 }
 
 awaitable<http::Reply> ClusterRouting::forward(Call& call) {
@@ -111,8 +152,10 @@ awaitable<http::Reply> ClusterRouting::forward(Call& call) {
     if (kernel_itself && call.req.method() == http::verb::get)
       co_return reply(http::json_response(call.req, http::status::ok, row_model(remote.row)));
     if (kernel_itself && call.req.method() == http::verb::delete_) {
-      if (auto st = state::delete_kernel(gw_.db(), remote.row.id); !st && st.error().code != Errc::kNotFound)
-        co_return reply(http::error_response(call.req, st.error()));
+      auto remove = [id = remote.row.id](state::Database& db) { return delete_row(db, id); };
+      const std::string tenant = tenant_of(call);
+      if (auto st = co_await gw_.db_calls().call<common::Ok>(tenant, remove); !st)
+        co_return reply(database_refusal(call, remote.row.id, st.error()));
       co_return reply(http::empty_response(call.req));
     }
     co_return reply(http::error_response(call.req, Errc::kConflict, "kernel is dead: " + remote.row.reason));
@@ -134,22 +177,23 @@ awaitable<http::Reply> ClusterRouting::forward_to(Call& call, const state::Kerne
 
 awaitable<std::optional<http::Reply>> ClusterRouting::forward_for_kernel(Call& call, const std::string& kernel_id) {
   if (!enabled() || !call.caller.peer.cluster_peer.empty()) co_return std::nullopt;
-  auto row = state::get_kernel(gw_.db(), kernel_id);
-  if (!row) {
-    if (row.error().code == Errc::kNotFound) co_return std::nullopt;
-    co_return reply(http::error_response(call.req, row.error()));
+  auto read = [kernel_id, me = gw_.config().node_id](state::Database& db) {
+    return locate(db, kernel_id, me, std::nullopt);
+  };
+  const std::string tenant = tenant_of(call);
+  auto found = co_await gw_.db_calls().call<RemoteKernel>(tenant, read);
+  if (!found) {
+    if (found.error().code == Errc::kNotFound) co_return std::nullopt;
+    co_return reply(database_refusal(call, kernel_id, found.error()));
   }
-  if (row->node == gw_.config().node_id || row->state == "placing") co_return std::nullopt;
-  if (row->state == "dead") {
-    if (auto st = state::delete_kernel(gw_.db(), kernel_id); !st && st.error().code != Errc::kNotFound)
-      co_return reply(http::error_response(call.req, st.error()));
+  if (found->row.node == gw_.config().node_id || found->row.state == "placing") co_return std::nullopt;
+  if (found->row.state == "dead") {
+    auto remove = [kernel_id](state::Database& db) { return delete_row(db, kernel_id); };
+    if (auto st = co_await gw_.db_calls().call<common::Ok>(tenant, remove); !st)
+      co_return reply(database_refusal(call, kernel_id, st.error()));
     co_return std::nullopt;
   }
-  auto node = state::get_node(gw_.db(), row->node);
-  if (!node)
-    co_return reply(http::error_response(call.req, node.error().code == Errc::kNotFound ? Errc::kInternal : node.error().code,
-                                         "the node of kernel " + kernel_id + ": " + node.error().message));
-  co_return co_await forward_to(call, row.value(), node->address);
+  co_return co_await forward_to(call, found->row, found->address);
 }
 
 awaitable<http::Upgrade> ClusterRouting::relay(Call& call, http::WsAccept accept) {
@@ -165,9 +209,10 @@ awaitable<http::Upgrade> ClusterRouting::relay(Call& call, http::WsAccept accept
   }
   // When the owner's connection ends, the row says whether the kernel died (its node came back and
   // ended what was declared dead) or the link dropped (the client reconnects).
-  auto dead_reason = [&db = gw_.db(), id = remote.row.id]() -> std::string {
-    auto row = state::get_kernel(db, id);
-    return row && row->state == "dead" ? (row->reason.empty() ? std::string("dead") : row->reason) : std::string();
+  auto dead_reason = [&calls = gw_.db_calls(), id = remote.row.id, tenant = tenant_of(call)]() -> awaitable<std::string> {
+    auto read = [id](state::Database& db) { return state::get_kernel(db, id); };
+    auto row = co_await calls.call<state::KernelRecord>(tenant, read);
+    co_return row && row->state == "dead" ? (row->reason.empty() ? std::string("dead") : row->reason) : std::string();
   };
   auto relay = std::make_shared<KernelRelay>(std::move(ws.value()), remote.row.id, accept.limits.queue_bytes,
                                              std::move(dead_reason));
@@ -241,16 +286,18 @@ common::Result<bool> ClusterRouting::held_elsewhere(const std::string& id) {
   return row->node != gw_.config().node_id;
 }
 
-common::Result<std::vector<nlohmann::json>> ClusterRouting::remote_models(const state::User& user) {
+awaitable<common::Result<std::vector<nlohmann::json>>> ClusterRouting::remote_models(const state::User& user) {
   std::vector<nlohmann::json> out;
-  if (!enabled()) return out;
+  if (!enabled()) co_return out;
   std::optional<std::string> owner;
   if (!user.admin) owner = user.name;
-  auto rows = state::list_kernels(gw_.db(), owner);
-  if (!rows) return rows.error();
+  auto read = [owner](state::Database& db) { return state::list_kernels(db, owner); };
+  const std::string tenant = "user " + user.name;
+  auto rows = co_await gw_.db_calls().call<std::vector<state::KernelRecord>>(tenant, read);
+  if (!rows) co_return rows.error();
   for (const auto& row : rows.value())
     if (may_see(row, user) && row.node != gw_.config().node_id && row.state != "placing") out.push_back(row_model(row));
-  return out;
+  co_return out;
 }
 
 void ClusterRouting::unplace(const std::string& placed_id) {

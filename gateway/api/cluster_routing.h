@@ -42,7 +42,9 @@ class ClusterRouting {
   std::optional<http::Response> refuse_if_fenced(const Call& call) const;
   // {kernel} not held here: the kernel's row, if the caller may see it and another node holds it. Sets
   // call.remote; or an error reply (a dead kernel's answer, the database unavailable).
-  std::optional<http::Response> resolve_remote(Call& call, const std::string& id);
+  // The rows are read through gw.db_calls(), charged to the caller: a database that does not answer
+  // holds this request (then 503 naming it), not the io thread.
+  boost::asio::awaitable<std::optional<http::Response>> resolve_remote(Call& call, const std::string& id);
   // The call forwarded to the node holding its kernel, with the answer it gave.
   boost::asio::awaitable<http::Reply> forward(Call& call);
   // The kernel WebSocket relayed to the node holding its kernel.
@@ -67,8 +69,9 @@ class ClusterRouting {
   // Whether another node holds the kernel (its row names another node); the database's error when it
   // cannot answer, so that no caller takes an outage for a kernel that is gone.
   common::Result<bool> held_elsewhere(const std::string& id);
-  // Every other node's kernel user may see, oldest first (an empty list on one machine).
-  common::Result<std::vector<nlohmann::json>> remote_models(const state::User& user);
+  // Every other node's kernel user may see, oldest first (an empty list on one machine); read through
+  // gw.db_calls(), charged to user.
+  boost::asio::awaitable<common::Result<std::vector<nlohmann::json>>> remote_models(const state::User& user);
 
  private:
   // call's request sent to the internal listener at address (the node holding row's kernel), its answer.

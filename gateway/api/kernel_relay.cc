@@ -20,7 +20,7 @@ namespace beast = boost::beast;
 using asio::awaitable;
 
 KernelRelay::KernelRelay(std::unique_ptr<http::PeerWebSocket> upstream, std::string kernel_id, size_t queue_bytes,
-                         std::function<std::string()> dead_reason)
+                         std::function<awaitable<std::string>()> dead_reason)
     : upstream_(std::move(upstream)),
       messages_(*upstream_),
       kernel_id_(std::move(kernel_id)),
@@ -126,7 +126,10 @@ awaitable<void> KernelRelay::read_upstream() {
     }
   }
   // The owner ended the kernel (its node was declared lost and came back): dead, not a dropped link.
-  end(why, ended_ || !dead_reason_ || session_.expired() ? std::string() : dead_reason_());
+  // The row is read off the io thread (a stalled database holds this ending, nothing else).
+  std::string reason;
+  if (!ended_ && dead_reason_ && !session_.expired()) reason = co_await dead_reason_();
+  end(why, reason);
 }
 
 }  // namespace cellgate::api

@@ -30,7 +30,7 @@ class KernelRelay final : public http::WsEndpoint, public std::enable_shared_fro
   // queue_bytes: the client connection's write bound; the same bounds what waits to go upstream.
   // dead_reason: asked when the upstream ends; the kernel's reason when its row says it is dead, else "".
   KernelRelay(std::unique_ptr<http::PeerWebSocket> upstream, std::string kernel_id, size_t queue_bytes,
-              std::function<std::string()> dead_reason);
+              std::function<boost::asio::awaitable<std::string>()> dead_reason);
   void attach(const std::shared_ptr<http::WsSession>& session) override;
   // The owner keeps its replay buffer for the session_id: what this relay had not written to the client
   // is dropped here, and a reconnect (through any node) replays what the owner had not sent.
@@ -51,7 +51,7 @@ class KernelRelay final : public http::WsEndpoint, public std::enable_shared_fro
   http::RelayedMessages<http::PeerWebSocket> messages_;  // reads upstream_
   std::string kernel_id_;
   size_t queue_bytes_;
-  std::function<std::string()> dead_reason_;
+  std::function<boost::asio::awaitable<std::string>()> dead_reason_;
   std::string synth_session_;  // the session of the messages the relay itself sends
   std::weak_ptr<http::WsSession> session_;
   std::deque<std::string> outbox_;  // v1 frames for the owner

@@ -35,7 +35,7 @@ awaitable<http::Reply> KernelsApi::list(Call& call) {
   for (const auto& [id, hub] : kernels_.kernels())
     if (gateway::visible_to(*hub, call.caller.user)) list.push_back(kernels_.model(*hub));
   // In a cluster, the other nodes' kernels too: the list is the table's.
-  auto remote = cluster_.remote_models(call.caller.user);
+  auto remote = co_await cluster_.remote_models(call.caller.user);
   if (!remote) co_return reply(http::error_response(call.req, remote.error()));
   for (auto& m : remote.value()) list.push_back(std::move(m));
   co_return reply(http::json_response(call.req, http::status::ok, list));

@@ -172,7 +172,7 @@ awaitable<std::optional<http::Response>> Router::resolve(Call& call) {
   if (auto it = call.params.find("kernel"); it != call.params.end()) {
     call.kernel = gw_.kernels().find(it->second, user);
     if (!call.kernel) {
-      if (auto refused = handlers_->cluster.resolve_remote(call, it->second)) co_return std::move(*refused);
+      if (auto refused = co_await handlers_->cluster.resolve_remote(call, it->second)) co_return std::move(*refused);
     } else if (auto fenced = handlers_->cluster.refuse_if_fenced(call)) {
       co_return std::move(*fenced);
     }

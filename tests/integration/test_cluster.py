@@ -819,3 +819,69 @@ def test_a_node_whose_database_is_cut_keeps_serving_its_other_kernels_until_its_
             ws.close()
         for k in started:
             s.delete(cluster.nodes["a"].url + "api/kernels/" + k, timeout=60)
+
+
+def test_a_routed_request_waiting_on_a_locked_kernels_table_holds_no_other_clients_traffic(cluster):
+    """A request for a kernel another node holds reads the kernel's row (and its node's) to know where
+    to send it. While the database does not answer that read (here the kernels table is locked, as a
+    migration or a VACUUM FULL would lock it, for 3 s: less than the gateway's lock_timeout), that request
+    waits, and the node goes on serving its other clients: a kernel's WebSocket answers `1 + 1` at once.
+    Once the lock goes, the request is forwarded and answered. (The read ran on the io thread before,
+    which every client of the node shares.)"""
+    import psycopg2
+    s = cluster.session("dave")
+    started, by_node = [], {}
+    ws, con, releaser = None, None, None
+    try:
+        for i in range(6):  # placement spreads: two of these land on two nodes
+            started.append(start(s, cluster.nodes["a"], workspace="routed%d" % i)["id"])
+            by_node.setdefault(cluster.node_of(started[-1])[0], started[-1])
+            if len(by_node) == 2:
+                break
+        assert len(by_node) == 2, [cluster.node_of(k) for k in started]
+        (near_name, near_kid), (far_name, far_kid) = sorted(by_node.items())
+        near = cluster.nodes[near_name]
+        ws = KernelWS(near.url, cluster.tokens["dave"], near_kid, protocol="v1")
+        assert ws.execute("1 + 1").result_text() == "2"
+        r = s.get(near.url + "api/kernels/" + far_kid, timeout=30)
+        assert r.status_code == 200 and r.json()["id"] == far_kid, (r.status_code, r.text)
+        hold = 3.0
+        con = psycopg2.connect(cluster.url)
+        con.cursor().execute("LOCK TABLE kernels IN ACCESS EXCLUSIVE MODE")
+        # Released on time whatever the node does meanwhile (an io thread that waits on the lock too).
+        releaser = threading.Timer(hold, con.rollback)
+        releaser.start()
+        answer = {}
+
+        def ask():
+            began = time.monotonic()
+            try:
+                r = s.get(near.url + "api/kernels/" + far_kid, timeout=60)
+                answer["status"], answer["body"] = r.status_code, r.text
+            except requests.RequestException as e:
+                answer["error"] = repr(e)
+            answer["took"] = time.monotonic() - began
+
+        asker = threading.Thread(target=ask, daemon=True)
+        asker.start()
+        time.sleep(0.5)  # its token is checked (the users table is not locked); it waits on the kernel's row
+        began = time.monotonic()
+        rep = ws.execute("1 + 1", timeout=30)
+        took = time.monotonic() - began
+        releaser.join()
+        asker.join(timeout=30)
+        assert rep.result_text() == "2", rep.reply
+        assert took < 1.5, ("a kernel's 1 + 1 over its open WebSocket on node %s took %.1f s while a request "
+                            "routed to node %s waited on the kernels table" % (near_name, took, far_name))
+        assert not asker.is_alive(), "the routed request was never answered"
+        assert answer.get("status") == 200 and json.loads(answer["body"])["id"] == far_kid, answer
+        assert answer["took"] > hold - 1.0, "the routed request did not wait on the lock: %.1f s" % answer["took"]
+    finally:
+        if releaser is not None:
+            releaser.join()
+        if con is not None:
+            con.close()
+        if ws is not None:
+            ws.close()
+        for k in started:
+            s.delete(cluster.nodes["a"].url + "api/kernels/" + k, timeout=60)
