@@ -66,6 +66,13 @@ bool parse_bool(const std::string& name, const std::string& v) {
   throw ConfigError(fmt::format("--{}: expected true or false, got '{}'", name, v));
 }
 
+// The switches documented as on|off (true and false are taken too).
+bool parse_on_off(const std::string& name, const std::string& v) {
+  if (v == "on" || v == "true") return true;
+  if (v == "off" || v == "false") return false;
+  throw ConfigError(fmt::format("--{}: expected on or off, got '{}'", name, v));
+}
+
 // The kernel caps of a gateway started with none given (load_config; a Config built in code has none):
 // no user can start kernels until the host falls over. An idle ipykernel holds about 60 MiB, so at
 // 128 MiB a kernel the global cap leaves room for what they do; each kernel is also held by its own
@@ -140,11 +147,7 @@ const std::vector<Option>& options() {
       {"fork-server", "on|off", false,
        "start Debian ipykernels from a preloaded fork server, cellgate-zygote (default on; jail spawner only; "
        "kernels start cold while it is unavailable)",
-       [](Config& c, const std::string& v) {
-         if (v == "on" || v == "true") c.fork_server = true;
-         else if (v == "off" || v == "false") c.fork_server = false;
-         else throw ConfigError("--fork-server: expected on or off, got '" + v + "'");
-       }},
+       [](Config& c, const std::string& v) { c.fork_server = parse_on_off("fork-server", v); }},
       {"zygote", "PATH", false, "the cellgate-zygote binary (default: beside cellgate)",
        [](Config& c, const std::string& v) { c.zygote_binary = v; }},
       {"fork-server-timeout", "SECONDS", false,
@@ -157,11 +160,7 @@ const std::vector<Option>& options() {
        "host-wide, and bounds ksmd's scan rate). RISK: a merged page is a side channel between tenants (a kernel can "
        "tell by timing a write whether another kernel holds a page it guessed); on only where the kernels' users "
        "may learn what the others hold. Off (default) touches no KSM setting",
-       [](Config& c, const std::string& v) {
-         if (v == "on" || v == "true") c.kernel_memory_merge = true;
-         else if (v == "off" || v == "false") c.kernel_memory_merge = false;
-         else throw ConfigError("--kernel-memory-merge: expected on or off, got '" + v + "'");
-       }},
+       [](Config& c, const std::string& v) { c.kernel_memory_merge = parse_on_off("kernel-memory-merge", v); }},
       {"kernel-memory-merge-rate", "PAGES", false,
        "with --kernel-memory-merge on: pages a second ksmd scans at most (its CPU is the host's, charged to no "
        "kernel: ~2% of one CPU at 5000 on a 2-vCPU KVM guest; a pass over N idle forked kernels takes "
@@ -361,11 +360,7 @@ const std::vector<Option>& options() {
       {"egress", "on|off", false,
        "start the egress proxy, cellgate-egress, through which kernels with a network policy reach the network "
        "(default on; jail spawner only); off: a policy other than none is refused",
-       [](Config& c, const std::string& v) {
-         if (v == "on" || v == "true") c.egress = true;
-         else if (v == "off" || v == "false") c.egress = false;
-         else throw ConfigError("--egress: expected on or off, got '" + v + "'");
-       }},
+       [](Config& c, const std::string& v) { c.egress = parse_on_off("egress", v); }},
       {"egress-binary", "PATH", false, "the cellgate-egress binary (default: beside cellgate)",
        [](Config& c, const std::string& v) { c.egress_binary = v; }},
       {"egress-hosts", "FILE", false, "hosts(5)-style names the egress proxy resolves before DNS",
@@ -405,11 +400,7 @@ const std::vector<Option>& options() {
       {"node-lease", "SECONDS", false, "a node that has not renewed its row this long is lost (default 10)",
        [](Config& c, const std::string& v) { c.node_lease_s = static_cast<int>(parse_int("node-lease", v, 3, 3600)); }},
       {"journal", "on|off", false, "keep an execution journal per kernel in the state database (default on)",
-       [](Config& c, const std::string& v) {
-         if (v == "on" || v == "true") c.journal = true;
-         else if (v == "off" || v == "false") c.journal = false;
-         else throw ConfigError("--journal: expected on or off, got '" + v + "'");
-       }},
+       [](Config& c, const std::string& v) { c.journal = parse_on_off("journal", v); }},
       {"journal-bytes", "SIZE", false,
        "what one user's journals may hold (entries and baseline snapshots), all their kernels together; oldest "
        "first; 0 = no bound "
